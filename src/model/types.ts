@@ -1,0 +1,108 @@
+/**
+ * The provider boundary: provider-neutral messages and the one-method `Model` interface.
+ * Providers never see a `Tool`; they see `ToolSpec`s. Keep this file tiny and stable —
+ * it is the contract every provider and the loop are written against.
+ */
+
+/** A JSON Schema document (draft 2020-12 unless its `$schema` says otherwise). */
+export type JSONSchema = { [key: string]: unknown };
+
+export type TextBlock = { type: "text"; text: string };
+/** An image as base64 data. */
+export type ImageBlock = { type: "image"; data: string; mimeType: string };
+/** Model reasoning; `providerData` (keyed by provider) lets the same provider replay it exactly. */
+export type ReasoningBlock = { type: "reasoning"; text: string; providerData?: Record<string, unknown> };
+export type ContentBlock = TextBlock | ImageBlock | ReasoningBlock;
+
+/**
+ * One tool call. `id` is unique within its run; `providerCallId` keeps the provider's original
+ * id when the runner had to assign a new one. `args` is the parsed JSON as the model sent it
+ * (`{}` when unparseable, with the raw text in `rawArgs`).
+ */
+export type ToolCall = { id: string; name: string; args: unknown; providerCallId?: string; rawArgs?: string };
+
+export type SystemMessage = { role: "system"; content: string | ContentBlock[] };
+export type UserMessage = { role: "user"; content: string | ContentBlock[] };
+export type AssistantMessage = {
+  role: "assistant";
+  content: string | ContentBlock[];
+  toolCalls?: ToolCall[];
+  /** Keyed by provider ("anthropic", "openai-responses"…); other providers drop it. */
+  providerData?: Record<string, unknown>;
+};
+export type ToolMessage = {
+  role: "tool";
+  toolCallId: string;
+  name: string;
+  content: string | ContentBlock[];
+  isError: boolean;
+  details?: unknown;
+};
+export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+/** What a model sees of a tool. */
+export type ToolSpec = { name: string; description: string; parameters: JSONSchema; strict?: boolean };
+
+export type ModelSettings = {
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  stop?: string[];
+  toolChoice?: "auto" | "none" | "required" | { name: string };
+  /** Whether the model may request several calls in one turn (the request-side twin of `parallel`). */
+  parallelToolCalls?: boolean;
+  reasoning?: { effort?: "low" | "medium" | "high"; budgetTokens?: number };
+  responseFormat?: { type: "json_schema"; name: string; schema: JSONSchema; strict?: boolean };
+  /** Provider-specific fields passed through as they are. */
+  extra?: Record<string, unknown>;
+};
+
+/**
+ * One model request. `messages` is the transcript at the time of the request and is
+ * read-only: a model must not keep a reference past its call (copying it every turn would
+ * make a long run quadratic).
+ */
+export type ModelRequest = {
+  system?: string;
+  messages: readonly Message[];
+  tools: ToolSpec[];
+  settings: ModelSettings;
+  signal?: AbortSignal;
+};
+
+export type Usage = {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+  costUsd?: number;
+};
+
+export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter";
+
+/**
+ * A model turn as a stream ending with `finish`. Tool-call arguments arrive as raw JSON text;
+ * a complete `tool_call` is authoritative over earlier deltas with the same index. A provider
+ * that must retry after partial output emits `reset` (consumers discard that turn's deltas)
+ * and streams again.
+ */
+export type ModelStreamEvent =
+  | { type: "text_delta"; delta: string }
+  | { type: "reasoning_delta"; delta: string; providerData?: Record<string, unknown> }
+  | { type: "tool_call_delta"; index: number; id?: string; name?: string; argsDelta: string }
+  | { type: "tool_call"; index?: number; id: string; name: string; args: string }
+  | { type: "usage"; usage: Partial<Usage> }
+  | { type: "reset"; reason: string }
+  | { type: "finish"; reason: FinishReason; providerData?: Record<string, unknown> };
+
+/**
+ * The provider boundary: one method. Failures throw `ProviderError`.
+ *
+ * @example
+ * const model: Model = { name: "echo", async *stream() { yield { type: "text_delta", delta: "hi" }; yield { type: "finish", reason: "stop" }; } };
+ */
+export interface Model {
+  name: string;
+  stream(request: ModelRequest): AsyncIterable<ModelStreamEvent>;
+}
