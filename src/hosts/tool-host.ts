@@ -1,0 +1,48 @@
+import type { ToolSpec } from "../model/types.js";
+import type { RunContext } from "../run/context.js";
+import type { ToolOptions } from "../tool/types.js";
+
+/** A tool as a host lists it: its spec plus the hints the runner schedules and guards it by. */
+export type HostedTool = ToolSpec &
+  Partial<
+    Pick<
+      ToolOptions,
+      | "parallel"
+      | "destructive"
+      | "readOnly"
+      | "idempotent"
+      | "untrustedOutput"
+      | "needsApproval"
+      | "timeoutMs"
+      | "label"
+    >
+  >;
+
+/** A change a host reports through `watch()`. */
+export type ToolHostChange = { kind: "added" | "removed" | "updated"; name: string };
+
+/**
+ * Where tools come from when they are not plain `tool()`s: an MCP server, a registry, a plugin.
+ * The runner lists a host's tools at run start (and again when `watch` reports a change, or
+ * before every model request when there is no `watch`), validates arguments against the
+ * listed schema, and calls `call` with what a local `execute` would get.
+ *
+ * @example
+ * const host: ToolHost = { listTools: async () => [spec], call: async (name, args, ctx) => "ok" };
+ */
+export interface ToolHost {
+  listTools(signal?: AbortSignal): Promise<HostedTool[]>;
+  /** Returns what a local `execute` returns: a string, `{ content, details? }`, or any JSON value. */
+  call(name: string, args: unknown, ctx: RunContext): Promise<unknown>;
+  watch?(signal?: AbortSignal): AsyncIterable<ToolHostChange>;
+}
+
+/** True when `value` is a `ToolHost` rather than a tool. */
+export function isToolHost(value: unknown): value is ToolHost {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as ToolHost).listTools === "function" &&
+    typeof (value as ToolHost).call === "function"
+  );
+}

@@ -1,0 +1,54 @@
+import type { ContentBlock } from "../model/types.js";
+import type { RunContext } from "../run/context.js";
+
+/**
+ * What `execute` may return. Strings pass through; `{ content, details }` sends `content`
+ * blocks to the model and `details` only to observers; anything else is rendered as JSON.
+ */
+export type ToolOutput = { content: ContentBlock[]; details?: unknown };
+
+/** Wraps one attempt of a call: call `invoke(args, ctx)` to go on, or answer without it. */
+export type ToolPolicy<Args = any> = (
+  invoke: (args: Args, ctx: RunContext<any>) => Promise<unknown>,
+  args: Args,
+  ctx: RunContext<any>,
+) => Promise<unknown>;
+
+/** Turns a successful raw result into what the model reads. */
+export type ResultRenderer = (value: unknown, ctx: RunContext<any>) => string | ContentBlock[] | ToolOutput;
+
+export type RetryBackoff = { initialMs?: number; factor?: number; maxMs?: number; jitter?: boolean };
+
+/** Decides whether a call needs a human's approval, from its validated arguments. */
+export type ApprovalPredicate<Args = any> = (args: Args, ctx: RunContext<any>) => boolean | Promise<boolean>;
+
+/** Every option a tool may carry besides its name, description, parameters and body. */
+export interface ToolOptions<Args = any> {
+  /** OpenAI strict mode: closed objects, every property required, optional ones nullable. */
+  strict?: boolean;
+  /** `false` makes the call a barrier: in-flight calls finish first, it runs alone. Default true. */
+  parallel?: boolean;
+  /** Attempts after the first. Default: the agent's `defaultToolRetries` (0). */
+  retries?: number;
+  retryBackoff?: RetryBackoff;
+  /** Per attempt. Default: the agent's `defaultToolTimeoutMs` (none). */
+  timeoutMs?: number;
+  /** Cap on the rendered text. Default: the agent's `maxToolOutputChars` (200,000). */
+  maxOutputChars?: number;
+  resultRenderer?: ResultRenderer;
+  needsApproval?: boolean | ApprovalPredicate<Args>;
+  /** First = outermost; each sees one attempt. */
+  policies?: ToolPolicy<Args>[];
+  destructive?: boolean;
+  readOnly?: boolean;
+  /** Safe to run again after a crash mid-call. */
+  idempotent?: boolean;
+  /** Its output is third-party text (web pages, MCP servers). */
+  untrustedOutput?: boolean;
+  /** A successful call ends the run (`stopReason: "ends_turn"`). */
+  endsTurn?: boolean;
+  /** A human-readable name for UIs. */
+  label?: string;
+  /** `"worker"` runs `execute` on a worker thread that a timeout or cancel really kills. */
+  isolate?: "inline" | "worker";
+}
