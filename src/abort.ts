@@ -1,0 +1,58 @@
+import { RunCancelled } from "./errors.js";
+
+/** The `RunCancelled` an aborted signal stands for (its reason when that already is one). */
+export function cancellationOf(signal: AbortSignal): RunCancelled {
+  const reason: unknown = signal.reason;
+  if (reason instanceof RunCancelled) return reason;
+  if (reason instanceof Error) return new RunCancelled(reason.message);
+  return new RunCancelled(reason === undefined ? "run cancelled" : String(reason));
+}
+
+const ABORTED: unique symbol = Symbol("aborted");
+export type Aborted = typeof ABORTED;
+export const isAborted = (value: unknown): value is Aborted => value === ABORTED;
+
+/**
+ * Waits for `promise` or for `signal` to abort, whichever is first. The run uses this so that
+ * cancelling never waits on a tool or model that ignores its signal; the abandoned promise's
+ * rejection is swallowed so it cannot crash the process later.
+ */
+export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | Aborted> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.resolve(ABORTED);
+  }
+  return new Promise<T | Aborted>((resolve, reject) => {
+    const onAbort = () => {
+      promise.catch(() => {});
+      resolve(ABORTED);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** `setTimeout` as a promise that rejects when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

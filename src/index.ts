@@ -1,0 +1,61 @@
+// The public surface of "quiver": re-exports only.
+export {
+  type ArgumentIssue,
+  BudgetExceeded,
+  InvalidToolArguments,
+  ProviderError,
+  RunCancelled,
+  ToolError,
+  type ToolErrorKind,
+  UserError,
+} from "./errors.js";
+export { type HostedTool, isToolHost, type ToolHost, type ToolHostChange } from "./hosts/tool-host.js";
+export { ScriptedModel, type ScriptedTurn } from "./model/scripted.js";
+export type {
+  AssistantMessage,
+  ContentBlock,
+  FinishReason,
+  ImageBlock,
+  JSONSchema,
+  Message,
+  Model,
+  ModelRequest,
+  ModelSettings,
+  ModelStreamEvent,
+  ReasoningBlock,
+  SystemMessage,
+  TextBlock,
+  ToolCall,
+  ToolMessage,
+  ToolSpec,
+  Usage,
+  UserMessage,
+} from "./model/types.js";
+export type { RunOptions } from "./run/active-run.js";
+export {
+  Agent,
+  type AgentConfig,
+  type AgentTools,
+  type InstructionContext,
+  type InstructionFragment,
+  type Instructions,
+} from "./run/agent.js";
+export { getRunContext, type RunContext } from "./run/context.js";
+export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./run/events.js";
+export { RunHandle } from "./run/handle.js";
+export type { RunInput } from "./run/loop.js";
+export { OutputValidationError } from "./run/output-type.js";
+export { type RunState, replay } from "./run/replay.js";
+export type { RunResult, ToolCallRecord } from "./run/result.js";
+export { Runner } from "./run/runner.js";
+export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
+export type { InferArgs, ToolParameters } from "./tool/parameters.js";
+export { Tool, type ToolConfig, type ToolDefinition, tool } from "./tool/tool.js";
+export type {
+  ApprovalPredicate,
+  ResultRenderer,
+  RetryBackoff,
+  ToolOptions,
+  ToolOutput,
+  ToolPolicy,
+} from "./tool/types.js";

@@ -1,0 +1,79 @@
+import { UserError } from "../errors.js";
+import type { ToolHost } from "../hosts/tool-host.js";
+import type { Model, ModelSettings } from "../model/types.js";
+import type { ToolParameters } from "../tool/parameters.js";
+import type { Tool } from "../tool/tool.js";
+import type { ResultRenderer } from "../tool/types.js";
+import type { RunContext } from "./context.js";
+
+/** What instruction functions receive: the run's context, without the per-call fields. */
+export type InstructionContext<Deps = unknown> = Pick<
+  RunContext<Deps>,
+  "runId" | "parentRunId" | "path" | "sessionId" | "userId" | "deps" | "agent" | "signal"
+>;
+
+/** One piece of the system prompt: text, or a function evaluated at each run start. */
+export type InstructionFragment<Deps = unknown> =
+  | string
+  | ((ctx: InstructionContext<Deps>) => string | undefined | Promise<string | undefined>);
+export type Instructions<Deps = unknown> = InstructionFragment<Deps> | InstructionFragment<Deps>[];
+
+/** What an agent's `tools` accepts: one tool, a host, or an array mixing both. */
+export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | ToolHost>;
+
+/** Everything an `Agent` is configured with. Only `name` is required. */
+export interface AgentConfig<Deps = unknown, Output = string> {
+  name: string;
+  /** A `Model`, or `"provider:model-id"` resolved by `quiver/providers` (e.g. `"openai:gpt-4.1-mini"`). */
+  model?: Model | string;
+  instructions?: Instructions<Deps>;
+  tools?: AgentTools;
+  modelSettings?: ModelSettings;
+  /** Retries for tools that set none. Default 0. */
+  defaultToolRetries?: number;
+  /** Per-attempt timeout for tools that set none. Default: none. */
+  defaultToolTimeoutMs?: number;
+  /** Cap on each rendered tool result for tools that set none. Default 200,000. */
+  maxToolOutputChars?: number;
+  /** Cap on the image bytes of one tool result. Default 5 MB. */
+  maxImageBytes?: number;
+  /** Renders successful results of tools that have no `resultRenderer`. */
+  toolResultRenderer?: ResultRenderer;
+  /** At most this many calls of one turn run at once. Default: no limit. */
+  maxConcurrentToolCalls?: number;
+  /**
+   * A schema (Zod, any Standard Schema, or `jsonSchema()`) for the final answer: the model's
+   * last text is parsed as JSON and validated; one corrective turn is allowed.
+   */
+  outputType?: ToolParameters & { readonly __output?: Output };
+}
+
+const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;
+
+/**
+ * An agent: a model, instructions and tools, plus the settings of its loop.
+ *
+ * @example
+ * const agent = new Agent({ name: "support", model: "openai:gpt-4.1-mini",
+ *   instructions: "You help customers with orders.", tools: [lookupOrder] });
+ * const result = await Runner.run(agent, "Where is order A123?");
+ */
+export class Agent<Deps = unknown, Output = string> {
+  readonly name: string;
+  readonly config: Readonly<AgentConfig<Deps, Output>>;
+
+  constructor(config: AgentConfig<Deps, Output>) {
+    if (typeof config.name !== "string" || !AGENT_NAME.test(config.name)) {
+      throw new UserError(
+        `invalid agent name ${JSON.stringify(config.name)}: use 1-64 letters, digits, " _.-"`,
+      );
+    }
+    this.name = config.name;
+    this.config = Object.freeze({ ...config });
+  }
+
+  /** A copy of this agent with some settings changed. */
+  clone(overrides: Partial<AgentConfig<Deps, Output>>): Agent<Deps, Output> {
+    return new Agent<Deps, Output>({ ...this.config, ...overrides });
+  }
+}

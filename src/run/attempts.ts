@@ -1,0 +1,190 @@
+import { isAborted, raceAbort, sleep } from "../abort.js";
+import {
+  BudgetExceeded,
+  InvalidToolArguments,
+  RunCancelled,
+  ToolError,
+  type ToolErrorKind,
+} from "../errors.js";
+import type { ToolCall } from "../model/types.js";
+import type { Tool } from "../tool/tool.js";
+import type { RetryBackoff, ToolPolicy } from "../tool/types.js";
+import type { ActiveRun } from "./active-run.js";
+import { type RunContext, withRunContext } from "./context.js";
+import { messageOf } from "./tool-result.js";
+import { HostCallError } from "./toolset.js";
+
+/** How the attempts of one call ended. */
+export type AttemptsOutcome =
+  | { kind: "value"; value: unknown; ctx: RunContext }
+  | { kind: "error"; errorKind: ToolErrorKind; message: string; hint?: string }
+  /** The run was cancelled (by the caller, or a tool threw `RunCancelled`). */
+  | { kind: "cancelled" }
+  /** The run's own budget ran out inside the tool. */
+  | { kind: "budget"; error: BudgetExceeded };
+
+export type AttemptSettings = { retries: number; timeoutMs?: number; backoff?: RetryBackoff; turn: number };
+
+const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
+
+class AttemptTimeout extends Error {
+  override name = "TimeoutError";
+}
+
+/**
+ * Runs one validated call: retries with backoff around a per-attempt timeout around the
+ * policies around `execute`. Invalid arguments, cancellation and budget are never retried.
+ * Resolves as soon as the run is cancelled, even if the tool ignores its signal.
+ */
+export async function runAttempts(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+  settings: AttemptSettings,
+): Promise<AttemptsOutcome> {
+  const backoff = { ...DEFAULT_BACKOFF, ...settings.backoff };
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await runOneAttempt(run, tool, call, args, attempt, settings);
+    if (outcome.kind !== "error" || !outcome.retryable || attempt > settings.retries) {
+      if (outcome.kind === "error") {
+        const { retryable: _r, ...rest } = outcome;
+        return rest;
+      }
+      return outcome;
+    }
+    const delayMs = backoffDelay(backoff, attempt);
+    run.emit({
+      type: "tool_call_retry",
+      call,
+      attempt: attempt + 1,
+      delayMs,
+      error: { kind: outcome.errorKind, message: outcome.message },
+    });
+    try {
+      await sleep(delayMs, run.signal);
+    } catch {
+      return { kind: "cancelled" };
+    }
+  }
+}
+
+function backoffDelay(backoff: Required<RetryBackoff>, attempt: number): number {
+  const base = Math.min(backoff.maxMs, backoff.initialMs * backoff.factor ** (attempt - 1));
+  // Full jitter keeps many runs retrying the same service from retrying in lockstep.
+  return Math.round(backoff.jitter ? base / 2 + Math.random() * (base / 2) : base);
+}
+
+type OneAttempt =
+  | Exclude<AttemptsOutcome, { kind: "error" }>
+  | (Extract<AttemptsOutcome, { kind: "error" }> & { retryable: boolean });
+
+async function runOneAttempt(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+  attempt: number,
+  settings: AttemptSettings,
+): Promise<OneAttempt> {
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(run.signal.reason);
+  run.signal.addEventListener("abort", onRunAbort, { once: true });
+  const ctx: RunContext = {
+    ...run.baseContext(),
+    turn: settings.turn,
+    signal: controller.signal,
+    toolCallId: call.id,
+    attempt,
+    idempotencyKey: `${run.runId}:${call.id}`,
+    update: (partial: unknown) => {
+      if (!controller.signal.aborted) run.emit({ type: "tool_call_update", call, partial });
+    },
+  };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    run.emit({ type: "tool_call_started", call, attempt });
+    const invoke = composePolicies(tool, args);
+    let work = withRunContext(ctx, () => invoke(args, ctx));
+    if (settings.timeoutMs !== undefined && settings.timeoutMs > 0) {
+      const ms = settings.timeoutMs;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
+          controller.abort(error);
+          reject(error);
+        }, ms);
+      });
+      work = Promise.race([work, timeout]);
+    }
+    const value = await raceAbort(work, run.signal);
+    if (isAborted(value)) return { kind: "cancelled" };
+    return { kind: "value", value, ctx };
+  } catch (error) {
+    return classify(run, error);
+  } finally {
+    clearTimeout(timer);
+    run.signal.removeEventListener("abort", onRunAbort);
+  }
+}
+
+/** Composes `policies` (first = outermost) around `execute`; changed arguments are validated again. */
+function composePolicies(
+  tool: Tool,
+  validated: unknown,
+): (args: unknown, ctx: RunContext) => Promise<unknown> {
+  const innermost = async (args: unknown, ctx: RunContext): Promise<unknown> => {
+    let finalArgs = args;
+    if (args !== validated) {
+      const check = await tool.validateArguments(args);
+      if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
+      finalArgs = check.value;
+    }
+    return tool.execute(finalArgs, ctx);
+  };
+  const policies: ToolPolicy[] = tool.policies ?? [];
+  return policies.reduceRight<(args: unknown, ctx: RunContext) => Promise<unknown>>(
+    (next, policy) => async (args, ctx) => policy(next, args, ctx),
+    innermost,
+  );
+}
+
+function classify(run: ActiveRun, error: unknown): OneAttempt {
+  if (error instanceof RunCancelled) {
+    run.controller.abort(error);
+    return { kind: "cancelled" };
+  }
+  if (run.signal.aborted) return { kind: "cancelled" };
+  if (error instanceof BudgetExceeded) {
+    if (error.runId === run.runId) return { kind: "budget", error };
+    return { kind: "error", errorKind: "budget", message: error.message, retryable: false };
+  }
+  if (error instanceof InvalidToolArguments) {
+    return {
+      kind: "error",
+      errorKind: "invalid_arguments",
+      message: error.message,
+      hint: error.hint!,
+      retryable: false,
+    };
+  }
+  if (error instanceof AttemptTimeout) {
+    return {
+      kind: "error",
+      errorKind: "timeout",
+      message: error.message,
+      hint: "The call took too long; try a smaller request or a different approach.",
+      retryable: true,
+    };
+  }
+  if (error instanceof HostCallError)
+    return { kind: "error", errorKind: "host_error", message: error.message, retryable: true };
+  const hint = error instanceof ToolError ? error.hint : undefined;
+  return {
+    kind: "error",
+    errorKind: "tool_error",
+    message: messageOf(error),
+    ...(hint !== undefined && { hint }),
+    retryable: true,
+  };
+}

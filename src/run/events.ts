@@ -1,0 +1,68 @@
+import type { Message, ToolCall, Usage } from "../model/types.js";
+
+/** Why a run stopped without failing. */
+export type StopReason = "completed" | "ends_turn" | "budget" | "cancelled" | "max_turns";
+
+/** Fields every event carries. `seq` increases by one per run; `at` is epoch ms. */
+export type EventBase = {
+  runId: string;
+  seq: number;
+  at: number;
+  /** The name of the agent the event belongs to. */
+  agent: string;
+  /** Agent names from the root run down, on events of child runs. */
+  path?: string[];
+  parentRunId?: string;
+};
+
+/** A failed call's error as observers and `ToolCallRecord.error` see it. */
+export type CallError = { kind: string; message: string };
+
+type Body =
+  | { type: "run_started"; input: Message[]; sessionId?: string; userId?: string; parentCallId?: string }
+  | { type: "turn_started"; turn: number }
+  | { type: "text_delta"; delta: string }
+  | { type: "reasoning_delta"; delta: string }
+  | { type: "message"; message: Message }
+  | { type: "tool_call_requested"; call: ToolCall; index: number }
+  | { type: "tool_call_input_delta"; index: number; callId?: string; name?: string; delta: string }
+  | { type: "approval_required"; call: ToolCall; reason?: string }
+  | {
+      type: "approval_resolved";
+      call: ToolCall;
+      decision: "approved" | "denied";
+      by: string;
+      reason?: string;
+    }
+  | { type: "tool_call_started"; call: ToolCall; attempt: number }
+  | { type: "tool_call_update"; call: ToolCall; partial: unknown }
+  | { type: "tool_call_retry"; call: ToolCall; attempt: number; delayMs: number; error: CallError }
+  | {
+      type: "tool_call_completed";
+      call: ToolCall;
+      ok: boolean;
+      /** Exactly the text the model sees. */
+      output: string;
+      /** The raw return value: for live observers only, never persisted. */
+      result?: unknown;
+      error?: CallError;
+      truncated?: { originalChars: number };
+      details?: unknown;
+      durationMs: number;
+    }
+  | { type: "handoff"; from: string; to: string; call?: ToolCall }
+  | { type: "usage"; usage: Partial<Usage>; total: Usage }
+  | { type: "warning"; message: string; code?: string }
+  | { type: "turn_completed"; turn: number }
+  | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }
+  | { type: "run_failed"; name: string; message: string; kind: string };
+
+type WithBase<B> = B extends unknown ? EventBase & B : never;
+
+/** Every event a run emits: one discriminated union, switch on `type`. */
+export type RunEvent = WithBase<Body>;
+export type RunEventType = RunEvent["type"];
+/** The event of one `type`. */
+export type EventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
+/** An event as the loop creates it, before the base fields are stamped on. */
+export type EventBody = Body;

@@ -1,0 +1,144 @@
+import { isAborted, raceAbort } from "../abort.js";
+import { ProviderError } from "../errors.js";
+import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage } from "../model/types.js";
+import type { ActiveRun } from "./active-run.js";
+
+/** A requested call as the model sent it, before the runner gives it a run-unique id. */
+export type RawCall = { providerId?: string; name: string; args: string };
+
+/** One model turn, assembled from its stream. */
+export type ModelTurn = {
+  text: string;
+  reasoning: ContentBlock[];
+  calls: RawCall[];
+  usage: Partial<Usage>;
+  finish: FinishReason;
+  providerData?: Record<string, unknown>;
+};
+
+type PartialCall = { id?: string; name?: string; args: string; complete: boolean };
+
+/**
+ * Streams one model turn, forwarding deltas as events, and assembles text, reasoning and
+ * tool calls. A complete `tool_call` replaces the deltas with the same index; `reset` discards
+ * what the turn streamed so far. Returns `undefined` when the run was cancelled meanwhile.
+ */
+export async function streamModelTurn(
+  run: ActiveRun,
+  model: Model,
+  request: ModelRequest,
+): Promise<ModelTurn | undefined> {
+  const iterator = model.stream(request)[Symbol.asyncIterator]();
+  let turn = freshTurn();
+  let calls = new Map<number, PartialCall>();
+  let finished = false;
+  try {
+    while (true) {
+      const step = await raceAbort(iterator.next(), run.signal);
+      if (isAborted(step)) return undefined;
+      if (step.done) break;
+      const event = step.value;
+      switch (event.type) {
+        case "text_delta":
+          turn.text += event.delta;
+          run.emit({ type: "text_delta", delta: event.delta });
+          break;
+        case "reasoning_delta": {
+          const last = turn.reasoning.at(-1);
+          if (last?.type === "reasoning" && !event.providerData && !last.providerData)
+            last.text += event.delta;
+          else
+            turn.reasoning.push({
+              type: "reasoning",
+              text: event.delta,
+              ...(event.providerData && { providerData: event.providerData }),
+            });
+          run.emit({ type: "reasoning_delta", delta: event.delta });
+          break;
+        }
+        case "tool_call_delta": {
+          const call = calls.get(event.index) ?? { args: "", complete: false };
+          calls.set(event.index, call);
+          if (call.complete) break;
+          if (event.id) call.id = event.id;
+          if (event.name) call.name = (call.name ?? "") + event.name;
+          call.args += event.argsDelta;
+          run.emit({
+            type: "tool_call_input_delta",
+            index: event.index,
+            delta: event.argsDelta,
+            ...(call.id !== undefined && { callId: call.id }),
+            ...(call.name !== undefined && { name: call.name }),
+          });
+          break;
+        }
+        case "tool_call": {
+          const index = event.index ?? nextFreeIndex(calls);
+          calls.set(index, { id: event.id, name: event.name, args: event.args, complete: true });
+          break;
+        }
+        case "usage":
+          Object.assign(turn.usage, event.usage);
+          break;
+        case "reset":
+          turn = freshTurn();
+          calls = new Map();
+          run.emit({
+            type: "warning",
+            code: "model_reset",
+            message: `model output restarted: ${event.reason}`,
+          });
+          break;
+        case "finish":
+          turn.finish = event.reason;
+          if (event.providerData) turn.providerData = event.providerData;
+          finished = true;
+          break;
+      }
+    }
+  } finally {
+    if (run.signal.aborted) iterator.return?.()?.catch?.(() => {});
+  }
+  if (!finished) {
+    throw new ProviderError(`model "${model.name}" ended its stream without a finish event`, {
+      provider: model.name,
+      retryable: true,
+    });
+  }
+  turn.calls = [...calls.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, call]) => ({
+      ...(call.id !== undefined && { providerId: call.id }),
+      name: call.name ?? "",
+      args: call.args,
+    }));
+  return turn;
+}
+
+function freshTurn(): ModelTurn {
+  return { text: "", reasoning: [], calls: [], usage: {}, finish: "stop" };
+}
+
+function nextFreeIndex(calls: Map<number, PartialCall>): number {
+  let index = calls.size;
+  while (calls.has(index)) index++;
+  return index;
+}
+
+/**
+ * Turns the model's raw call into a stored `ToolCall`: a run-unique id, and arguments that
+ * replay safely to any provider (`{}` plus `rawArgs` when the JSON did not parse).
+ */
+export function toToolCall(run: ActiveRun, raw: RawCall): { call: ToolCall; parseError?: string } {
+  const ids = run.claimCallId(raw.providerId);
+  const text = raw.args.trim() === "" ? "{}" : raw.args;
+  try {
+    const args: unknown = JSON.parse(text);
+    return { call: { ...ids, name: raw.name, args } };
+  } catch (error) {
+    return {
+      call: { ...ids, name: raw.name, args: {}, rawArgs: raw.args },
+      parseError: (error as Error).message,
+    };
+  }
+}

@@ -1,0 +1,121 @@
+import type { ToolErrorKind } from "../errors.js";
+import type { ContentBlock, ToolCall, ToolMessage } from "../model/types.js";
+import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../tool/render.js";
+import type { Tool } from "../tool/tool.js";
+import type { ResultRenderer } from "../tool/types.js";
+import type { RunContext } from "./context.js";
+import type { ToolCallRecord } from "./result.js";
+
+export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
+export const DEFAULT_MAX_IMAGE_BYTES = 5_000_000;
+
+/** A finished call: the record for results and events, and the message for the transcript. */
+export type CallResult = { record: ToolCallRecord; message: ToolMessage; details?: unknown };
+
+/** The text the model reads for a failed call. No stack traces, ever. */
+export function errorText(message: string, hint?: string): string {
+  return `Tool error: ${message}${hint ? `\nHint: ${hint}` : ""}`;
+}
+
+export function errorResult(call: ToolCall, kind: ToolErrorKind, message: string, hint?: string): CallResult {
+  const output = errorText(message, hint);
+  return {
+    record: { call, ok: false, output, error: { kind, message } },
+    message: { role: "tool", toolCallId: call.id, name: call.name, content: output, isError: true },
+  };
+}
+
+export type RenderSettings = {
+  agentRenderer?: ResultRenderer;
+  maxOutputChars: number;
+  maxImageBytes: number;
+};
+
+/**
+ * Renders a successful value (tool renderer → agent renderer → default), caps its text
+ * head + tail, and caps its images. A throwing renderer gives a `renderer_error` result.
+ */
+export function successResult(
+  tool: Tool,
+  call: ToolCall,
+  value: unknown,
+  ctx: RunContext,
+  settings: RenderSettings,
+): CallResult {
+  const renderer = tool.resultRenderer ?? settings.agentRenderer;
+  let rendered: string | ContentBlock[];
+  let details: unknown = isToolOutput(value) ? value.details : undefined;
+  try {
+    const out = renderer ? renderer(value, ctx) : defaultRender(value);
+    if (isToolOutput(out)) {
+      rendered = out.content;
+      if (out.details !== undefined) details = out.details;
+    } else rendered = typeof out === "string" || Array.isArray(out) ? out : defaultRender(out);
+  } catch (error) {
+    return errorResult(
+      call,
+      "renderer_error",
+      `the result renderer of ${tool.name} failed: ${messageOf(error)}`,
+    );
+  }
+  const capped = capContent(rendered, settings);
+  const record: ToolCallRecord = { call, ok: true, output: contentText(capped.content) };
+  if (capped.originalChars !== undefined) record.truncated = { originalChars: capped.originalChars };
+  else record.value = value;
+  const message: ToolMessage = {
+    role: "tool",
+    toolCallId: call.id,
+    name: call.name,
+    content: capped.content,
+    isError: false,
+  };
+  if (details !== undefined) message.details = details;
+  return details === undefined ? { record, message } : { record, message, details };
+}
+
+function capContent(
+  content: string | ContentBlock[],
+  settings: RenderSettings,
+): { content: string | ContentBlock[]; originalChars?: number } {
+  if (typeof content === "string") {
+    const cut = truncateMiddle(content, settings.maxOutputChars);
+    return cut ? { content: cut.text, originalChars: cut.originalChars } : { content };
+  }
+  const blocks: ContentBlock[] = [];
+  let imageBytes = 0;
+  for (const block of content) {
+    if (block.type !== "image") {
+      blocks.push(block);
+      continue;
+    }
+    const bytes = Math.floor((block.data.length * 3) / 4);
+    if (imageBytes + bytes > settings.maxImageBytes) {
+      blocks.push({
+        type: "text",
+        text: `[image omitted: ${block.mimeType}, ${bytes.toLocaleString("en-US")} bytes would exceed the ${settings.maxImageBytes.toLocaleString("en-US")}-byte image limit of one result]`,
+      });
+      continue;
+    }
+    imageBytes += bytes;
+    blocks.push(block);
+  }
+  const text = blocks.filter((b) => b.type === "text").map((b) => (b as { text: string }).text);
+  const totalText = text.join("\n");
+  const cut = truncateMiddle(totalText, settings.maxOutputChars);
+  if (!cut) return { content: blocks };
+  // Over the cap: the text blocks become one truncated block, images stay after it.
+  return {
+    content: [{ type: "text", text: cut.text }, ...blocks.filter((b) => b.type !== "text")],
+    originalChars: cut.originalChars,
+  };
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

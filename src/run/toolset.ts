@@ -1,0 +1,138 @@
+import { ToolError, UserError } from "../errors.js";
+import { type HostedTool, isToolHost, type ToolHost } from "../hosts/tool-host.js";
+import type { ToolSpec } from "../model/types.js";
+import { jsonSchema } from "../tool/json-schema.js";
+import { Tool } from "../tool/tool.js";
+import type { AgentTools } from "./agent.js";
+import type { RunContext } from "./context.js";
+
+/** A host failed to carry out a call (transport, crash): reported as `host_error`. */
+export class HostCallError extends Error {
+  override name = "HostCallError";
+}
+
+/** A tool listed by a `ToolHost`: validated against the listed schema, run by `host.call`. */
+class HostedToolAdapter extends Tool {
+  readonly #host: ToolHost;
+  constructor(host: ToolHost, listed: HostedTool) {
+    const { name, description, parameters, strict: _strict, ...hints } = listed;
+    super({ ...hints, name, description, parameters: jsonSchema(parameters) });
+    this.#host = host;
+  }
+  override async execute(args: unknown, ctx: RunContext): Promise<unknown> {
+    try {
+      return await this.#host.call(this.name, args, ctx);
+    } catch (error) {
+      // A ToolError is the tool speaking (MCP `isError`); anything else is the host failing.
+      if (error instanceof ToolError || ctx.signal.aborted) throw error;
+      throw new HostCallError((error as Error)?.message ?? String(error), { cause: error });
+    }
+  }
+}
+
+type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean };
+
+/**
+ * The tools one agent offers in one run: its own tools plus what its hosts list, with names
+ * unique across every source. Hosts are listed at run start and re-listed before a model
+ * request when they have no `watch`, or when their `watch` reported a change.
+ */
+export class Toolset {
+  readonly #sources: Array<Tool | ToolHost>;
+  readonly #hosts = new Map<ToolHost, HostEntry>();
+  readonly #signal: AbortSignal;
+  #byName = new Map<string, Tool>();
+  #specs: ToolSpec[] = [];
+
+  constructor(tools: AgentTools | undefined, signal: AbortSignal) {
+    this.#sources = tools === undefined ? [] : Array.isArray(tools) ? tools : [tools];
+    this.#signal = signal;
+    for (const source of this.#sources) {
+      if (!(source instanceof Tool) && !isToolHost(source)) {
+        throw new UserError(
+          `an agent's tools must be tools (tool(), new Tool) or ToolHosts; got ${describe(source)}`,
+        );
+      }
+    }
+  }
+
+  /** Lists what needs listing and rebuilds the name index. Throws `UserError` on a name clash. */
+  async refresh(): Promise<void> {
+    let changed = this.#specs.length === 0 && this.#sources.length > 0;
+    for (const source of this.#sources) {
+      if (source instanceof Tool) continue;
+      if (await this.#listHost(source)) changed = true;
+    }
+    if (!changed) return;
+    const byName = new Map<string, Tool>();
+    const add = (tool: Tool, from: string) => {
+      const existing = byName.get(tool.name);
+      if (existing) {
+        throw new UserError(
+          `two tools are named "${tool.name}" (${from} and another source): tool names must be unique across ` +
+            "an agent's tools and hosts; rename one or give the host a prefix",
+        );
+      }
+      byName.set(tool.name, tool);
+    };
+    for (const source of this.#sources) {
+      if (source instanceof Tool) add(source, "a tool");
+      else for (const tool of this.#hosts.get(source)!.tools) add(tool, "a tool host");
+    }
+    this.#byName = byName;
+    this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+  }
+
+  async #listHost(host: ToolHost): Promise<boolean> {
+    let entry = this.#hosts.get(host);
+    if (entry?.watching && !entry.dirty) return false;
+    const listed = await host.listTools(this.#signal);
+    const key = JSON.stringify(listed.map((t) => (t instanceof Tool ? t.name : t)));
+    if (entry && entry.key === key) {
+      entry.dirty = false;
+      return false;
+    }
+    const tools = listed.map((t) => (t instanceof Tool ? t : new HostedToolAdapter(host, t)));
+    const watching = entry?.watching ?? this.#watch(host);
+    entry = { tools, key, dirty: false, watching };
+    this.#hosts.set(host, entry);
+    return true;
+  }
+
+  #watch(host: ToolHost): boolean {
+    if (typeof host.watch !== "function") return false;
+    const changes = host.watch(this.#signal);
+    void (async () => {
+      try {
+        for await (const _change of changes) {
+          const entry = this.#hosts.get(host);
+          if (entry) entry.dirty = true;
+        }
+      } catch {
+        // A broken watch degrades to listing before every request.
+      }
+      const entry = this.#hosts.get(host);
+      if (entry) entry.watching = false;
+    })();
+    return true;
+  }
+
+  get(name: string): Tool | undefined {
+    return this.#byName.get(name);
+  }
+
+  get specs(): ToolSpec[] {
+    return this.#specs;
+  }
+
+  get tools(): Iterable<Tool> {
+    return this.#byName.values();
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "function")
+    return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
+  return typeof value;
+}

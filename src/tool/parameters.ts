@@ -1,0 +1,125 @@
+import type { StandardJSONSchemaV1, StandardSchemaV1 } from "@standard-schema/spec";
+import type { ArgumentIssue } from "../errors.js";
+import { UserError } from "../errors.js";
+import type { JSONSchema } from "../model/types.js";
+import { compileJsonSchema } from "./ajv.js";
+import { isTypedJsonSchema, type TypedJsonSchema } from "./json-schema.js";
+
+/** What `parameters` accepts: Zod 4, any Standard Schema that emits JSON Schema, or JSON Schema. */
+export type ToolParameters =
+  | (StandardSchemaV1 & StandardJSONSchemaV1)
+  | StandardSchemaV1
+  | TypedJsonSchema<any>
+  | JSONSchema;
+
+/** The argument type a `parameters` value describes. */
+export type InferArgs<P> =
+  P extends StandardSchemaV1<any, infer Out>
+    ? Out
+    : P extends TypedJsonSchema<infer T>
+      ? T
+      : Record<string, any>;
+
+export type Validation = { ok: true; value: unknown } | { ok: false; issues: ArgumentIssue[] };
+
+/** The one canonical form of a tool's parameters: a JSON Schema and a validator for it. */
+export interface ParameterSchema {
+  readonly jsonSchema: JSONSchema;
+  validate(value: unknown): Validation | Promise<Validation>;
+}
+
+function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+  return typeof value === "object" && value !== null && "~standard" in value;
+}
+
+/** Turns any accepted `parameters` value into its canonical JSON Schema and validator. */
+export function toParameterSchema(parameters: ToolParameters, toolName: string): ParameterSchema {
+  if (isStandardSchema(parameters)) return fromStandardSchema(parameters, toolName);
+  const schema = isTypedJsonSchema(parameters) ? parameters.jsonSchema : (parameters as JSONSchema);
+  return fromJsonSchema(schema, toolName);
+}
+
+function fromStandardSchema(schema: StandardSchemaV1, toolName: string): ParameterSchema {
+  const props = schema["~standard"] as StandardSchemaV1.Props & Partial<StandardJSONSchemaV1.Props>;
+  if (!props.jsonSchema) {
+    throw new UserError(
+      `tool "${toolName}": its ${props.vendor} schema cannot emit JSON Schema (Standard JSON Schema). ` +
+        "Use a library that implements it (Zod 4, Valibot with @valibot/to-json-schema, ArkType) or pass jsonSchema({...}).",
+    );
+  }
+  let jsonSchema: JSONSchema;
+  try {
+    jsonSchema = props.jsonSchema.input({ target: "draft-2020-12" });
+  } catch (error) {
+    throw new UserError(
+      `tool "${toolName}": its parameters cannot be expressed as JSON Schema: ${String(error)}`,
+    );
+  }
+  const { $schema: _dropped, ...rest } = jsonSchema;
+  return {
+    jsonSchema: rest,
+    validate(value) {
+      const outcome = props.validate(value);
+      return outcome instanceof Promise ? outcome.then(fromStandardResult) : fromStandardResult(outcome);
+    },
+  };
+}
+
+function fromStandardResult(result: StandardSchemaV1.Result<unknown>): Validation {
+  if (!result.issues) return { ok: true, value: result.value };
+  return {
+    ok: false,
+    issues: result.issues.map((issue) => ({
+      path: (issue.path ?? [])
+        .map((segment) => (typeof segment === "object" ? String(segment.key) : String(segment)))
+        .join("."),
+      message: issue.message,
+    })),
+  };
+}
+
+function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
+  if (schema.type !== undefined && schema.type !== "object") {
+    throw new UserError(
+      `tool "${toolName}": parameters must describe an object (got type "${String(schema.type)}")`,
+    );
+  }
+  const canonical: JSONSchema = { type: "object", properties: {}, ...schema };
+  let validator: ReturnType<typeof compileJsonSchema> | undefined;
+  // Compiling eagerly surfaces a broken schema at definition time, where the mistake is.
+  try {
+    validator = compileJsonSchema(canonical);
+  } catch (error) {
+    throw new UserError(`tool "${toolName}": invalid JSON Schema: ${(error as Error).message}`);
+  }
+  const { $schema: _dropped, ...wire } = canonical;
+  return {
+    jsonSchema: wire,
+    validate(value) {
+      if (validator!(value)) return { ok: true, value };
+      return { ok: false, issues: (validator!.errors ?? []).map(fromAjvError) };
+    },
+  };
+}
+
+function fromAjvError(error: {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, any>;
+}): ArgumentIssue {
+  const path = error.instancePath.split("/").filter(Boolean).map(decodePointer);
+  if (error.keyword === "required") path.push(String(error.params.missingProperty));
+  if (error.keyword === "additionalProperties") {
+    return { path: path.join("."), message: `unknown property "${error.params.additionalProperty}"` };
+  }
+  if (error.keyword === "required") return { path: path.join("."), message: "is required" };
+  if (error.keyword === "enum") {
+    return { path: path.join("."), message: `must be one of ${JSON.stringify(error.params.allowedValues)}` };
+  }
+  return { path: path.join("."), message: error.message ?? error.keyword };
+}
+
+function decodePointer(segment: string): string {
+  return segment.replace(/~1/g, "/").replace(/~0/g, "~");
+}

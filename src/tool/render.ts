@@ -1,0 +1,118 @@
+import type { ContentBlock } from "../model/types.js";
+import type { ToolOutput } from "./types.js";
+
+/**
+ * JSON text for any value a tool may return, without throwing: Dates as ISO strings, Maps as
+ * objects, Sets as arrays, bigints as decimal strings, `toJSON` honoured, cycles as
+ * "[Circular]", functions and symbols dropped.
+ *
+ * @example
+ * toJsonText({ at: new Date(0), ids: new Set([1n]) }) // '{"at":"1970-01-01T00:00:00.000Z","ids":["1"]}'
+ */
+export function toJsonText(value: unknown): string {
+  const text = JSON.stringify(toPlain(value, new WeakSet()));
+  return text === undefined ? "null" : text;
+}
+
+function toPlain(value: unknown, seen: WeakSet<object>): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "function" || typeof value === "symbol") return undefined;
+  if (typeof value !== "object" || value === null) {
+    return typeof value === "number" && !Number.isFinite(value) ? String(value) : value;
+  }
+  if (seen.has(value)) return "[Circular]";
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "Invalid Date" : value.toISOString();
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
+    try {
+      return toPlain((value as { toJSON(): unknown }).toJSON(), seen);
+    } catch (error) {
+      return `[toJSON threw: ${(error as Error).message}]`;
+    }
+  }
+  seen.add(value);
+  try {
+    if (value instanceof Map) {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of value) out[typeof k === "string" ? k : toJsonText(k)] = toPlain(v, seen);
+      return out;
+    }
+    if (value instanceof Set) return [...value].map((v) => toPlain(v, seen));
+    if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+      return `[${value.constructor.name} ${value.byteLength} bytes]`;
+    }
+    if (value instanceof Error) return { name: value.name, message: value.message };
+    if (Array.isArray(value)) return value.map((v) => toPlain(v, seen) ?? null);
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const plain = toPlain(v, seen);
+      if (plain !== undefined) out[k] = plain;
+    }
+    return out;
+  } finally {
+    // Shared (non-cyclic) references are fine: only an object inside itself is a cycle.
+    seen.delete(value);
+  }
+}
+
+/** True when a value is the `{ content: ContentBlock[], details? }` form. */
+export function isToolOutput(value: unknown): value is ToolOutput {
+  if (typeof value !== "object" || value === null || !Array.isArray((value as ToolOutput).content))
+    return false;
+  return (value as ToolOutput).content.every(
+    (b) =>
+      typeof b === "object" &&
+      b !== null &&
+      (b.type === "text" || b.type === "image" || b.type === "reasoning"),
+  );
+}
+
+/** The default renderer: strings as they are, content blocks as they are, everything else JSON. */
+export function defaultRender(value: unknown): string | ContentBlock[] {
+  if (typeof value === "string") return value;
+  if (value === undefined) return "";
+  if (isToolOutput(value)) return value.content;
+  return toJsonText(value);
+}
+
+/** The text a person or a log reads for some content: text blocks joined, images named. */
+export function contentText(content: string | readonly ContentBlock[]): string {
+  if (typeof content === "string") return content;
+  return content
+    .map((block) =>
+      block.type === "image" ? `[image: ${block.mimeType}]` : block.type === "text" ? block.text : "",
+    )
+    .filter(Boolean)
+    .join("\n");
+}
+
+const numberFormat = new Intl.NumberFormat("en-US");
+
+/**
+ * Keeps ~80 % head and ~20 % tail of `text` around a marker saying how much was kept, so the
+ * model sees both the start and the end (error summaries usually sit at the end).
+ */
+export function truncateMiddle(
+  text: string,
+  maxChars: number,
+): { text: string; originalChars: number } | undefined {
+  if (text.length <= maxChars) return undefined;
+  const marker = (kept: number) =>
+    `\n[... tool output truncated: kept ${numberFormat.format(kept)} of ${numberFormat.format(text.length)} chars ...]\n`;
+  const budget = Math.max(0, maxChars - marker(maxChars).length);
+  let head = Math.floor(budget * 0.8);
+  let tail = budget - head;
+  // Never split a surrogate pair: a lone half is invalid UTF-16 in JSON for some providers.
+  if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
+  if (tail > 0 && isLowSurrogate(text.charCodeAt(text.length - tail))) tail--;
+  return {
+    text: text.slice(0, head) + marker(head + tail) + text.slice(text.length - tail),
+    originalChars: text.length,
+  };
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}

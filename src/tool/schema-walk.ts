@@ -1,0 +1,56 @@
+import type { JSONSchema } from "../model/types.js";
+
+/** Follows a local `$ref` (`#/$defs/x`, `#/definitions/x`) once; other refs are left alone. */
+export function deref(schema: JSONSchema, root: JSONSchema): JSONSchema {
+  let current = schema;
+  for (let hops = 0; hops < 32 && typeof current.$ref === "string"; hops++) {
+    const ref = current.$ref as string;
+    if (!ref.startsWith("#")) return current;
+    let target: unknown = root;
+    for (const part of ref.slice(1).split("/").filter(Boolean)) {
+      const key = decodeURIComponent(part).replace(/~1/g, "/").replace(/~0/g, "~");
+      target = (target as Record<string, unknown> | undefined)?.[key];
+    }
+    if (typeof target !== "object" || target === null) return current;
+    current = target as JSONSchema;
+  }
+  return current;
+}
+
+/** The JSON types a schema admits, or undefined when it does not say (any type). */
+export function typesOf(schema: JSONSchema, root: JSONSchema): Set<string> | undefined {
+  const resolved = deref(schema, root);
+  if (typeof resolved.type === "string") return new Set([resolved.type]);
+  if (Array.isArray(resolved.type)) return new Set(resolved.type as string[]);
+  if (resolved.const !== undefined) return new Set([jsonTypeOf(resolved.const)]);
+  if (Array.isArray(resolved.enum)) return new Set((resolved.enum as unknown[]).map(jsonTypeOf));
+  const branches = (resolved.anyOf ?? resolved.oneOf) as JSONSchema[] | undefined;
+  if (Array.isArray(branches)) {
+    const all = new Set<string>();
+    for (const branch of branches) {
+      const types = typesOf(branch, root);
+      if (!types) return undefined;
+      for (const t of types) all.add(t);
+    }
+    return all;
+  }
+  if (resolved.properties !== undefined) return new Set(["object"]);
+  if (resolved.items !== undefined || resolved.prefixItems !== undefined) return new Set(["array"]);
+  return undefined;
+}
+
+export function jsonTypeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+/** The branch of a union that describes objects/arrays, when exactly one does. */
+export function soleBranch(schema: JSONSchema, root: JSONSchema, type: string): JSONSchema | undefined {
+  const resolved = deref(schema, root);
+  const branches = (resolved.anyOf ?? resolved.oneOf) as JSONSchema[] | undefined;
+  if (!Array.isArray(branches)) return resolved;
+  const matching = branches.filter((b) => typesOf(b, root)?.has(type));
+  return matching.length === 1 ? deref(matching[0]!, root) : undefined;
+}
