@@ -1,0 +1,149 @@
+import { Agent, type ContentBlock, Runner, ScriptedModel, type Tool, tool } from "quiver";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+
+async function runTool(t: Tool, agentSettings: Record<string, unknown> = {}) {
+  const model = new ScriptedModel([{ toolCalls: [{ name: t.name, args: {} }] }, { text: "done" }]);
+  const handle = Runner.stream(new Agent({ name: "a", model, tools: [t], ...agentSettings }), "go");
+  const completed = [];
+  for await (const ev of handle) if (ev.type === "tool_call_completed") completed.push(ev);
+  const result = await handle.result();
+  return {
+    record: result.toolCalls[0]!,
+    event: completed[0]!,
+    message: result.messages.find((m) => m.role === "tool")!,
+    model,
+  };
+}
+
+const returning = (value: unknown, options: Record<string, unknown> = {}) =>
+  tool({
+    name: "r",
+    description: "Returns a value.",
+    parameters: z.object({}),
+    execute: async () => value,
+    ...options,
+  });
+
+describe("rendering", () => {
+  it("passes strings through and renders everything else as JSON, never throwing", async () => {
+    expect((await runTool(returning("plain text"))).record.output).toBe("plain text");
+    const cyclic: Record<string, unknown> = { name: "loop" };
+    cyclic.self = cyclic;
+    const value = {
+      at: new Date("2026-01-02T03:04:05Z"),
+      tags: new Set(["a", "b"]),
+      byId: new Map([["x", 1]]),
+      big: 12345678901234567890n,
+      custom: { toJSON: () => "custom!" },
+      cyclic,
+      fn: () => 1,
+    };
+    const { record } = await runTool(returning(value));
+    expect(JSON.parse(record.output)).toEqual({
+      at: "2026-01-02T03:04:05.000Z",
+      tags: ["a", "b"],
+      byId: { x: 1 },
+      big: "12345678901234567890",
+      custom: "custom!",
+      cyclic: { name: "loop", self: "[Circular]" },
+    });
+    expect(record.value).toBe(value);
+  });
+
+  it("sends content blocks to the model and details only to observers", async () => {
+    const content: ContentBlock[] = [
+      { type: "text", text: "chart:" },
+      { type: "image", data: Buffer.from("png-bytes").toString("base64"), mimeType: "image/png" },
+    ];
+    const { record, event, message } = await runTool(returning({ content, details: { rows: 3 } }));
+    expect(message).toMatchObject({ role: "tool", content, details: { rows: 3 }, isError: false });
+    expect(event.details).toEqual({ rows: 3 });
+    expect(record.output).toBe("chart:\n[image: image/png]");
+  });
+
+  it("uses the tool's renderer, else the agent's, else the default; renderers see successes only", async () => {
+    const seen: unknown[] = [];
+    const agentRenderer = (value: unknown) => {
+      seen.push(value);
+      return `agent: ${JSON.stringify(value)}`;
+    };
+    expect((await runTool(returning([1, 2]), { toolResultRenderer: agentRenderer })).record.output).toBe(
+      "agent: [1,2]",
+    );
+    const own = returning([1, 2], {
+      resultRenderer: (rows: number[]) => rows.map((r) => `- ${r}`).join("\n"),
+    });
+    expect((await runTool(own, { toolResultRenderer: agentRenderer })).record.output).toBe("- 1\n- 2");
+    const failing = tool({
+      name: "r",
+      description: "Fails.",
+      parameters: z.object({}),
+      execute: async () => {
+        throw new Error("boom");
+      },
+    });
+    const { record } = await runTool(failing, { toolResultRenderer: agentRenderer });
+    expect(record.output).toBe("Tool error: boom");
+    expect(seen).toEqual([[1, 2]]);
+  });
+
+  it("turns a throwing renderer into a renderer_error result", async () => {
+    const t = returning("x", {
+      resultRenderer: () => {
+        throw new Error("bad template");
+      },
+    });
+    const { record } = await runTool(t);
+    expect(record).toMatchObject({ ok: false, error: { kind: "renderer_error" } });
+    expect(record.output).toBe("Tool error: the result renderer of r failed: bad template");
+  });
+});
+
+describe("truncation", () => {
+  it("keeps head and tail around a marker with thousands separators and drops the raw value", async () => {
+    const text = `HEAD${"x".repeat(301_992)}TAIL`;
+    const { record, message } = await runTool(returning(text));
+    expect(record.output.length).toBeLessThanOrEqual(200_000);
+    expect(record.output.startsWith("HEAD")).toBe(true);
+    expect(record.output.endsWith("TAIL")).toBe(true);
+    expect(record.output).toMatch(/\[\.\.\. tool output truncated: kept 199,9\d\d of 302,000 chars \.\.\.\]/);
+    expect(record.truncated).toEqual({ originalChars: 302_000 });
+    expect("value" in record).toBe(false);
+    expect(message.content).toBe(record.output);
+    const head = record.output.indexOf("[...");
+    expect(head / 200_000).toBeGreaterThan(0.78);
+    expect(head / 200_000).toBeLessThan(0.82);
+  });
+
+  it("uses the tool's maxOutputChars over the agent's maxToolOutputChars", async () => {
+    const t = returning("y".repeat(1000), { maxOutputChars: 300 });
+    expect((await runTool(t, { maxToolOutputChars: 10_000 })).record.output.length).toBeLessThanOrEqual(300);
+    expect(
+      (await runTool(returning("y".repeat(1000)), { maxToolOutputChars: 500 })).record.output.length,
+    ).toBeLessThanOrEqual(500);
+    expect((await runTool(returning("y".repeat(1000)))).record.truncated).toBeUndefined();
+  });
+
+  it("never splits a surrogate pair", async () => {
+    const { record } = await runTool(returning("😀".repeat(5000), { maxOutputChars: 1001 }));
+    expect(record.output).not.toMatch(
+      /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/,
+    );
+  });
+
+  it("caps the image bytes of one result", async () => {
+    const big = Buffer.alloc(3_000).toString("base64");
+    const content: ContentBlock[] = [
+      { type: "image", data: big, mimeType: "image/png" },
+      { type: "image", data: big, mimeType: "image/jpeg" },
+    ];
+    const { message } = await runTool(returning({ content }), { maxImageBytes: 4_000 });
+    const blocks = message.content as ContentBlock[];
+    expect(blocks[0]).toMatchObject({ type: "image", mimeType: "image/png" });
+    expect(blocks[1]).toMatchObject({
+      type: "text",
+      text: expect.stringMatching(/image omitted: image\/jpeg, 3,000 bytes/),
+    });
+  });
+});
