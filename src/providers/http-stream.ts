@@ -1,0 +1,154 @@
+/**
+ * One streaming HTTP request with every wait bounded: a whole-request timeout, an idle
+ * timeout between chunks (waiting for the response headers counts as idle), and the
+ * caller's abort signal, which tears the connection down at once.
+ */
+import { ProviderError } from "../errors.js";
+import { SseDecoder, type SseEvent } from "./sse.js";
+
+export type StreamingPost = {
+  /** Provider name for errors (`"openai"`, `"anthropic"`…). */
+  provider: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  fetch: typeof fetch;
+  signal?: AbortSignal;
+  timeoutMs: number;
+  idleTimeoutMs: number;
+  /** Turns a non-2xx response into the provider's error (status, type, message, retryable). */
+  errorFromResponse(status: number, headers: Headers, body: string): ProviderError;
+};
+
+/** The error for a request stopped by the caller's signal. Never retried. */
+export function abortedError(provider: string, signal: AbortSignal | undefined): ProviderError {
+  return new ProviderError(`${provider}: request aborted`, {
+    provider,
+    type: "aborted",
+    retryable: false,
+    cause: signal?.reason,
+  });
+}
+
+/** setTimeout overflows above this and would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * POSTs `body` and yields the server-sent events of the response as they arrive.
+ * Stopping the iteration early (break, return, a thrown error) cancels the request.
+ *
+ * @example
+ * for await (const ev of postServerSentEvents({ provider: "openai", url, headers, body,
+ *   fetch, timeoutMs: 600_000, idleTimeoutMs: 60_000, errorFromResponse })) console.log(ev.data);
+ */
+export async function* postServerSentEvents(request: StreamingPost): AsyncGenerator<SseEvent> {
+  const { provider, signal } = request;
+  if (signal?.aborted) throw abortedError(provider, signal);
+  const controller = new AbortController();
+  let stoppedBy: "request_timeout" | "idle_timeout" | "caller" | undefined;
+  const stop = (why: "request_timeout" | "idle_timeout" | "caller") => {
+    if (stoppedBy === undefined) stoppedBy = why;
+    controller.abort();
+  };
+  const onCallerAbort = () => stop("caller");
+  signal?.addEventListener("abort", onCallerAbort, { once: true });
+  const requestTimer = setTimeout(() => stop("request_timeout"), Math.min(request.timeoutMs, MAX_TIMER_MS));
+  let idleTimer: NodeJS.Timeout | undefined;
+  const armIdle = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => stop("idle_timeout"), Math.min(request.idleTimeoutMs, MAX_TIMER_MS));
+  };
+
+  // Why a failure happened matters more than the low-level error the abort produced.
+  const explain = (error: unknown): ProviderError => {
+    if (stoppedBy === "caller") return abortedError(provider, signal);
+    if (stoppedBy === "request_timeout") {
+      return new ProviderError(`${provider}: request timed out after ${request.timeoutMs} ms`, {
+        provider,
+        type: "timeout",
+        retryable: true,
+      });
+    }
+    if (stoppedBy === "idle_timeout") {
+      return new ProviderError(`${provider}: no data from the server for ${request.idleTimeoutMs} ms`, {
+        provider,
+        type: "idle_timeout",
+        retryable: true,
+      });
+    }
+    if (error instanceof ProviderError) return error;
+    return new ProviderError(`${provider}: connection failed: ${describeNetworkError(error)}`, {
+      provider,
+      type: "connection_error",
+      retryable: true,
+      cause: error,
+    });
+  };
+
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let finished = false;
+  try {
+    armIdle();
+    let response: Response;
+    try {
+      response = await request.fetch(request.url, {
+        method: "POST",
+        headers: request.headers,
+        body: request.body,
+        signal: controller.signal,
+      });
+    } catch (error) {
+      throw explain(error);
+    }
+    if (!response.ok) {
+      let text = "";
+      try {
+        text = await response.text();
+      } catch (error) {
+        // The status alone still says what went wrong, unless we were stopped.
+        if (stoppedBy !== undefined) throw explain(error);
+      }
+      throw request.errorFromResponse(response.status, response.headers, text);
+    }
+    if (!response.body) {
+      throw new ProviderError(`${provider}: the response has no body`, { provider, retryable: true });
+    }
+    reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    const sse = new SseDecoder();
+    armIdle();
+    for (;;) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw explain(error);
+      }
+      if (chunk.done) break;
+      // The idle clock measures the server's silence, not a slow consumer: pause it while
+      // the events are handed out (unread bytes wait in the socket meanwhile).
+      clearTimeout(idleTimer);
+      const events = sse.push(decoder.decode(chunk.value, { stream: true }));
+      for (const ev of events) yield ev;
+      armIdle();
+    }
+    for (const ev of sse.push(decoder.decode())) yield ev;
+    for (const ev of sse.end()) yield ev;
+    finished = true;
+  } finally {
+    clearTimeout(requestTimer);
+    clearTimeout(idleTimer);
+    signal?.removeEventListener("abort", onCallerAbort);
+    if (!finished) {
+      // Stopped early (error, break, abort): release the connection now, never leave it open.
+      controller.abort();
+      reader?.cancel().catch(() => {});
+    }
+  }
+}
+
+function describeNetworkError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  return `${error.message}${cause}`;
+}

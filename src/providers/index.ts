@@ -1,0 +1,13 @@
+/**
+ * `quiver/providers`: real model providers behind the one-method `Model` interface.
+ */
+export {
+  type OpenAICompatibleOptions,
+  type OpenAIOptions,
+  openai,
+  openaiCompatible,
+} from "./openai/model.js";
+export type { HttpProviderOptions } from "./provider-options.js";
+export type { RetryBackoff } from "./retry.js";
+export type { ToolCallEvent } from "./tool-calls.js";
+export type { ProviderWarning, WarningHandler } from "./warnings.js";

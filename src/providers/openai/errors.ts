@@ -1,0 +1,55 @@
+/**
+ * Error responses of OpenAI's APIs (Chat Completions and Responses) and of servers that
+ * imitate them, which do not always use OpenAI's `{ error: { message, type, code } }` shape.
+ */
+import { ProviderError } from "../../errors.js";
+import { isRetryableStatus, retryAfterMs, withRetryAfter } from "../retry.js";
+
+/**
+ * A `ProviderError` for a non-2xx response: status, the provider's error type and message,
+ * retryable for 408/409/429/5xx unless the server's `x-should-retry` header says otherwise,
+ * and the `Retry-After` wait remembered for the retry.
+ */
+export function openAiErrorFromResponse(
+  provider: string,
+  status: number,
+  headers: Headers,
+  body: string,
+): ProviderError {
+  const { message, type } = describeErrorBody(body);
+  const shouldRetry = headers.get("x-should-retry");
+  const retryable =
+    shouldRetry === "true" ? true : shouldRetry === "false" ? false : isRetryableStatus(status);
+  const text = `${provider}: HTTP ${status}${type ? ` ${type}` : ""}: ${message || "(no error message)"}`;
+  const error = new ProviderError(text, { provider, status, retryable, ...(type ? { type } : {}) });
+  return withRetryAfter(error, retryAfterMs(headers));
+}
+
+/** The message and type of an error payload, whichever common shape it has. */
+export function describeErrorBody(body: string): { message: string; type?: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { message: body.trim().slice(0, 500) };
+  }
+  return describeErrorValue(parsed) ?? { message: body.trim().slice(0, 500) };
+}
+
+export function describeErrorValue(value: unknown): { message: string; type?: string } | undefined {
+  if (typeof value === "string") return { message: value };
+  if (value === null || typeof value !== "object") return undefined;
+  const record = value as Record<string, unknown>;
+  if ("error" in record) {
+    const inner = describeErrorValue(record.error);
+    if (inner) return inner;
+  }
+  const message = [record.message, record.detail, record.error].find((v) => typeof v === "string") as
+    | string
+    | undefined;
+  if (message === undefined) return undefined;
+  const type = [record.type, record.code].find((v) => typeof v === "string" && v !== "") as
+    | string
+    | undefined;
+  return type === undefined ? { message } : { message, type };
+}

@@ -1,0 +1,165 @@
+/**
+ * A `ModelRequest` as a Chat Completions request body (OpenAI and compatible servers).
+ */
+import type { AssistantMessage, Message, ModelRequest, ToolMessage, ToolSpec } from "../../model/types.js";
+import { dataUrl, imagesOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
+import type { Warn } from "../streaming-turn.js";
+import { WireCallIds } from "../tool-call-ids.js";
+import { objectRootSchema, toStrictSchema } from "../tool-schemas.js";
+
+/** What differs between OpenAI itself and the servers that speak its format. */
+export type ChatDialect = {
+  /** The key for `providerData` and the name in errors (`"openai"`, `"ollama"`…). */
+  provider: string;
+  model: string;
+  /** OpenAI wants `max_completion_tokens`; most compatible servers only know `max_tokens`. */
+  maxTokensField: "max_completion_tokens" | "max_tokens";
+  /** Whether `strict: true` tools are sent in strict form. */
+  strictTools: boolean;
+  /** Send reasoning back as `reasoning_content` (DeepSeek-style servers that need it across a tool loop). */
+  replayReasoningContent: boolean;
+};
+
+/** OpenAI rejects tool-call ids longer than 40 characters. */
+const MAX_CALL_ID = 40;
+
+export function encodeChatBody(
+  request: ModelRequest,
+  dialect: ChatDialect,
+  warn: Warn,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: dialect.model,
+    messages: chatMessages(request, dialect),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  const settings = request.settings;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((spec) => chatTool(spec, dialect, warn));
+    const choice = settings.toolChoice;
+    if (choice !== undefined) {
+      body.tool_choice =
+        typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
+    }
+    if (settings.parallelToolCalls !== undefined) body.parallel_tool_calls = settings.parallelToolCalls;
+  }
+  if (settings.temperature !== undefined) body.temperature = settings.temperature;
+  if (settings.topP !== undefined) body.top_p = settings.topP;
+  if (settings.maxTokens !== undefined) body[dialect.maxTokensField] = settings.maxTokens;
+  if (settings.stop !== undefined && settings.stop.length > 0) body.stop = settings.stop;
+  if (settings.reasoning?.effort !== undefined) body.reasoning_effort = settings.reasoning.effort;
+  else if (settings.reasoning?.budgetTokens !== undefined) {
+    warn("reasoning.budgetTokens has no Chat Completions equivalent and was ignored; use reasoning.effort");
+  }
+  const format = settings.responseFormat;
+  if (format) {
+    const jsonSchema: Record<string, unknown> = { name: format.name, schema: format.schema };
+    if (format.strict) {
+      const strict = toStrictSchema(format.schema);
+      if ("schema" in strict) {
+        jsonSchema.schema = strict.schema;
+        jsonSchema.strict = true;
+      } else {
+        warn(`responseFormat ${format.name} was sent non-strict: ${strict.reason}`);
+      }
+    }
+    body.response_format = { type: "json_schema", json_schema: jsonSchema };
+  }
+  if (settings.extra) Object.assign(body, settings.extra);
+  return body;
+}
+
+function chatTool(spec: ToolSpec, dialect: ChatDialect, warn: Warn): Record<string, unknown> {
+  const fn: Record<string, unknown> = { name: spec.name, description: spec.description };
+  const root = objectRootSchema(spec.parameters);
+  if (root.simplified) warn(`tool ${spec.name}: ${root.simplified}`, spec.name);
+  fn.parameters = root.schema;
+  if (spec.strict && dialect.strictTools && !root.simplified) {
+    const strict = toStrictSchema(spec.parameters);
+    if ("schema" in strict) {
+      fn.parameters = strict.schema;
+      fn.strict = true;
+    } else {
+      warn(`tool ${spec.name} was sent non-strict: ${strict.reason}`, spec.name);
+    }
+  }
+  return { type: "function", function: fn };
+}
+
+function chatMessages(request: ModelRequest, dialect: ChatDialect): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  if (request.system !== undefined && request.system !== "")
+    out.push({ role: "system", content: request.system });
+  const ids = new WireCallIds(MAX_CALL_ID);
+  const messages = request.messages;
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    if (message.role === "tool") {
+      // Tool messages hold text only: images of a run of results follow in one user message.
+      const run: ToolMessage[] = [];
+      while (i < messages.length && messages[i]!.role === "tool") run.push(messages[i++] as ToolMessage);
+      i--;
+      out.push(...toolResults(run, ids));
+      continue;
+    }
+    out.push(chatMessage(message, dialect, ids));
+  }
+  return out;
+}
+
+function chatMessage(message: Exclude<Message, ToolMessage>, dialect: ChatDialect, ids: WireCallIds) {
+  if (message.role === "assistant") return assistantMessage(message, dialect, ids);
+  if (message.role === "system") return { role: "system", content: textOf(message.content) };
+  const images = imagesOf(message.content);
+  if (images.length === 0) return { role: "user", content: textOf(message.content) };
+  const parts: Record<string, unknown>[] = [];
+  for (const block of message.content as Exclude<typeof message.content, string>) {
+    if (block.type === "text") parts.push({ type: "text", text: block.text });
+    else if (block.type === "image") parts.push({ type: "image_url", image_url: { url: dataUrl(block) } });
+  }
+  return { role: "user", content: parts };
+}
+
+function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: WireCallIds) {
+  const text = textOf(message.content);
+  const out: Record<string, unknown> = { role: "assistant", content: text };
+  const calls = message.toolCalls ?? [];
+  if (calls.length > 0) {
+    if (text === "") out.content = null;
+    out.tool_calls = calls.map((call) => ({
+      id: ids.forCall(call),
+      type: "function",
+      function: { name: call.name, arguments: call.rawArgs ?? JSON.stringify(call.args ?? {}) },
+    }));
+  }
+  if (dialect.replayReasoningContent) {
+    // Only reasoning this server produced goes back; another provider's is dropped.
+    const own = reasoningOf(message.content).filter((block) =>
+      providerEntry(block.providerData, dialect.provider),
+    );
+    if (own.length > 0) out.reasoning_content = own.map((block) => block.text).join("");
+  }
+  return out;
+}
+
+function toolResults(run: ToolMessage[], ids: WireCallIds): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const imageParts: Record<string, unknown>[] = [];
+  for (const result of run) {
+    const images = imagesOf(result.content);
+    let text = textOf(result.content);
+    if (images.length > 0) {
+      const note = `[${images.length} image${images.length === 1 ? "" : "s"} attached in the next user message]`;
+      text = text === "" ? note : `${text}\n${note}`;
+      imageParts.push({
+        type: "text",
+        text: `Images returned by ${result.name} (call ${ids.forResult(result.toolCallId)}):`,
+      });
+      for (const image of images) imageParts.push({ type: "image_url", image_url: { url: dataUrl(image) } });
+    }
+    out.push({ role: "tool", tool_call_id: ids.forResult(result.toolCallId), content: text });
+  }
+  if (imageParts.length > 0) out.push({ role: "user", content: imageParts });
+  return out;
+}

@@ -1,0 +1,87 @@
+/**
+ * The options every HTTP provider shares, their defaults, and API-key lookup.
+ */
+import { UserError } from "../errors.js";
+import { DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_AFTER_MS, type RetryBackoff } from "./retry.js";
+import { defaultWarningHandler, type WarningHandler } from "./warnings.js";
+
+export type HttpProviderOptions = {
+  /** Extra HTTP headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Retries after a retryable failure (408/409/429/5xx, connection errors, timeouts). Default 2. */
+  maxRetries?: number;
+  /** The whole request, first byte to last. Default 600,000 (10 minutes). */
+  timeoutMs?: number;
+  /** The longest silence allowed before the headers and between chunks. Default 60,000. */
+  idleTimeoutMs?: number;
+  /** Backoff between retries when the server does not say how long to wait. */
+  retryBackoff?: RetryBackoff;
+  /** The longest `Retry-After` honoured; a longer one fails at once. Default 60,000. */
+  maxRetryAfterMs?: number;
+  /** A `fetch` to use instead of the global one (proxies, tracing). */
+  fetch?: typeof fetch;
+  /** Receives warnings (a setting the API lacks, a simplified tool schema). Default: `process.emitWarning`. */
+  onWarning?: WarningHandler;
+};
+
+/** The resolved form the stream driver works with. */
+export type HttpSettings = {
+  provider: string;
+  fetch: typeof fetch;
+  maxRetries: number;
+  timeoutMs: number;
+  idleTimeoutMs: number;
+  retryBackoff: RetryBackoff;
+  maxRetryAfterMs: number;
+  onWarning: WarningHandler;
+};
+
+export const DEFAULT_TIMEOUT_MS = 600_000;
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+
+export function resolveHttpSettings(provider: string, options: HttpProviderOptions): HttpSettings {
+  const positive = (name: string, value: number | undefined, fallback: number) => {
+    if (value === undefined) return fallback;
+    if (!(typeof value === "number" && value > 0)) {
+      throw new UserError(
+        `${provider}: ${name} must be a positive number of milliseconds, got ${String(value)}`,
+      );
+    }
+    return value;
+  };
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) {
+    throw new UserError(
+      `${provider}: maxRetries must be a whole number ≥ 0, got ${String(options.maxRetries)}`,
+    );
+  }
+  return {
+    provider,
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    maxRetries,
+    timeoutMs: positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS),
+    idleTimeoutMs: positive("idleTimeoutMs", options.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS),
+    retryBackoff: options.retryBackoff ?? {},
+    maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+    onWarning: options.onWarning ?? defaultWarningHandler,
+  };
+}
+
+/**
+ * The API key: the option, else the environment variable; a `UserError` naming the variable
+ * when neither is set, so a missing key fails when the model is created, not mid-run.
+ */
+export function requireApiKey(provider: string, given: string | undefined, variable: string): string {
+  const key = given ?? process.env[variable];
+  if (key === undefined || key.trim() === "") {
+    throw new UserError(
+      `${provider}: no API key. Set the ${variable} environment variable or pass { apiKey } to ${provider}().`,
+    );
+  }
+  return key;
+}
+
+/** `baseURL` without a trailing slash, so paths can be appended. */
+export function trimBaseUrl(url: string): string {
+  return url.replace(/\/+$/, "");
+}

@@ -1,0 +1,90 @@
+/**
+ * A small, incremental Server-Sent Events decoder (the WHATWG event-stream format that
+ * OpenAI, Anthropic and every OpenAI-compatible server stream in).
+ */
+
+/** One dispatched server-sent event. `event` is absent when the server sent no `event:` line. */
+export type SseEvent = { event?: string; data: string; id?: string };
+
+/**
+ * Feed text as it arrives with `push`; call `end` once the body is done.
+ *
+ * Lines may end in `\n`, `\r\n` or `\r`; `data:` lines of one event are joined with `\n`;
+ * comment lines (`: ping`) are ignored. At the end of the body a final event that lacks its
+ * blank line is still dispatched (several OpenAI-compatible servers end that way), but only
+ * when its last line is complete: a line cut in the middle (a dropped connection) is
+ * discarded rather than parsed as if it were whole.
+ *
+ * @example
+ * const decoder = new SseDecoder();
+ * decoder.push('event: ping\ndata: {}\n\n'); // → [{ event: "ping", data: "{}" }]
+ */
+export class SseDecoder {
+  private buffer = "";
+  private data: string[] = [];
+  private event: string | undefined;
+  private id: string | undefined;
+  /** A `\r` ended the previous chunk: a `\n` starting the next one belongs to it. */
+  private pendingCarriageReturn = false;
+
+  push(text: string): SseEvent[] {
+    const out: SseEvent[] = [];
+    let chunk = text;
+    if (this.pendingCarriageReturn && chunk.startsWith("\n")) chunk = chunk.slice(1);
+    this.pendingCarriageReturn = false;
+    this.buffer += chunk;
+    let start = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const ch = this.buffer.charCodeAt(i);
+      if (ch !== 10 && ch !== 13) continue;
+      const line = this.buffer.slice(start, i);
+      if (ch === 13) {
+        if (i + 1 < this.buffer.length) {
+          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        } else {
+          this.pendingCarriageReturn = true;
+        }
+      }
+      start = i + 1;
+      this.line(line, out);
+    }
+    this.buffer = this.buffer.slice(start);
+    return out;
+  }
+
+  /** The body ended: returns the last event if it was complete but lacked its blank line. */
+  end(): SseEvent[] {
+    const out: SseEvent[] = [];
+    // A partial last line means the connection dropped mid-line: never parse half a line.
+    if (this.buffer.length === 0 && this.data.length > 0) this.dispatch(out);
+    this.buffer = "";
+    this.data = [];
+    return out;
+  }
+
+  private line(line: string, out: SseEvent[]): void {
+    if (line === "") {
+      this.dispatch(out);
+      return;
+    }
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.event = value;
+    else if (field === "id") this.id = value;
+  }
+
+  private dispatch(out: SseEvent[]): void {
+    if (this.data.length > 0) {
+      const ev: SseEvent = { data: this.data.join("\n") };
+      if (this.event !== undefined && this.event !== "") ev.event = this.event;
+      if (this.id !== undefined) ev.id = this.id;
+      out.push(ev);
+    }
+    this.data = [];
+    this.event = undefined;
+  }
+}

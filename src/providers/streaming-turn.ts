@@ -1,0 +1,131 @@
+/**
+ * The driver every HTTP provider shares: send one model request, decode its event stream,
+ * retry retryable failures with backoff, and emit `reset` when a retry follows partial
+ * output. A provider only supplies its `WireFormat`: how to encode a request, decode a
+ * stream and read an error response.
+ */
+import { ProviderError } from "../errors.js";
+import type { ModelRequest, ModelStreamEvent } from "../model/types.js";
+import { abortedError, postServerSentEvents } from "./http-stream.js";
+import type { HttpSettings } from "./provider-options.js";
+import { retryDelayMs, sleep } from "./retry.js";
+import type { SseEvent } from "./sse.js";
+
+export type EncodedRequest = { url: string; headers: Record<string, string>; body: unknown };
+
+/** Reports a degradation (`tool` names the tool it concerns). */
+export type Warn = (message: string, tool?: string) => void;
+
+/** One attempt's stream decoding state. */
+export interface TurnDecoder {
+  /** The events one server-sent event stands for. Throws `ProviderError` for an error event or malformed data. */
+  decode(event: SseEvent): ModelStreamEvent[];
+  /** True once the terminal event arrived (the rest of the body is not read). */
+  readonly done: boolean;
+  /**
+   * The closing events (complete tool calls, usage, finish) once the body ended. Throws a
+   * retryable `ProviderError` when the stream ended without a finish reason: a cut-off
+   * stream must not pass for a short answer.
+   */
+  end(): ModelStreamEvent[];
+}
+
+export interface WireFormat {
+  encode(request: ModelRequest, warn: Warn): EncodedRequest;
+  decoder(): TurnDecoder;
+  errorFromResponse(status: number, headers: Headers, body: string): ProviderError;
+}
+
+/**
+ * Streams one model turn with retries. `reset` is emitted only when the failed attempt had
+ * already produced output; usage is reported once, for the attempt that succeeded.
+ */
+export async function* streamTurn(
+  wire: WireFormat,
+  settings: HttpSettings,
+  request: ModelRequest,
+): AsyncGenerator<ModelStreamEvent> {
+  const { provider } = settings;
+  const warn: Warn = (message, tool) =>
+    settings.onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
+  const encoded = wire.encode(request, warn);
+  const body = JSON.stringify(encoded.body);
+  for (let attempt = 0; ; attempt++) {
+    let producedOutput = false;
+    try {
+      const decoder = wire.decoder();
+      const events = postServerSentEvents({
+        provider,
+        url: encoded.url,
+        headers: encoded.headers,
+        body,
+        fetch: settings.fetch,
+        timeoutMs: settings.timeoutMs,
+        idleTimeoutMs: settings.idleTimeoutMs,
+        errorFromResponse: (status, headers, text) => wire.errorFromResponse(status, headers, text),
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+      for await (const sse of events) {
+        for (const event of decoder.decode(sse)) {
+          producedOutput = true;
+          yield event;
+        }
+        if (decoder.done) break;
+      }
+      for (const event of decoder.end()) yield event;
+      return;
+    } catch (caught) {
+      if (request.signal?.aborted) throw abortedError(provider, request.signal);
+      const error =
+        caught instanceof ProviderError
+          ? caught
+          : new ProviderError(`${provider}: ${caught instanceof Error ? caught.message : String(caught)}`, {
+              provider,
+              cause: caught,
+            });
+      if (!error.retryable || attempt >= settings.maxRetries) throw error;
+      const delay = retryDelayMs(error, attempt, settings.retryBackoff, settings.maxRetryAfterMs);
+      if (delay === undefined) throw error;
+      if (producedOutput) yield { type: "reset", reason: `retrying after: ${error.message}` };
+      try {
+        await sleep(delay, request.signal);
+      } catch {
+        throw abortedError(provider, request.signal);
+      }
+    }
+  }
+}
+
+/**
+ * Parses one JSON chunk of a stream. Malformed data is a retryable error: the stream is
+ * corrupt (a proxy, a truncated write), and a fresh attempt usually is not.
+ */
+export function parseChunk(provider: string, data: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new ProviderError(`${provider}: malformed stream chunk: ${data.slice(0, 200)}`, {
+      provider,
+      type: "malformed_chunk",
+      retryable: true,
+    });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new ProviderError(`${provider}: unexpected stream chunk: ${data.slice(0, 200)}`, {
+      provider,
+      type: "malformed_chunk",
+      retryable: true,
+    });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** The error for a stream that ended before the model said why it stopped. */
+export function unfinishedStreamError(provider: string): ProviderError {
+  return new ProviderError(`${provider}: the stream ended before the model finished its turn`, {
+    provider,
+    type: "incomplete_stream",
+    retryable: true,
+  });
+}
