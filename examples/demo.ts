@@ -1,0 +1,186 @@
+/**
+ * `npm run demo`: an agent doing real work on this checkout with real tools — parallel file
+ * reads, a local HTTP service that fails once (a retry), a huge file (a truncated result) and a
+ * report written by a barrier tool — with every event printed as it happens.
+ *
+ * With QUIVER_MODEL set (e.g. "openai:gpt-4.1-mini", "anthropic:claude-sonnet-4-5",
+ * "ollama:qwen3") a real model drives it; otherwise a ScriptedModel plays a fixed script.
+ */
+import { createHash } from "node:crypto";
+import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { z } from "zod";
+import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver";
+
+const root = resolve(import.meta.dirname, "..");
+const modelId = process.env.QUIVER_MODEL;
+
+/** Keeps every path inside this checkout, whatever the model asks for. */
+function inRepo(path: string): string {
+  const full = resolve(root, path);
+  if (relative(root, full).startsWith("..")) throw new ToolError(`${path} is outside the project`, { hint: "Use a path relative to the project root." });
+  return full;
+}
+
+const fileStats = tool({
+  name: "file_stats",
+  description: "Count the lines and bytes of a file in the project and give its SHA-256.",
+  parameters: z.object({ path: z.string().describe("Path relative to the project root") }),
+  readOnly: true,
+  execute: async ({ path }) => {
+    const data = await readFile(inRepo(path));
+    return {
+      path,
+      bytes: data.length,
+      lines: data.toString("utf8").split("\n").length,
+      sha256: createHash("sha256").update(data).digest("hex").slice(0, 16),
+    };
+  },
+});
+
+const readTextFile = tool({
+  name: "read_file",
+  description: "Read a text file of the project.",
+  parameters: z.object({ path: z.string().describe("Path relative to the project root") }),
+  readOnly: true,
+  maxOutputChars: 1_200, // a tripwire: a lock file is far bigger, so the model gets head + tail
+  execute: async ({ path }) => readFile(inRepo(path), "utf8"),
+});
+
+/** A local service that answers 503 on its first request, so the tool's retry has work to do. */
+async function startStatusService() {
+  let requests = 0;
+  const server = createServer((_req, res) => {
+    requests++;
+    if (requests === 1) {
+      res.writeHead(503).end("warming up");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ build: "green", requests }));
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status` };
+}
+const service = await startStatusService();
+
+const buildStatus = tool({
+  name: "build_status",
+  description: "Ask the build service (running on this machine) whether the build is green.",
+  parameters: z.object({}),
+  retries: 2,
+  retryBackoff: { initialMs: 100 },
+  timeoutMs: 2_000,
+  execute: async (_args, ctx) => {
+    const res = await fetch(service.url, { signal: ctx.signal });
+    if (!res.ok) throw new Error(`build service answered ${res.status}`);
+    return res.json();
+  },
+});
+
+const outDir = await mkdtemp(join(tmpdir(), "quiver-demo-"));
+const writeReport = tool({
+  name: "write_report",
+  description: "Write the final report to a file. Runs alone, after everything else of its turn.",
+  parameters: z.object({ title: z.string(), body: z.string() }),
+  parallel: false,
+  destructive: true,
+  execute: async ({ title, body }) => {
+    const path = join(outDir, "report.md");
+    await writeFile(path, `# ${title}\n\n${body}\n`);
+    return `wrote ${(await stat(path)).size} bytes to ${path}`;
+  },
+});
+
+/** The script a ScriptedModel plays when no real model is configured. */
+function scriptedModel(): Model {
+  return new ScriptedModel([
+    {
+      text: "I'll look at the project files and the build service at once.",
+      toolCalls: [
+        { name: "file_stats", args: { path: "README.md" } },
+        { name: "file_stats", args: { path: "src/index.ts" } },
+        { name: "file_stats", args: { path: "package.json" } },
+        { name: "build_status", args: {} },
+      ],
+    },
+    {
+      text: "Now the lock file, and then the report.",
+      toolCalls: [
+        { name: "read_file", args: { path: "package-lock.json" } },
+        {
+          name: "write_report",
+          args: { title: "Project check", body: "Files measured, build service asked, lock file skimmed." },
+        },
+      ],
+    },
+    (request) => {
+      const results = request.messages.filter((m) => m.role === "tool").length;
+      return { text: `Done: ${results} tool results read, report written.` };
+    },
+  ]);
+}
+
+const agent = new Agent({
+  name: "inspector",
+  model: modelId ?? scriptedModel(),
+  instructions:
+    "You inspect a software project. Measure README.md, src/index.ts and package.json and ask the build " +
+    "service for its status (all at once), read package-lock.json, then write a short report with write_report.",
+  tools: [fileStats, readTextFile, buildStatus, writeReport],
+});
+
+console.log(
+  modelId
+    ? `Quiver demo — model: ${modelId} (a real model; set by QUIVER_MODEL).`
+    : "Quiver demo — no model configured: a ScriptedModel replays a fixed script (not a language model). Set QUIVER_MODEL=openai:gpt-4.1-mini (or anthropic:…, ollama:…) to use a real one.",
+);
+
+const started = performance.now();
+const stamp = () => `+${String(Math.round(performance.now() - started)).padStart(5)} ms`;
+const callLabel = (ev: { call: { name: string; args: unknown } }) => `${ev.call.name}(${JSON.stringify(ev.call.args)})`;
+const short = (text: string, n = 90) => {
+  const flat = text.replace(/\s+/g, " ");
+  return flat.length > n ? `${flat.slice(0, n)}…` : flat;
+};
+
+function print(ev: RunEvent): void {
+  switch (ev.type) {
+    case "turn_started":
+      console.log(`${stamp()}  ── turn ${ev.turn} ──`);
+      break;
+    case "text_delta":
+      console.log(`${stamp()}  model says: ${short(ev.delta)}`);
+      break;
+    case "tool_call_started":
+      console.log(`${stamp()}  ▶ ${callLabel(ev)}${ev.attempt > 1 ? ` (attempt ${ev.attempt})` : ""}`);
+      break;
+    case "tool_call_retry":
+      console.log(`${stamp()}  ↻ ${ev.call.name} failed (${ev.error.message}); retrying in ${ev.delayMs} ms`);
+      break;
+    case "tool_call_completed": {
+      const mark = ev.ok ? "✓" : "✗";
+      const cut = ev.truncated ? ` [truncated from ${ev.truncated.originalChars.toLocaleString("en-US")} chars]` : "";
+      console.log(`${stamp()}  ${mark} ${ev.call.name} in ${ev.durationMs} ms${cut}: ${short(ev.output)}`);
+      break;
+    }
+    case "run_completed":
+      console.log(`${stamp()}  ■ run completed (${ev.stopReason}): ${ev.output}`);
+      break;
+    case "warning":
+      console.log(`${stamp()}  ! ${ev.message}`);
+      break;
+  }
+}
+
+try {
+  const handle = Runner.stream(agent, "Check this project and write the report.");
+  for await (const ev of handle) print(ev);
+  const result = await handle.result();
+  console.log(`\n${result.toolCalls.length} tool calls; results went back to the model in request order:`);
+  for (const record of result.toolCalls) console.log(`  ${record.ok ? "✓" : "✗"} ${record.call.name}`);
+} finally {
+  service.server.close();
+}
