@@ -12,8 +12,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { z } from "zod";
 import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver";
+import { z } from "zod";
 
 const root = resolve(import.meta.dirname, "..");
 const modelId = process.env.QUIVER_MODEL;
@@ -21,7 +21,10 @@ const modelId = process.env.QUIVER_MODEL;
 /** Keeps every path inside this checkout, whatever the model asks for. */
 function inRepo(path: string): string {
   const full = resolve(root, path);
-  if (relative(root, full).startsWith("..")) throw new ToolError(`${path} is outside the project`, { hint: "Use a path relative to the project root." });
+  if (relative(root, full).startsWith(".."))
+    throw new ToolError(`${path} is outside the project`, {
+      hint: "Use a path relative to the project root.",
+    });
   return full;
 }
 
@@ -59,7 +62,9 @@ async function startStatusService() {
       res.writeHead(503).end("warming up");
       return;
     }
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ build: "green", requests }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ build: "green", requests }));
   });
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status` };
@@ -140,7 +145,8 @@ console.log(
 
 const started = performance.now();
 const stamp = () => `+${String(Math.round(performance.now() - started)).padStart(5)} ms`;
-const callLabel = (ev: { call: { name: string; args: unknown } }) => `${ev.call.name}(${JSON.stringify(ev.call.args)})`;
+const callLabel = (ev: { call: { name: string; args: unknown } }) =>
+  `${ev.call.name}(${JSON.stringify(ev.call.args)})`;
 const short = (text: string, n = 90) => {
   const flat = text.replace(/\s+/g, " ");
   return flat.length > n ? `${flat.slice(0, n)}…` : flat;
@@ -162,7 +168,9 @@ function print(ev: RunEvent): void {
       break;
     case "tool_call_completed": {
       const mark = ev.ok ? "✓" : "✗";
-      const cut = ev.truncated ? ` [truncated from ${ev.truncated.originalChars.toLocaleString("en-US")} chars]` : "";
+      const cut = ev.truncated
+        ? ` [truncated from ${ev.truncated.originalChars.toLocaleString("en-US")} chars]`
+        : "";
       console.log(`${stamp()}  ${mark} ${ev.call.name} in ${ev.durationMs} ms${cut}: ${short(ev.output)}`);
       break;
     }
