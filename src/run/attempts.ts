@@ -9,6 +9,7 @@ import {
 import type { ToolCall } from "../model/types.js";
 import type { Tool } from "../tool/tool.js";
 import type { RetryBackoff, ToolPolicy } from "../tool/types.js";
+import { runInWorker } from "../tool/worker.js";
 import type { ActiveRun } from "./active-run.js";
 import { type RunContext, withRunContext } from "./context.js";
 import { messageOf } from "./tool-result.js";
@@ -140,7 +141,9 @@ function composePolicies(
       if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
       finalArgs = check.value;
     }
-    return tool.execute(finalArgs, ctx);
+    return tool.isolate === "worker"
+      ? runInWorker(tool.executeSource, finalArgs, ctx)
+      : tool.execute(finalArgs, ctx);
   };
   const policies: ToolPolicy[] = tool.policies ?? [];
   return policies.reduceRight<(args: unknown, ctx: RunContext) => Promise<unknown>>(

@@ -86,6 +86,14 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
     }
   }
 
+  /**
+   * The source text of the body, for `isolate: "worker"`. A `tool()` function's own source;
+   * a subclass's `execute` method otherwise.
+   */
+  get executeSource(): string {
+    return this.execute.toString();
+  }
+
   /** The tool's body. `args` are validated; `ctx` is the live run context. */
   execute(_args: Args, _ctx: RunContext<Deps>): unknown {
     throw new UserError(`tool "${this.name}" does not implement execute()`);
@@ -168,6 +176,9 @@ class FunctionTool<Args, Deps> extends Tool<Args, Deps> {
   }
   override execute(args: Args, ctx: RunContext<Deps>): unknown {
     return this.#fn(args, ctx);
+  }
+  override get executeSource(): string {
+    return this.#fn.toString();
   }
 }
 

@@ -1,0 +1,32 @@
+/**
+ * Copies every ```ts code block of docs/*.md and README.md into .doc-examples/ so that
+ * `npm run typecheck` type-checks the documentation's examples like any other code.
+ * A block fenced as ```ts no-check is skipped (for fragments that are not whole programs).
+ */
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const out = join(root, ".doc-examples");
+await rm(out, { recursive: true, force: true });
+await mkdir(out, { recursive: true });
+
+const pages = [
+  "README.md",
+  ...(await readdir(join(root, "docs"))).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`),
+];
+let count = 0;
+for (const page of pages) {
+  const text = await readFile(join(root, page), "utf8");
+  const blocks = [...text.matchAll(/^```ts([^\n]*)\n([\s\S]*?)^```$/gm)];
+  let index = 0;
+  for (const [, info, code] of blocks) {
+    index++;
+    if (info?.includes("no-check")) continue;
+    const name = `${page.replace(/[/.]/g, "_")}_${index}.ts`;
+    // Each block is its own module, so top-level names never clash between blocks.
+    await writeFile(join(out, name), `// ${page}, block ${index}\nexport {};\n${code}`);
+    count++;
+  }
+}
+console.log(`extracted ${count} documentation examples into .doc-examples/`);
