@@ -1,16 +1,17 @@
 /**
- * Error responses of OpenAI's APIs (Chat Completions and Responses) and of servers that
- * imitate them, which do not always use OpenAI's `{ error: { message, type, code } }` shape.
+ * Error responses of model APIs: OpenAI's `{ error: { message, type, code } }`, Anthropic's
+ * `{ type: "error", error: { type, message } }`, and the looser shapes of compatible servers
+ * (`{ error: "…" }`, `{ message }`, `{ detail }`).
  */
-import { ProviderError } from "../../errors.js";
-import { isRetryableStatus, retryAfterMs, withRetryAfter } from "../retry.js";
+import { ProviderError } from "../errors.js";
+import { isRetryableStatus, retryAfterMs, withRetryAfter } from "./retry.js";
 
 /**
  * A `ProviderError` for a non-2xx response: status, the provider's error type and message,
  * retryable for 408/409/429/5xx unless the server's `x-should-retry` header says otherwise,
  * and the `Retry-After` wait remembered for the retry.
  */
-export function openAiErrorFromResponse(
+export function errorFromResponse(
   provider: string,
   status: number,
   headers: Headers,

@@ -85,3 +85,10 @@ export function requireApiKey(provider: string, given: string | undefined, varia
 export function trimBaseUrl(url: string): string {
   return url.replace(/\/+$/, "");
 }
+
+/** A model id is required: a `UserError` when it is missing or empty. */
+export function requireModel(provider: string, model: unknown): void {
+  if (typeof model !== "string" || model.trim() === "") {
+    throw new UserError(`${provider}: \`model\` is required (the model id, e.g. "gpt-4.1-mini")`);
+  }
+}

@@ -512,8 +512,13 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     const events = await collect(deepseek.stream(ask({ settings: { maxTokens: 100 } })));
     const reasoning = ofType(events, "reasoning_delta");
     expect(reasoning.map((e) => e.delta).join("")).toBe("The user asks for 2+2.");
-    expect(reasoning[0]!.providerData).toEqual({ deepseek: {} });
     expect(text(events)).toBe("4");
+    const finish = events.at(-1)!;
+    expect(finish).toEqual({
+      type: "finish",
+      reason: "stop",
+      providerData: { deepseek: { reasoningContent: "The user asks for 2+2." } },
+    });
     expect(ofType(events, "usage")[0]!.usage).toMatchObject({
       inputTokens: 14,
       outputTokens: 20,

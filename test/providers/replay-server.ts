@@ -118,7 +118,7 @@ export type StreamOptions = {
 export const dataFrame = (line: string) => `data: ${line}\n\n`;
 /** Frames `event: <type>` + `data:` (Anthropic, Responses): the type is the chunk's own `type`. */
 export const typedFrame = (line: string) =>
-  `event: ${(JSON.parse(line) as { type: string }).type}\ndata: ${line}\n\n`;
+  `event: ${/"type":\s*"([^"]+)"/.exec(line)?.[1] ?? "message"}\ndata: ${line}\n\n`;
 
 /** A reply streaming a fixture as server-sent events. */
 export function streamFixture(lines: string[], options: StreamOptions = {}): Reply {

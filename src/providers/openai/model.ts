@@ -4,15 +4,16 @@
  */
 import { UserError } from "../../errors.js";
 import type { Model } from "../../model/types.js";
+import { errorFromResponse } from "../error-responses.js";
 import {
   type HttpProviderOptions,
   type HttpSettings,
   requireApiKey,
+  requireModel,
   resolveHttpSettings,
   trimBaseUrl,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
-import { openAiErrorFromResponse } from "./errors.js";
 import { type ChatDialect, encodeChatBody } from "./request.js";
 import { ChatStreamDecoder } from "./stream.js";
 
@@ -113,9 +114,9 @@ function chatModel(
 ): Model {
   const wire: WireFormat = {
     encode: (request, warn) => ({ url, headers, body: encodeChatBody(request, dialect, warn) }),
-    decoder: () => new ChatStreamDecoder(dialect.provider),
+    decoder: () => new ChatStreamDecoder(dialect.provider, dialect.replayReasoningContent),
     errorFromResponse: (status, responseHeaders, body) =>
-      openAiErrorFromResponse(dialect.provider, status, responseHeaders, body),
+      errorFromResponse(dialect.provider, status, responseHeaders, body),
   };
   return { name, stream: (request) => streamTurn(wire, settings, request) };
 }
@@ -129,10 +130,4 @@ export function openAiHeaders(
   if (options.organization) headers["openai-organization"] = options.organization;
   if (options.project) headers["openai-project"] = options.project;
   return { ...headers, ...options.headers };
-}
-
-export function requireModel(provider: string, model: unknown): void {
-  if (typeof model !== "string" || model.trim() === "") {
-    throw new UserError(`${provider}: \`model\` is required (the model id, e.g. "gpt-4.1-mini")`);
-  }
 }

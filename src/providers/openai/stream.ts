@@ -4,12 +4,11 @@
  * the same index, reasoning as `reasoning_content` or `reasoning`, usage only in the last
  * chunk, and no `[DONE]` at the end.
  */
-import { ProviderError } from "../../errors.js";
 import type { FinishReason, ModelStreamEvent, Usage } from "../../model/types.js";
 import type { SseEvent } from "../sse.js";
 import { parseChunk, type TurnDecoder, unfinishedStreamError } from "../streaming-turn.js";
 import { ToolCallAssembler } from "../tool-calls.js";
-import { describeErrorValue } from "./errors.js";
+import { chatStreamError } from "./errors.js";
 
 type Json = Record<string, unknown>;
 
@@ -25,7 +24,13 @@ export class ChatStreamDecoder implements TurnDecoder {
   private readonly byIndex = new Map<number, number>();
   private readonly byId = new Map<string, number>();
 
-  constructor(private readonly provider: string) {}
+  /** The reasoning text, kept for `finish.providerData` when the dialect replays it. */
+  private reasoning = "";
+
+  constructor(
+    private readonly provider: string,
+    private readonly keepReasoning = false,
+  ) {}
 
   decode(event: SseEvent): ModelStreamEvent[] {
     const data = event.data.trim();
@@ -35,7 +40,7 @@ export class ChatStreamDecoder implements TurnDecoder {
     }
     if (data === "") return [];
     const chunk = parseChunk(this.provider, data);
-    if (chunk.error !== undefined && chunk.error !== null) throw this.streamError(chunk.error);
+    if (chunk.error !== undefined && chunk.error !== null) throw chatStreamError(this.provider, chunk.error);
     const usage = asRecord(chunk.usage);
     if (usage) this.usage = chatUsage(usage);
     const out: ModelStreamEvent[] = [];
@@ -47,7 +52,8 @@ export class ChatStreamDecoder implements TurnDecoder {
       const delta = asRecord(choice.delta) ?? asRecord(choice.message) ?? {};
       const reasoning = delta.reasoning_content ?? delta.reasoning;
       if (typeof reasoning === "string" && reasoning !== "") {
-        out.push({ type: "reasoning_delta", delta: reasoning, providerData: { [this.provider]: {} } });
+        if (this.keepReasoning) this.reasoning += reasoning;
+        out.push({ type: "reasoning_delta", delta: reasoning });
       }
       if (typeof delta.content === "string" && delta.content !== "") {
         out.push({ type: "text_delta", delta: delta.content });
@@ -77,7 +83,15 @@ export class ChatStreamDecoder implements TurnDecoder {
     if (finish === "stop" && this.calls.count > 0) finish = "tool_calls";
     const out: ModelStreamEvent[] = [...this.calls.complete(finish)];
     if (this.usage) out.push({ type: "usage", usage: this.usage });
-    out.push({ type: "finish", reason: finish });
+    if (this.reasoning !== "") {
+      out.push({
+        type: "finish",
+        reason: finish,
+        providerData: { [this.provider]: { reasoningContent: this.reasoning } },
+      });
+    } else {
+      out.push({ type: "finish", reason: finish });
+    }
     return out;
   }
 
@@ -119,25 +133,6 @@ export class ChatStreamDecoder implements TurnDecoder {
     }
     if (id !== undefined && !this.byId.has(id)) this.byId.set(id, target);
     return this.calls.append(target, args, { ...(id ? { id } : {}), ...(name ? { name } : {}) });
-  }
-
-  private streamError(value: unknown): ProviderError {
-    const described = describeErrorValue(value) ?? { message: JSON.stringify(value) };
-    const record = asRecord(value);
-    const code = record?.code;
-    const type = described.type;
-    // An error inside a 200 stream is the server failing mid-answer: worth one more try
-    // unless it says the request itself is wrong.
-    const retryable = !(
-      type?.includes("invalid_request") ||
-      type?.includes("content_filter") ||
-      code === 400
-    );
-    return new ProviderError(`${this.provider}: ${type ? `${type}: ` : ""}${described.message}`, {
-      provider: this.provider,
-      retryable,
-      ...(type ? { type } : {}),
-    });
   }
 }
 

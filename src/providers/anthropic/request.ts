@@ -1,0 +1,240 @@
+/**
+ * A `ModelRequest` as an Anthropic Messages API request body.
+ *
+ * The Messages API is stricter than the neutral transcript: roles alternate, tool results
+ * are `tool_result` blocks at the start of the next user message, text blocks must not be
+ * empty, system text lives outside the messages, and thinking blocks must come back exactly
+ * as they were streamed (signature included) when a tool loop continues.
+ */
+import type {
+  AssistantMessage,
+  ContentBlock,
+  ModelRequest,
+  ToolMessage,
+  ToolSpec,
+} from "../../model/types.js";
+import { blocksOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
+import type { Warn } from "../streaming-turn.js";
+import { WireCallIds } from "../tool-call-ids.js";
+import { objectRootSchema } from "../tool-schemas.js";
+
+export const ANTHROPIC = "anthropic";
+
+export type AnthropicDialect = {
+  model: string;
+  /** `max_tokens` when the request's settings give none (the API requires it). */
+  maxTokens: number;
+  /** Mark the system prompt, the tools and the latest message as cacheable. */
+  promptCaching: boolean;
+};
+
+type Block = Record<string, unknown>;
+type WireMessage = { role: "user" | "assistant"; content: Block[] };
+
+/** Thinking budget for `reasoning.effort` when no `budgetTokens` is given. */
+const EFFORT_BUDGET = { low: 1024, medium: 4096, high: 16384 } as const;
+
+export function encodeMessagesBody(
+  request: ModelRequest,
+  dialect: AnthropicDialect,
+  warn: Warn,
+): Record<string, unknown> {
+  const settings = request.settings;
+  const systemParts: string[] = [];
+  if (request.system) systemParts.push(request.system);
+  const messages = wireMessages(request, systemParts);
+  const format = settings.responseFormat;
+  if (format) {
+    // The Messages API has no generally available structured-output mode: the schema goes
+    // into the system prompt, and the agent's outputType validation catches a wrong answer.
+    warn(
+      "responseFormat has no native Anthropic form; the JSON Schema was added to the system prompt instead",
+    );
+    systemParts.push(
+      `Answer with a single JSON value that matches this JSON Schema (named "${format.name}"), and nothing else:\n${JSON.stringify(format.schema)}`,
+    );
+  }
+  const body: Record<string, unknown> = {
+    model: dialect.model,
+    max_tokens: settings.maxTokens ?? dialect.maxTokens,
+  };
+  if (systemParts.length > 0) {
+    const system: Block = { type: "text", text: systemParts.join("\n\n") };
+    if (dialect.promptCaching) system.cache_control = { type: "ephemeral" };
+    body.system = [system];
+  }
+  body.messages = messages;
+  if (dialect.promptCaching) markLastBlockCacheable(messages);
+  body.stream = true;
+
+  const thinking = thinkingBudget(settings.reasoning);
+  if (thinking !== undefined) {
+    body.thinking = { type: "enabled", budget_tokens: thinking };
+    if ((body.max_tokens as number) <= thinking) {
+      body.max_tokens = thinking + (settings.maxTokens ?? dialect.maxTokens);
+      warn(
+        `max_tokens was raised to ${body.max_tokens as number}: it must exceed the thinking budget (${thinking})`,
+      );
+    }
+  }
+  if (request.tools.length > 0) {
+    const tools = request.tools.map((spec) => anthropicTool(spec, warn));
+    if (dialect.promptCaching) tools[tools.length - 1]!.cache_control = { type: "ephemeral" };
+    body.tools = tools;
+    const choice = toolChoice(settings.toolChoice, settings.parallelToolCalls, thinking !== undefined, warn);
+    if (choice) body.tool_choice = choice;
+  }
+  if (settings.temperature !== undefined) {
+    if (thinking !== undefined)
+      warn("temperature is not supported together with extended thinking and was not sent");
+    else body.temperature = settings.temperature;
+  }
+  if (settings.topP !== undefined) {
+    if (thinking !== undefined)
+      warn("topP is not supported together with extended thinking and was not sent");
+    else body.top_p = settings.topP;
+  }
+  if (settings.stop !== undefined && settings.stop.length > 0) body.stop_sequences = settings.stop;
+  if (settings.extra) Object.assign(body, settings.extra);
+  return body;
+}
+
+function thinkingBudget(reasoning: ModelRequest["settings"]["reasoning"]): number | undefined {
+  if (!reasoning) return undefined;
+  if (reasoning.budgetTokens !== undefined) return Math.max(1024, reasoning.budgetTokens);
+  return reasoning.effort ? EFFORT_BUDGET[reasoning.effort] : undefined;
+}
+
+function toolChoice(
+  choice: ModelRequest["settings"]["toolChoice"],
+  parallel: boolean | undefined,
+  thinking: boolean,
+  warn: Warn,
+): Block | undefined {
+  let out: Block | undefined;
+  if (choice === "none") return { type: "none" };
+  if (choice === "required") out = { type: "any" };
+  else if (typeof choice === "object") out = { type: "tool", name: choice.name };
+  else if (choice === "auto") out = { type: "auto" };
+  if (thinking && out && out.type !== "auto") {
+    warn(
+      "with extended thinking Anthropic only allows tool_choice auto; the forced tool choice was not sent",
+    );
+    out = { type: "auto" };
+  }
+  if (parallel === false) out = { ...(out ?? { type: "auto" }), disable_parallel_tool_use: true };
+  return out;
+}
+
+function anthropicTool(spec: ToolSpec, warn: Warn): Block {
+  const root = objectRootSchema(spec.parameters);
+  if (root.simplified) warn(`tool ${spec.name}: ${root.simplified}`, spec.name);
+  // Anthropic has no strict mode in its stable API; Quiver's own validation still applies.
+  return { name: spec.name, description: spec.description, input_schema: root.schema };
+}
+
+function wireMessages(request: ModelRequest, systemParts: string[]): WireMessage[] {
+  const ids = new WireCallIds(64);
+  const out: WireMessage[] = [];
+  const push = (role: WireMessage["role"], content: Block[]) => {
+    if (content.length === 0) return;
+    const last = out.at(-1);
+    // Roles must alternate: consecutive messages of one role (tool results followed by a
+    // user message, or an empty assistant turn dropped in between) are merged.
+    if (last && last.role === role) last.content.push(...content);
+    else out.push({ role, content });
+  };
+  for (const message of request.messages) {
+    switch (message.role) {
+      case "system": {
+        const text = textOf(message.content);
+        if (text) systemParts.push(text);
+        break;
+      }
+      case "user":
+        push("user", userBlocks(message.content));
+        break;
+      case "assistant":
+        push("assistant", assistantBlocks(message, ids));
+        break;
+      case "tool":
+        push("user", [toolResult(message, ids)]);
+        break;
+    }
+  }
+  return out;
+}
+
+function userBlocks(content: string | ContentBlock[]): Block[] {
+  const out: Block[] = [];
+  for (const block of blocksOf(content)) {
+    if (block.type === "text" && block.text !== "") out.push({ type: "text", text: block.text });
+    else if (block.type === "image") {
+      out.push({ type: "image", source: { type: "base64", media_type: block.mimeType, data: block.data } });
+    }
+  }
+  return out;
+}
+
+function toolResult(message: ToolMessage, ids: WireCallIds): Block {
+  const content = userBlocks(message.content);
+  const block: Block = { type: "tool_result", tool_use_id: ids.forResult(message.toolCallId) };
+  // An empty tool_result is valid; an empty text block inside one is not.
+  if (content.length > 0) block.content = content;
+  if (message.isError) block.is_error = true;
+  return block;
+}
+
+/**
+ * The assistant's blocks. When the turn came from Anthropic with thinking, the exact content
+ * kept in `providerData.anthropic.content` is replayed (thinking signatures must be intact);
+ * otherwise the blocks are rebuilt from the neutral message, and reasoning that carries no
+ * Anthropic signature (another provider's) is dropped.
+ */
+function assistantBlocks(message: AssistantMessage, ids: WireCallIds): Block[] {
+  const calls = message.toolCalls ?? [];
+  const kept = providerEntry(message.providerData, ANTHROPIC)?.content;
+  if (Array.isArray(kept) && sameCalls(kept as Block[], calls)) {
+    let next = 0;
+    return (kept as Block[]).map((block) => {
+      if (block.type !== "tool_use") return block;
+      return { ...block, id: ids.forCall(calls[next++]!) };
+    });
+  }
+  const out: Block[] = [];
+  for (const block of reasoningOf(message.content)) {
+    const data = providerEntry(block.providerData, ANTHROPIC);
+    if (typeof data?.signature === "string") {
+      out.push({ type: "thinking", thinking: block.text, signature: data.signature });
+    } else if (typeof data?.redactedData === "string") {
+      out.push({ type: "redacted_thinking", data: data.redactedData });
+    }
+  }
+  const text = textOf(message.content);
+  if (text !== "") out.push({ type: "text", text });
+  for (const call of calls) {
+    const input =
+      call.args !== null && typeof call.args === "object" && !Array.isArray(call.args) ? call.args : {};
+    out.push({ type: "tool_use", id: ids.forCall(call), name: call.name, input });
+  }
+  return out;
+}
+
+/** The kept content belongs to this message only if its tool_use blocks are these calls. */
+function sameCalls(kept: Block[], calls: NonNullable<AssistantMessage["toolCalls"]>): boolean {
+  const uses = kept.filter((block) => block.type === "tool_use");
+  return (
+    uses.length === calls.length &&
+    uses.every((use, i) => use.id === (calls[i]!.providerCallId ?? calls[i]!.id))
+  );
+}
+
+/** A cache breakpoint on the newest content: the next turn reads the whole prefix from cache. */
+function markLastBlockCacheable(messages: WireMessage[]): void {
+  const last = messages.at(-1)?.content;
+  if (!last || last.length === 0) return;
+  const block = last[last.length - 1]!;
+  // Thinking blocks cannot carry cache_control.
+  if (block.type === "thinking" || block.type === "redacted_thinking") return;
+  last[last.length - 1] = { ...block, cache_control: { type: "ephemeral" } };
+}

@@ -1,0 +1,165 @@
+/**
+ * What the real Messages API checks about a request, as far as these tests rely on it:
+ * headers, known fields, alternating roles starting with user, non-empty text blocks,
+ * every tool_use answered by a tool_result at the start of the next user message, id
+ * format, intact thinking blocks, thinking constraints, at most 4 cache breakpoints.
+ */
+import type { ServerResponse } from "node:http";
+import type { RecordedRequest } from "./replay-server.js";
+
+const KNOWN_FIELDS = new Set([
+  "model",
+  "messages",
+  "max_tokens",
+  "system",
+  "stream",
+  "tools",
+  "tool_choice",
+  "temperature",
+  "top_p",
+  "top_k",
+  "stop_sequences",
+  "thinking",
+  "metadata",
+  "service_tier",
+  "container",
+  "mcp_servers",
+  "context_management",
+]);
+
+export function validateMessagesRequest(req: RecordedRequest): string[] {
+  const problems: string[] = [];
+  if (req.method !== "POST" || req.path !== "/v1/messages") problems.push(`${req.method} ${req.path}`);
+  if (req.headers["x-api-key"] !== "test-key") problems.push("x-api-key: invalid x-api-key");
+  if (req.headers["anthropic-version"] !== "2023-06-01") problems.push("anthropic-version header");
+  if (req.headers.authorization !== undefined) problems.push("unexpected authorization header");
+  const body = req.body;
+  if (body === null || typeof body !== "object") return [...problems, "body is not JSON"];
+  for (const key of Object.keys(body))
+    if (!KNOWN_FIELDS.has(key)) problems.push(`${key}: Extra inputs are not permitted`);
+  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) problems.push("max_tokens: Field required");
+  if (body.stream !== true) problems.push("stream");
+  const thinking = body.thinking?.type === "enabled";
+  if (thinking) {
+    if (!(body.thinking.budget_tokens >= 1024)) problems.push("thinking.budget_tokens: must be ≥ 1024");
+    if (!(body.thinking.budget_tokens < body.max_tokens))
+      problems.push("max_tokens must be greater than thinking.budget_tokens");
+    if (body.temperature !== undefined && body.temperature !== 1)
+      problems.push("temperature may only be set to 1 when thinking is enabled");
+    if (body.tool_choice && !["auto", "none"].includes(body.tool_choice.type))
+      problems.push("Thinking may not be enabled when tool_choice forces tool use.");
+  }
+  if (body.system !== undefined && typeof body.system !== "string") {
+    for (const block of body.system)
+      if (block.type !== "text" || !block.text) problems.push("system: text blocks must be non-empty");
+  }
+  for (const [i, tool] of (body.tools ?? []).entries()) {
+    if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) problems.push(`tools.${i}.name`);
+    if (tool.input_schema?.type !== "object")
+      problems.push(`tools.${i}.input_schema.type: Input should be 'object'`);
+  }
+  if (body.tool_choice && !["auto", "any", "tool", "none"].includes(body.tool_choice.type))
+    problems.push("tool_choice.type");
+  problems.push(...checkMessages(body.messages, thinking));
+  const breakpoints = JSON.stringify(body).split('"cache_control"').length - 1;
+  if (breakpoints > 4)
+    problems.push(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`);
+  return problems;
+}
+
+function checkMessages(messages: any, thinking: boolean): string[] {
+  if (!Array.isArray(messages) || messages.length === 0)
+    return ["messages: at least one message is required"];
+  const problems: string[] = [];
+  if (messages[0].role !== "user") problems.push("messages.0.role: first message must use the user role");
+  let pending: string[] = [];
+  messages.forEach((m: any, i: number) => {
+    const at = `messages.${i}`;
+    if (m.role !== "user" && m.role !== "assistant") problems.push(`${at}.role: ${m.role}`);
+    if (i > 0 && messages[i - 1].role === m.role)
+      problems.push(`${at}: roles must alternate between "user" and "assistant"`);
+    const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    if (!Array.isArray(content) || content.length === 0)
+      problems.push(`${at}: all messages must have non-empty content`);
+    const blocks: any[] = Array.isArray(content) ? content : [];
+    for (const [j, block] of blocks.entries()) {
+      if (block.type === "text" && (typeof block.text !== "string" || block.text === ""))
+        problems.push(`${at}.content.${j}: text content blocks must be non-empty`);
+      if ((block.type === "thinking" || block.type === "redacted_thinking") && block.cache_control)
+        problems.push(`${at}.content.${j}: thinking blocks cannot be cached`);
+      if (block.type === "thinking" && !block.signature)
+        problems.push(`${at}.content.${j}.signature: Field required`);
+      if (
+        block.type === "image" &&
+        (block.source?.type !== "base64" || !block.source.media_type || !block.source.data)
+      )
+        problems.push(`${at}.content.${j}: image source`);
+    }
+    if (m.role === "user") {
+      const results = blocks.filter((b) => b.type === "tool_result");
+      const firstOther = blocks.findIndex((b) => b.type !== "tool_result");
+      if (firstOther !== -1 && blocks.slice(firstOther).some((b) => b.type === "tool_result")) {
+        problems.push(`${at}: tool_result blocks must come first in the user message`);
+      }
+      for (const result of results) {
+        if (!pending.includes(result.tool_use_id))
+          problems.push(
+            `${at}: unexpected tool_use_id found in tool_result blocks: ${result.tool_use_id}. Each tool_result block must have a corresponding tool_use block in the previous message.`,
+          );
+        for (const inner of Array.isArray(result.content) ? result.content : []) {
+          if (inner.type !== "text" && inner.type !== "image")
+            problems.push(`${at}: tool_result content type ${inner.type}`);
+          if (inner.type === "text" && !inner.text)
+            problems.push(`${at}: tool_result text blocks must be non-empty`);
+        }
+      }
+      const answered = new Set(results.map((r) => r.tool_use_id));
+      const missing = pending.filter((id) => !answered.has(id));
+      if (missing.length > 0)
+        problems.push(
+          `${at}: tool_use ids were found without tool_result blocks immediately after: ${missing.join(", ")}`,
+        );
+      pending = [];
+    } else {
+      if (pending.length > 0)
+        problems.push(
+          `${at}: tool_use ids were found without tool_result blocks immediately after: ${pending.join(", ")}`,
+        );
+      pending = [];
+      for (const block of blocks) {
+        if (block.type === "tool_result") problems.push(`${at}: tool_result in an assistant message`);
+        if (block.type === "tool_use") {
+          if (!/^[a-zA-Z0-9_-]+$/.test(block.id))
+            problems.push(`${at}: tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`);
+          if (block.input === null || typeof block.input !== "object" || Array.isArray(block.input))
+            problems.push(`${at}: tool_use.input: Input should be an object`);
+          pending.push(block.id);
+        }
+      }
+      const last =
+        i === messages.length - 1 || (i === messages.length - 2 && messages.at(-1).role === "user");
+      if (
+        thinking &&
+        last &&
+        pending.length > 0 &&
+        !["thinking", "redacted_thinking"].includes(blocks[0]?.type)
+      ) {
+        problems.push(
+          `${at}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${blocks[0]?.type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block.`,
+        );
+      }
+    }
+  });
+  if (pending.length > 0 && messages.at(-1).role === "assistant" && messages.length > 0) {
+    // A trailing assistant message with tool_use is a prefill; the API rejects it too.
+    problems.push("the final assistant message has tool_use blocks without results");
+  }
+  return problems;
+}
+
+export function rejectLikeAnthropic(res: ServerResponse, problems: string[]): void {
+  res.writeHead(400, { "content-type": "application/json", "request-id": "req_test" });
+  res.end(
+    JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: problems.join("; ") } }),
+  );
+}
