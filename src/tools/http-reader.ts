@@ -1,0 +1,305 @@
+import { ToolError } from "../errors.js";
+import type { AddressPolicy, BlockedAddressError } from "./address-policy.js";
+import { type ContentKind, charsetOf, contentKind, decodeBody, mediaTypeOf } from "./body-decoding.js";
+import type { LookupFunction } from "./guarded-dispatcher.js";
+import { PageCache } from "./page-cache.js";
+import type { Page, PageReader, ReadOptions } from "./page-reader.js";
+import { parseFetchUrl, shorten } from "./url.js";
+
+export type { LookupFunction } from "./guarded-dispatcher.js";
+
+export interface HttpReaderOptions {
+  /** For the whole read: every redirect hop and the body. Default 30,000 ms. */
+  timeoutMs?: number;
+  /** The download stops here (decompressed bytes); the page is marked `sizeCapped`. Default 1,000,000. */
+  maxBytes?: number;
+  /** Pages are cached by URL this long, so an `offset` continuation reads the same version. 0 disables. Default 300,000 ms. */
+  cacheTtlMs?: number;
+  /** At most this many pages are cached (least recently used go first). Default 32. */
+  cacheSize?: number;
+  /** The User-Agent header. */
+  userAgent?: string;
+  /**
+   * Fetch private and internal addresses too (loopback, RFC 1918, link-local, metadata…).
+   * Off by default: with it, a model that reads untrusted text can be steered into your network.
+   */
+  allowPrivateNetwork?: boolean;
+  /**
+   * Hosts that may be private: names (`wiki.corp`), wildcards (`*.corp`), IP literals
+   * (`127.0.0.1`) or CIDR ranges (`10.1.0.0/16`). Narrower than `allowPrivateNetwork`.
+   */
+  allowHosts?: readonly string[];
+  /** Redirects followed per read. Default 5. */
+  maxRedirects?: number;
+  /** Extract the main content with Readability (default true); false converts the whole body. */
+  mainContent?: boolean;
+  /** DNS resolution, `dns.lookup` by default (for tests and split-horizon DNS). Every answer is still checked. */
+  lookup?: LookupFunction;
+}
+
+const DEFAULT_USER_AGENT =
+  "Mozilla/5.0 (compatible; Quiver-web_fetch/0.1; +https://github.com/quiver-agents/quiver)";
+const ACCEPT = "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.9,*/*;q=0.5";
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+type Fetch = (url: string, init: Record<string, unknown>) => Promise<Response>;
+type Network = { fetch: Fetch; dispatcher: { close(): Promise<void> }; policy: AddressPolicy };
+
+/**
+ * The built-in `PageReader`: one plain HTTP GET (no JavaScript runs, so a single-page app may
+ * come back nearly empty), redirects followed by hand with every hop checked, HTML turned
+ * into Markdown, JSON compacted, text as-is, binary content described but not downloaded.
+ *
+ * Private and internal addresses are refused unless opened with `allowPrivateNetwork` or
+ * `allowHosts`: each connection is checked when it is made, against the address it really
+ * connects to, whatever notation the URL used.
+ *
+ * @example
+ * const reader = new HttpReader({ timeoutMs: 15_000, maxBytes: 2_000_000, cacheTtlMs: 60_000 });
+ * const page = await reader.read("https://example.com/guide", { images: true });
+ */
+export class HttpReader implements PageReader {
+  readonly timeoutMs: number;
+  readonly maxBytes: number;
+  readonly maxRedirects: number;
+  readonly userAgent: string;
+  readonly #options: HttpReaderOptions;
+  readonly #cache: PageCache;
+  #network: Promise<Network> | undefined;
+
+  constructor(options: HttpReaderOptions = {}) {
+    this.#options = options;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.maxBytes = options.maxBytes ?? 1_000_000;
+    this.maxRedirects = options.maxRedirects ?? 5;
+    this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.#cache = new PageCache(options.cacheTtlMs ?? 300_000, options.cacheSize ?? 32);
+  }
+
+  async read(url: string, options: ReadOptions = {}): Promise<Page> {
+    const parsed = parseFetchUrl(url);
+    if (!parsed.ok) throw new ToolError(parsed.reason, { hint: "Pass an absolute http:// or https:// URL." });
+    const key = parsed.url.href;
+    const cached = this.#cache.get(key);
+    if (cached) return withImages(cached, options.images === true);
+
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    try {
+      const page = await this.#fetchPage(parsed.url, signal);
+      this.#cache.set(key, page);
+      return withImages(page, options.images === true);
+    } catch (error) {
+      // A cancelled run or a tool timeout is the caller's business: let it through as is.
+      if (options.signal?.aborted) throw options.signal.reason ?? error;
+      if (timeout.aborted) {
+        throw new ToolError(
+          `fetching ${shorten(key)} timed out after ${this.timeoutMs.toLocaleString("en-US")} ms`,
+          {
+            hint: "The site is slow or unreachable; try again later or another source.",
+          },
+        );
+      }
+      throw toToolError(error, key);
+    }
+  }
+
+  /** Closes the pooled connections. The reader opens new ones if it is used again. */
+  async close(): Promise<void> {
+    const network = this.#network;
+    this.#network = undefined;
+    if (network) await (await network).dispatcher.close();
+  }
+
+  async #fetchPage(start: URL, signal: AbortSignal): Promise<Page> {
+    const network = await this.#loadNetwork();
+    let url = start;
+    for (let hop = 0; ; hop++) {
+      // Before any connection: scheme, credentials, literal addresses and localhost names.
+      network.policy.checkHostname(url.hostname);
+      const response = await network.fetch(url.href, {
+        method: "GET",
+        redirect: "manual",
+        signal,
+        dispatcher: network.dispatcher,
+        headers: { "user-agent": this.userAgent, accept: ACCEPT },
+      });
+      const location = response.headers.get("location");
+      if (REDIRECT_STATUSES.has(response.status) && location !== null) {
+        await response.body?.cancel().catch(() => {});
+        if (hop >= this.maxRedirects) {
+          throw new ToolError(
+            `too many redirects: ${shorten(start.href)} redirected more than ${this.maxRedirects} times`,
+            {
+              hint: "The site redirects in a loop or too deep; try the final URL directly.",
+            },
+          );
+        }
+        const next = parseFetchUrl(location, url.href);
+        if (!next.ok) {
+          throw new ToolError(
+            `${shorten(url.href)} redirected to a URL that cannot be fetched: ${next.reason}`,
+          );
+        }
+        url = next.url;
+        continue;
+      }
+      return this.#toPage(url, response);
+    }
+  }
+
+  async #toPage(url: URL, response: Response): Promise<Page> {
+    const mediaType = mediaTypeOf(response.headers.get("content-type"));
+    const declaredLength = Number(response.headers.get("content-length") ?? Number.NaN);
+    const base: Page = {
+      url: url.href,
+      status: response.status,
+      mediaType: mediaType || "application/octet-stream",
+      text: "",
+    };
+
+    let kind: ContentKind | undefined =
+      mediaType === "" || mediaType === "application/octet-stream"
+        ? undefined
+        : contentKind(mediaType, new Uint8Array());
+    if (kind === "binary") {
+      // Nothing a model can read: describe it and never download it.
+      await response.body?.cancel().catch(() => {});
+      const page: Page = { ...base, binary: true };
+      if (Number.isFinite(declaredLength)) page.byteLength = declaredLength;
+      return page;
+    }
+    const { bytes, capped } = await readCapped(response, this.maxBytes);
+    kind ??= contentKind(mediaType, bytes);
+    if (kind === "binary")
+      return { ...base, binary: true, byteLength: bytes.byteLength, ...(capped ? { sizeCapped: true } : {}) };
+
+    const text = decodeBody(bytes, {
+      headerCharset: charsetOf(response.headers.get("content-type")),
+      html: kind === "html",
+    });
+    const page: Page = { ...base, byteLength: bytes.byteLength };
+    if (capped) page.sizeCapped = true;
+    if (kind === "html") {
+      const { htmlToMarkdown } = await import("./html-to-markdown.js");
+      const converted = htmlToMarkdown(text, {
+        url: url.href,
+        mainContent: this.#options.mainContent ?? true,
+      });
+      page.text = converted.markdown;
+      if (converted.title) page.title = converted.title;
+      page.images = converted.images;
+    } else if (kind === "json") {
+      page.text = compactJson(text);
+    } else {
+      page.text = text;
+    }
+    return page;
+  }
+
+  /** undici, ipaddr.js and the guard load on first use, not when "quiver/tools" is imported. */
+  #loadNetwork(): Promise<Network> {
+    this.#network ??= (async () => {
+      const [{ fetch }, { createGuardedDispatcher }, { AddressPolicy }] = await Promise.all([
+        import("undici"),
+        import("./guarded-dispatcher.js"),
+        import("./address-policy.js"),
+      ]);
+      const policy = new AddressPolicy({
+        allowPrivateNetwork: this.#options.allowPrivateNetwork ?? false,
+        allowHosts: this.#options.allowHosts ?? [],
+      });
+      const dispatcher = createGuardedDispatcher({
+        policy,
+        lookup: this.#options.lookup,
+        connectTimeoutMs: Math.min(this.timeoutMs, 10_000),
+      });
+      return { fetch: fetch as unknown as Fetch, dispatcher, policy };
+    })();
+    return this.#network;
+  }
+}
+
+/** The body up to `maxBytes` (decompressed); the rest is never read. */
+async function readCapped(
+  response: Response,
+  maxBytes: number,
+): Promise<{ bytes: Uint8Array; capped: boolean }> {
+  if (!response.body) return { bytes: new Uint8Array(), capped: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let capped = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (total + value.byteLength > maxBytes) {
+      chunks.push(value.subarray(0, maxBytes - total));
+      total = maxBytes;
+      capped = true;
+      await reader.cancel().catch(() => {});
+      break;
+    }
+    chunks.push(value);
+    total += value.byteLength;
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return { bytes, capped };
+}
+
+function compactJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text; // labelled JSON but is not (or was cut by the byte cap): show it as text
+  }
+}
+
+function withImages(page: Page, images: boolean): Page {
+  if (images) return { ...page, images: page.images ?? [] };
+  const { images: _dropped, ...rest } = page;
+  return rest;
+}
+
+/** Network failures become tool errors that say what failed, never a stack trace. */
+function toToolError(error: unknown, url: string): Error {
+  if (error instanceof ToolError) return error;
+  // Matched by name: address-policy.js loads lazily, with undici.
+  const blocked = findCause(error, (e) => (e as Error)?.name === "BlockedAddressError") as
+    | BlockedAddressError
+    | undefined;
+  if (blocked) {
+    return new ToolError(`refused to fetch ${shorten(url)}: ${blocked.message}`, {
+      hint: "Private and internal network addresses are blocked; fetch a public URL instead.",
+    });
+  }
+  const code = (findCause(error, (e) => typeof (e as any)?.code === "string") as any)?.code as
+    | string
+    | undefined;
+  const detail = (findCause(error, (e) => (e as any)?.cause === undefined) as Error | undefined)?.message;
+  const hint =
+    code === "ENOTFOUND" || code === "EAI_AGAIN"
+      ? "The host name does not resolve; check the URL for typos."
+      : code === "ECONNREFUSED"
+        ? "Nothing is listening at that address; check the URL."
+        : "The site could not be reached; try again later or another source.";
+  return new ToolError(
+    `could not fetch ${shorten(url)}: ${detail ?? String(error)}${code && !detail?.includes(code) ? ` (${code})` : ""}`,
+    {
+      hint,
+      cause: error,
+    },
+  );
+}
+
+function findCause(error: unknown, test: (e: unknown) => boolean): unknown {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as any).cause, depth++) {
+    if (test(e)) return e;
+  }
+  return undefined;
+}
