@@ -8,6 +8,7 @@ export {
   openai,
   openaiCompatible,
 } from "./openai/model.js";
+export { type OpenAIResponsesOptions, openaiResponses } from "./openai-responses/model.js";
 export type { HttpProviderOptions } from "./provider-options.js";
 export type { RetryBackoff } from "./retry.js";
 export type { ToolCallEvent } from "./tool-calls.js";

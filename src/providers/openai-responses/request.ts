@@ -1,0 +1,190 @@
+/**
+ * A `ModelRequest` as an OpenAI Responses API request body (`POST /responses`).
+ *
+ * Quiver keeps the conversation itself (`store: false` by default), so reasoning survives
+ * across turns as encrypted reasoning items that are sent back exactly as received.
+ */
+import type {
+  AssistantMessage,
+  ContentBlock,
+  ModelRequest,
+  ToolMessage,
+  ToolSpec,
+} from "../../model/types.js";
+import { blocksOf, dataUrl, imagesOf, providerEntry, textOf } from "../message-content.js";
+import type { Warn } from "../streaming-turn.js";
+import { WireCallIds } from "../tool-call-ids.js";
+import { objectRootSchema, toStrictSchema } from "../tool-schemas.js";
+
+export const OPENAI_RESPONSES = "openai-responses";
+
+export type ResponsesDialect = {
+  model: string;
+  /** Whether OpenAI keeps the response server-side. */
+  store: boolean;
+  /** Ask for `reasoning.encrypted_content`, needed to replay reasoning without `store`. */
+  encryptedReasoning: boolean;
+  /** `reasoning.summary` when reasoning is requested. */
+  reasoningSummary: "auto" | "concise" | "detailed" | undefined;
+};
+
+type Item = Record<string, unknown>;
+
+export function encodeResponsesBody(request: ModelRequest, dialect: ResponsesDialect, warn: Warn): Item {
+  const settings = request.settings;
+  const body: Item = {
+    model: dialect.model,
+    input: inputItems(request, dialect),
+    stream: true,
+    store: dialect.store,
+  };
+  if (request.system) body.instructions = request.system;
+  if (dialect.encryptedReasoning && !dialect.store) body.include = ["reasoning.encrypted_content"];
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((spec) => responsesTool(spec, warn));
+    const choice = settings.toolChoice;
+    if (choice !== undefined)
+      body.tool_choice = typeof choice === "string" ? choice : { type: "function", name: choice.name };
+    if (settings.parallelToolCalls !== undefined) body.parallel_tool_calls = settings.parallelToolCalls;
+  }
+  if (settings.temperature !== undefined) body.temperature = settings.temperature;
+  if (settings.topP !== undefined) body.top_p = settings.topP;
+  if (settings.maxTokens !== undefined) body.max_output_tokens = settings.maxTokens;
+  if (settings.stop !== undefined && settings.stop.length > 0) {
+    warn("stop sequences are not supported by the Responses API and were not sent");
+  }
+  if (settings.reasoning) {
+    const reasoning: Item = {};
+    if (settings.reasoning.effort) reasoning.effort = settings.reasoning.effort;
+    else if (settings.reasoning.budgetTokens !== undefined) {
+      warn("reasoning.budgetTokens has no Responses API equivalent; use reasoning.effort");
+    }
+    if (dialect.reasoningSummary) reasoning.summary = dialect.reasoningSummary;
+    body.reasoning = reasoning;
+  }
+  const format = settings.responseFormat;
+  if (format) {
+    const textFormat: Item = { type: "json_schema", name: format.name, schema: format.schema, strict: false };
+    if (format.strict) {
+      const strict = toStrictSchema(format.schema);
+      if ("schema" in strict) {
+        textFormat.schema = strict.schema;
+        textFormat.strict = true;
+      } else warn(`responseFormat ${format.name} was sent non-strict: ${strict.reason}`);
+    }
+    body.text = { format: textFormat };
+  }
+  if (settings.extra) Object.assign(body, settings.extra);
+  return body;
+}
+
+/** Function tools here are strict unless told otherwise, so `strict` is always sent. */
+function responsesTool(spec: ToolSpec, warn: Warn): Item {
+  const root = objectRootSchema(spec.parameters);
+  if (root.simplified) warn(`tool ${spec.name}: ${root.simplified}`, spec.name);
+  const tool: Item = {
+    type: "function",
+    name: spec.name,
+    description: spec.description,
+    parameters: root.schema,
+    strict: false,
+  };
+  if (spec.strict && !root.simplified) {
+    const strict = toStrictSchema(spec.parameters);
+    if ("schema" in strict) {
+      tool.parameters = strict.schema;
+      tool.strict = true;
+    } else warn(`tool ${spec.name} was sent non-strict: ${strict.reason}`, spec.name);
+  }
+  return tool;
+}
+
+function inputItems(request: ModelRequest, dialect: ResponsesDialect): Item[] {
+  const ids = new WireCallIds(64);
+  const out: Item[] = [];
+  for (const message of request.messages) {
+    switch (message.role) {
+      case "system":
+        out.push({ role: "system", content: textOf(message.content) });
+        break;
+      case "user":
+        out.push({ role: "user", content: userContent(message.content) });
+        break;
+      case "assistant":
+        out.push(...assistantItems(message, dialect, ids));
+        break;
+      case "tool":
+        out.push(functionCallOutput(message, ids));
+        break;
+    }
+  }
+  return out;
+}
+
+function userContent(content: string | ContentBlock[]): string | Item[] {
+  if (imagesOf(content).length === 0) return textOf(content);
+  const parts: Item[] = [];
+  for (const block of blocksOf(content)) {
+    if (block.type === "text") parts.push({ type: "input_text", text: block.text });
+    else if (block.type === "image")
+      parts.push({ type: "input_image", image_url: dataUrl(block), detail: "auto" });
+  }
+  return parts;
+}
+
+function functionCallOutput(message: ToolMessage, ids: WireCallIds): Item {
+  const images = imagesOf(message.content);
+  const callId = ids.forResult(message.toolCallId);
+  if (images.length === 0)
+    return { type: "function_call_output", call_id: callId, output: textOf(message.content) };
+  const output: Item[] = [];
+  for (const block of blocksOf(message.content)) {
+    if (block.type === "text" && block.text !== "") output.push({ type: "input_text", text: block.text });
+    else if (block.type === "image")
+      output.push({ type: "input_image", image_url: dataUrl(block), detail: "auto" });
+  }
+  return { type: "function_call_output", call_id: callId, output };
+}
+
+/**
+ * The assistant's items. A turn that came from this API with reasoning is replayed from the
+ * output items kept in `providerData["openai-responses"].items` (reasoning with its
+ * encrypted content, then the message and calls that followed it, ids intact). Anything
+ * else is rebuilt from the neutral message; another provider's reasoning is dropped.
+ */
+function assistantItems(message: AssistantMessage, dialect: ResponsesDialect, ids: WireCallIds): Item[] {
+  const calls = message.toolCalls ?? [];
+  const kept = providerEntry(message.providerData, OPENAI_RESPONSES)?.items;
+  if (Array.isArray(kept) && sameCalls(kept as Item[], calls)) {
+    let next = 0;
+    const out: Item[] = [];
+    for (const item of kept as Item[]) {
+      if (item.type === "function_call") out.push({ ...item, call_id: ids.forCall(calls[next++]!) });
+      // Without `store`, a reasoning item is only valid with its encrypted content.
+      else if (item.type === "reasoning" && !dialect.store && typeof item.encrypted_content !== "string")
+        continue;
+      else out.push(item);
+    }
+    return out;
+  }
+  const out: Item[] = [];
+  const text = textOf(message.content);
+  if (text !== "") out.push({ role: "assistant", content: text });
+  for (const call of calls) {
+    out.push({
+      type: "function_call",
+      call_id: ids.forCall(call),
+      name: call.name,
+      arguments: call.rawArgs ?? JSON.stringify(call.args ?? {}),
+    });
+  }
+  return out;
+}
+
+function sameCalls(kept: Item[], calls: NonNullable<AssistantMessage["toolCalls"]>): boolean {
+  const uses = kept.filter((item) => item.type === "function_call");
+  return (
+    uses.length === calls.length &&
+    uses.every((use, i) => use.call_id === (calls[i]!.providerCallId ?? calls[i]!.id))
+  );
+}
