@@ -12,6 +12,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import { createInterface } from "node:readline/promises";
 import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver";
 import { z } from "zod";
 
@@ -122,8 +123,12 @@ function scriptedModel(): Model {
       ],
     },
     (request) => {
-      const results = request.messages.filter((m) => m.role === "tool").length;
-      return { text: `Done: ${results} tool results read, report written.` };
+      const results = request.messages.filter((m) => m.role === "tool");
+      const report = results.at(-1);
+      const wrote = report?.role === "tool" && !report.isError;
+      return {
+        text: `Done: ${results.length} tool results read; ${wrote ? "report written" : "the report was not approved"}.`,
+      };
     },
   ]);
 }
@@ -177,15 +182,39 @@ function print(ev: RunEvent): void {
     case "run_completed":
       console.log(`${stamp()}  ■ run completed (${ev.stopReason}): ${ev.output}`);
       break;
+    case "approval_resolved":
+      console.log(
+        `${stamp()}  ${ev.decision === "approved" ? "✓" : "✗"} ${ev.call.name} ${ev.decision} (by ${ev.by})`,
+      );
+      break;
     case "warning":
       console.log(`${stamp()}  ! ${ev.message}`);
       break;
   }
 }
 
+/** Asks in the terminal; without one (CI, a pipe) approves and says so. */
+async function decide(question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) {
+    console.log(`${stamp()}  ? ${question} — no terminal to ask in, approving automatically`);
+    return true;
+  }
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  const answer = await rl.question(`${stamp()}  ? ${question} [y/N] `);
+  rl.close();
+  return /^y(es)?$/i.test(answer.trim());
+}
+
 try {
   const handle = Runner.stream(agent, "Check this project and write the report.");
-  for await (const ev of handle) print(ev);
+  for await (const ev of handle) {
+    print(ev);
+    // write_report is destructive, so the default permissions ask before it runs.
+    if (ev.type === "approval_required") {
+      if (await decide(`approve ${callLabel(ev)}? (${ev.reason})`)) ev.approve();
+      else ev.reject("the operator said no");
+    }
+  }
   const result = await handle.result();
   console.log(`\n${result.toolCalls.length} tool calls; results went back to the model in request order:`);
   for (const record of result.toolCalls) console.log(`  ${record.ok ? "✓" : "✗"} ${record.call.name}`);

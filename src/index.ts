@@ -40,11 +40,25 @@ export {
   type InstructionFragment,
   type Instructions,
 } from "./run/agent.js";
+export {
+  type ApprovalAnswer,
+  type ApprovalDecider,
+  type ApprovalOutcome,
+  Approvals,
+} from "./run/approvals.js";
 export { getRunContext, type RunContext } from "./run/context.js";
 export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./run/events.js";
 export { RunHandle } from "./run/handle.js";
 export type { RunInput } from "./run/loop.js";
 export { OutputValidationError } from "./run/output-type.js";
+export {
+  type PermissionDecision,
+  type PermissionMode,
+  type PermissionSubject,
+  type Permissions,
+  StandardPermissions,
+  type StandardPermissionsOptions,
+} from "./run/permissions.js";
 export { type RunState, replay } from "./run/replay.js";
 export type { RunResult, ToolCallRecord } from "./run/result.js";
 export { Runner } from "./run/runner.js";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Message } from "../model/types.js";
 import type { Agent } from "./agent.js";
+import { Approvals } from "./approvals.js";
 import type { RunContext } from "./context.js";
 import type { EventQueue } from "./event-queue.js";
 import type { EventBody, RunEvent } from "./events.js";
@@ -36,6 +37,12 @@ export class ActiveRun {
   readonly path: string[];
   agent: Agent<any, any>;
   turn = 0;
+  /** The out-of-band approval channel (`handle.approvals`). */
+  readonly approvals = new Approvals();
+  /** False under `Runner.run()`: nobody can answer an approval, so "ask" denies at once. */
+  hasChannel = true;
+  /** Set (to a description of the source) once untrusted output entered the run. */
+  tainted: string | undefined;
   #seq = 0;
   #callIds = new Set<string>();
   #callCounter = 0;
@@ -73,6 +80,11 @@ export class ActiveRun {
     } as RunEvent;
     this.#queue.push(event);
     return event;
+  }
+
+  /** Resolves when the consumer has pulled past `event` (at once when nobody is reading). */
+  whenPassed(event: RunEvent): Promise<void> {
+    return this.#queue.whenPassed(event);
   }
 
   /** The provider's id when it is new to this run, else a fresh one (the original kept as `providerCallId`). */

@@ -1,10 +1,12 @@
 import { UserError } from "../errors.js";
 import type { ToolHost } from "../hosts/tool-host.js";
-import type { Model, ModelSettings } from "../model/types.js";
+import type { Model, ModelSettings, ToolCall } from "../model/types.js";
 import type { ToolParameters } from "../tool/parameters.js";
 import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
+import type { ApprovalAnswer } from "./approvals.js";
 import type { RunContext } from "./context.js";
+import type { Permissions } from "./permissions.js";
 
 /** What instruction functions receive: the run's context, without the per-call fields. */
 export type InstructionContext<Deps = unknown> = Pick<
@@ -46,6 +48,20 @@ export interface AgentConfig<Deps = unknown, Output = string> {
    * last text is parsed as JSON and validated; one corrective turn is allowed.
    */
   outputType?: ToolParameters & { readonly __output?: Output };
+  /**
+   * Decides calls that need approval when the stream consumer did not:
+   * `true | "allow"`, `false | "deny"`, or `"ask"` to wait for `handle.approvals`.
+   */
+  approvalHandler?: (call: ToolCall, ctx: RunContext<Deps>) => ApprovalAnswer | Promise<ApprovalAnswer>;
+  /** How long an approval may wait for a decision before it is denied. Default 600,000 (10 minutes). */
+  approvalTimeoutMs?: number;
+  /** Permission rules. Default: `new StandardPermissions()` ("default" mode: destructive tools ask). */
+  permissions?: Permissions;
+  /**
+   * `"ask"` (default): once untrusted output (web pages, MCP results) entered the run, destructive
+   * tools need approval even where permissions would let them pass. `"off"` disables that.
+   */
+  taintPolicy?: "ask" | "off";
 }
 
 const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;

@@ -3,6 +3,10 @@ import type { RunEvent } from "./events.js";
 /**
  * The handle's buffer: the run pushes, one consumer pulls. Unread events wait here (the run
  * never waits for a slow reader); a `for await` that breaks early just stops reading.
+ *
+ * It also tells the run when the consumer has moved past an event — asked for the next one
+ * after receiving it — which is how an `approval_required` event's `approve()` is known to
+ * have been called (or not) "before the consumer pulled the next event".
  */
 export class EventQueue {
   #items: RunEvent[] = [];
@@ -12,15 +16,22 @@ export class EventQueue {
   #ended = false;
   #error: unknown;
   #hasError = false;
+  #reading = false;
   /** Consumers that stop reading let the run drop events instead of buffering them forever. */
   #detached = false;
-  #onPull: (() => void) | undefined;
+  /** Events of child runs share this queue, so order is counted here, not by their `seq`. */
+  #pushed = 0;
+  #ordinals = new WeakMap<RunEvent, number>();
+  #delivered = 0;
+  #passWaiters: Array<{ ordinal: number; resolve: () => void }> = [];
 
   push(event: RunEvent): void {
     if (this.#ended || this.#detached) return;
+    this.#ordinals.set(event, ++this.#pushed);
     if (this.#waiter) {
       const resolve = this.#waiter;
       this.#waiter = this.#failWaiter = undefined;
+      this.#delivered = this.#pushed;
       resolve({ value: event, done: false });
       return;
     }
@@ -42,20 +53,41 @@ export class EventQueue {
       if (this.#hasError) reject(this.#error);
       else resolve({ value: undefined, done: true });
     }
+    this.#releasePassWaiters(Number.POSITIVE_INFINITY);
   }
 
-  /** Called each time the consumer asks for the next event (approval decisions hook in here). */
-  onPull(listener: (() => void) | undefined): void {
-    this.#onPull = listener;
+  /** True while a consumer iterates (and has not broken out of its loop). */
+  get reading(): boolean {
+    return this.#reading && !this.#detached;
   }
 
-  /** How many events are buffered and unread. */
-  get backlog(): number {
-    return this.#items.length - this.#head;
+  startReading(): void {
+    this.#reading = true;
+  }
+
+  /**
+   * Resolves once the consumer asks for the event after `event` (or stops reading). Resolves at
+   * once when nobody is reading.
+   */
+  whenPassed(event: RunEvent): Promise<void> {
+    if (!this.reading || this.#ended) return Promise.resolve();
+    const ordinal = this.#ordinals.get(event);
+    if (ordinal === undefined || ordinal <= this.#delivered - 1) return Promise.resolve();
+    return new Promise((resolve) => this.#passWaiters.push({ ordinal, resolve }));
+  }
+
+  #releasePassWaiters(upTo: number): void {
+    if (this.#passWaiters.length === 0) return;
+    const still: Array<{ ordinal: number; resolve: () => void }> = [];
+    for (const waiter of this.#passWaiters) {
+      if (waiter.ordinal <= upTo) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.#passWaiters = still;
   }
 
   next(): Promise<IteratorResult<RunEvent>> {
-    this.#onPull?.();
+    this.#releasePassWaiters(this.#delivered);
     if (this.#head < this.#items.length) {
       const value = this.#items[this.#head]!;
       this.#items[this.#head++] = undefined as unknown as RunEvent;
@@ -64,6 +96,7 @@ export class EventQueue {
         this.#items = this.#items.slice(this.#head);
         this.#head = 0;
       }
+      this.#delivered = this.#ordinals.get(value) ?? this.#delivered;
       return Promise.resolve({ value, done: false });
     }
     if (this.#ended) {
@@ -80,5 +113,6 @@ export class EventQueue {
     this.#detached = true;
     this.#items = [];
     this.#head = 0;
+    this.#releasePassWaiters(Number.POSITIVE_INFINITY);
   }
 }

@@ -26,14 +26,25 @@ type Body =
   | { type: "message"; message: Message }
   | { type: "tool_call_requested"; call: ToolCall; index: number }
   | { type: "tool_call_input_delta"; index: number; callId?: string; name?: string; delta: string }
-  | { type: "approval_required"; call: ToolCall; reason?: string }
+  | {
+      type: "approval_required";
+      call: ToolCall;
+      reason?: string;
+      /** Approve the call. Call it before pulling the next event. (Non-enumerable: never serialised.) */
+      readonly approve: () => void;
+      /** Deny the call; the model sees `reason`. Call it before pulling the next event. */
+      readonly reject: (reason?: string) => void;
+    }
   | {
       type: "approval_resolved";
       call: ToolCall;
       decision: "approved" | "denied";
+      /** "stream", "handler", "channel", "permissions", "timeout", "cancelled", "error" or "no_channel". */
       by: string;
       reason?: string;
     }
+  /** Untrusted output (a web page, an MCP result) entered the run: destructive tools now ask. */
+  | { type: "run_tainted"; source: string; call?: ToolCall }
   | { type: "tool_call_started"; call: ToolCall; attempt: number }
   | { type: "tool_call_update"; call: ToolCall; partial: unknown }
   | { type: "tool_call_retry"; call: ToolCall; attempt: number; delayMs: number; error: CallError }
@@ -64,5 +75,9 @@ export type RunEvent = WithBase<Body>;
 export type RunEventType = RunEvent["type"];
 /** The event of one `type`. */
 export type EventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
-/** An event as the loop creates it, before the base fields are stamped on. */
-export type EventBody = Body;
+/** An event as the loop creates it, before the base fields are stamped on (and before control methods are attached). */
+export type EventBody = Body extends infer B
+  ? B extends { type: "approval_required" }
+    ? Omit<B, "approve" | "reject">
+    : B
+  : never;

@@ -3,6 +3,8 @@ import { type BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
+import { approveCall } from "./approval-flow.js";
+import type { ApprovalOutcome } from "./approvals.js";
 import { runAttempts } from "./attempts.js";
 import {
   type CallResult,
@@ -88,6 +90,10 @@ export async function executeTurn(
             ...(config.toolResultRenderer && { agentRenderer: config.toolResultRenderer }),
           });
           finish(index, result, ms, outcome.value);
+          if (result.record.ok && tool.untrustedOutput && !run.tainted) {
+            run.tainted = `${tool.name} output`;
+            run.emit({ type: "run_tainted", source: run.tainted, call });
+          }
           if (result.record.ok && tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
           return;
         }
@@ -138,6 +144,12 @@ export async function executeTurn(
       finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
       continue;
     }
+    const approval = await approveCall(run, tool, call, validation.value);
+    if (run.signal.aborted) break;
+    if (approval && !approval.approved) {
+      finish(index, deniedResult(call, approval), 0);
+      continue;
+    }
     if (tool.parallel === false) {
       if (!(await waitFor(Promise.all(inFlight)))) break;
       if (!(await waitFor(start(index, tool, validation.value)))) break;
@@ -160,6 +172,16 @@ export async function executeTurn(
   }
   execution.results = results as CallResult[];
   return execution;
+}
+
+function deniedResult(call: ToolCall, approval: ApprovalOutcome): CallResult {
+  const why = approval.reason ? `: ${approval.reason}` : "";
+  return errorResult(
+    call,
+    "denied",
+    `${call.name} was not approved${why}`,
+    "Do not repeat this call. Continue without it, or ask the user how to proceed.",
+  );
 }
 
 function unknownTool(call: ToolCall, toolset: Toolset): CallResult {

@@ -1,4 +1,5 @@
 import { RunCancelled, UserError } from "../errors.js";
+import type { Approvals } from "./approvals.js";
 import type { EventQueue } from "./event-queue.js";
 import type { RunEvent } from "./events.js";
 import type { RunResult } from "./result.js";
@@ -14,6 +15,8 @@ import type { RunResult } from "./result.js";
  */
 export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   readonly runId: string;
+  /** Answer approvals from outside the event loop: `approve(callId)`, `reject(callId, reason?)`, `release({ decision })`, `pending`. */
+  readonly approvals: Approvals;
   readonly #queue: EventQueue;
   readonly #result: Promise<RunResult<Output>>;
   readonly #controller: AbortController;
@@ -25,8 +28,10 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
     queue: EventQueue,
     result: Promise<RunResult<Output>>,
     controller: AbortController,
+    approvals: Approvals,
   ) {
     this.runId = runId;
+    this.approvals = approvals;
     this.#queue = queue;
     this.#controller = controller;
     this.#result = result;
@@ -54,6 +59,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
       throw new UserError("a RunHandle can be iterated once; keep one `for await` loop per handle");
     this.#iterated = true;
     const queue = this.#queue;
+    queue.startReading();
     return {
       next: () => queue.next(),
       // `break` stops reading, not the run: use cancel() to stop the run.

@@ -1,5 +1,12 @@
 import { UserError } from "../errors.js";
-import type { AssistantMessage, ContentBlock, Message, Model, ModelSettings } from "../model/types.js";
+import type {
+  AssistantMessage,
+  ContentBlock,
+  Message,
+  Model,
+  ModelSettings,
+  ToolSpec,
+} from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import type { StopReason } from "./events.js";
@@ -7,6 +14,7 @@ import { executeTurn, type RequestedCall } from "./executor.js";
 import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { OutputValidationError, outputContract } from "./output-type.js";
+import type { Permissions } from "./permissions.js";
 import type { RunResult } from "./result.js";
 import { addUsage } from "./result.js";
 import { type CallResult, errorResult } from "./tool-result.js";
@@ -22,7 +30,14 @@ export function inputMessages(input: RunInput): Message[] {
 }
 
 /** Everything that changes when the run switches agents (handoffs). */
-type AgentSetup = { model: Model; toolset: Toolset; system: string | undefined; settings: ModelSettings };
+type AgentSetup = {
+  model: Model;
+  toolset: Toolset;
+  system: string | undefined;
+  settings: ModelSettings;
+  permissions: Permissions | undefined;
+  offered?: { from: ToolSpec[]; specs: ToolSpec[] };
+};
 
 /**
  * The loop: model turn → tool calls → results → next turn, until the model answers without
@@ -61,7 +76,7 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
     const turn = await streamModelTurn(run, setup.model, {
       ...(setup.system !== undefined && { system: setup.system }),
       messages: run.transcript,
-      tools: setup.toolset.specs,
+      tools: offeredSpecs(setup),
       settings: setup.settings,
       signal: run.signal,
     });
@@ -151,7 +166,13 @@ async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<Age
     ...run.baseContext(),
     signal: run.signal,
   });
-  return { model, toolset, system, settings: agent.config.modelSettings ?? {} };
+  return {
+    model,
+    toolset,
+    system,
+    settings: agent.config.modelSettings ?? {},
+    permissions: agent.config.permissions,
+  };
 }
 
 async function resolveModel(model: Model | string | undefined, agentName: string): Promise<Model> {
@@ -163,6 +184,24 @@ async function resolveModel(model: Model | string | undefined, agentName: string
   return registry.resolveModel(model);
 }
 const PROVIDERS_MODULE = "../providers/index.js";
+
+/** The tools the model is shown: permissions may hide tools they would always deny. */
+function offeredSpecs(setup: AgentSetup): ToolSpec[] {
+  const offers = setup.permissions?.offers?.bind(setup.permissions);
+  if (!offers) return setup.toolset.specs;
+  if (setup.offered?.from !== setup.toolset.specs) {
+    const specs = setup.toolset.specs.filter((spec) => {
+      const tool = setup.toolset.get(spec.name)!;
+      return offers({
+        name: tool.name,
+        destructive: tool.destructive ?? false,
+        readOnly: tool.readOnly ?? false,
+      });
+    });
+    setup.offered = { from: setup.toolset.specs, specs };
+  }
+  return setup.offered.specs;
+}
 
 function assistantMessage(
   text: string,

@@ -18,6 +18,8 @@ export type RunState = {
   stopReason?: StopReason;
   output?: unknown;
   error?: { name: string; message: string; kind: string };
+  /** Why the run counts as tainted (untrusted output entered it), if it does. */
+  tainted?: string;
   /** The highest `seq` seen: a resumed run continues after it. */
   lastSeq: number;
 };
@@ -80,6 +82,9 @@ export function replay(events: Iterable<RunEvent>): RunState {
       }
       case "usage":
         addUsage(state.usage, event.usage);
+        break;
+      case "run_tainted":
+        state.tainted = event.source;
         break;
       case "run_completed":
         state.status = "completed";

@@ -17,13 +17,15 @@ export const Runner = {
   /**
    * Runs an agent to the end and returns its result. Rejects on `UserError`, on a
    * `ProviderError` after retries, or an internal fault; every other stop resolves.
+   * Nobody can answer an approval here: calls that would ask are denied unless the agent's
+   * `approvalHandler` decides them.
    */
   async run<Deps, Output>(
     agent: Agent<Deps, Output>,
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): Promise<RunResult<Output>> {
-    const handle = Runner.stream(agent, input, options);
+    const handle = startRun(agent, input, options, false);
     const events = handle[Symbol.asyncIterator]();
     try {
       while (!(await events.next()).done) {
@@ -44,32 +46,42 @@ export const Runner = {
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): RunHandle<Output> {
-    const queue = new EventQueue();
-    const run = new ActiveRun(agent, options, queue);
-    const result = new Promise<RunResult<Output>>((resolve, reject) => {
-      setImmediate(() => {
-        runLoop(run, input).then(
-          (value) => {
-            queue.end();
-            resolve(value as RunResult<Output>);
-          },
-          (error: unknown) => {
-            const failure = error instanceof Error ? error : new Error(String(error));
-            run.emit({
-              type: "run_failed",
-              name: failure.name,
-              message: failure.message,
-              kind: failureKind(failure),
-            });
-            queue.end(failure, true);
-            reject(failure);
-          },
-        );
-      });
-    });
-    return new RunHandle<Output>(run.runId, queue, result, run.controller);
+    return startRun(agent, input, options, true);
   },
 };
+
+function startRun<Deps, Output>(
+  agent: Agent<Deps, Output>,
+  input: RunInput,
+  options: RunOptions<Deps>,
+  hasChannel: boolean,
+): RunHandle<Output> {
+  const queue = new EventQueue();
+  const run = new ActiveRun(agent, options, queue);
+  run.hasChannel = hasChannel;
+  const result = new Promise<RunResult<Output>>((resolve, reject) => {
+    setImmediate(() => {
+      runLoop(run, input).then(
+        (value) => {
+          queue.end();
+          resolve(value as RunResult<Output>);
+        },
+        (error: unknown) => {
+          const failure = error instanceof Error ? error : new Error(String(error));
+          run.emit({
+            type: "run_failed",
+            name: failure.name,
+            message: failure.message,
+            kind: failureKind(failure),
+          });
+          queue.end(failure, true);
+          reject(failure);
+        },
+      );
+    });
+  });
+  return new RunHandle<Output>(run.runId, queue, result, run.controller, run.approvals);
+}
 
 function failureKind(error: Error): string {
   if (error instanceof UserError) return "user_error";

@@ -1,0 +1,174 @@
+import type { ToolCall } from "../model/types.js";
+import type { Tool } from "../tool/tool.js";
+import type { ActiveRun } from "./active-run.js";
+import type { ApprovalAnswer, ApprovalOutcome } from "./approvals.js";
+import type { RunContext } from "./context.js";
+import { type Permissions, StandardPermissions } from "./permissions.js";
+import { messageOf } from "./tool-result.js";
+
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
+const DEFAULT_PERMISSIONS = new StandardPermissions();
+
+/** Marks the built-in file-edit tools that `acceptEdits` auto-approves. */
+export const BUILTIN_EDIT_TOOLS = new WeakSet<Tool>();
+
+/**
+ * Step 3 of a call's preflight: permissions, then `needsApproval`, then (if anyone must be
+ * asked) the pinned approval algorithm. Resolves to `undefined` when the call may run
+ * without asking, else to the decision. Always fails closed.
+ */
+export async function approveCall(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+): Promise<ApprovalOutcome | undefined> {
+  const config = run.agent.config;
+  const ctx = preflightContext(run, call);
+  const permissions: Permissions = config.permissions ?? DEFAULT_PERMISSIONS;
+  let askReason: string | undefined;
+  try {
+    const decision = await permissions.check(
+      {
+        name: tool.name,
+        destructive: tool.destructive ?? false,
+        readOnly: tool.readOnly ?? false,
+        editTool: BUILTIN_EDIT_TOOLS.has(tool),
+      },
+      args,
+      ctx,
+    );
+    if (decision.behavior === "deny") return { approved: false, by: "permissions", reason: decision.reason };
+    if (decision.behavior === "ask") askReason = decision.reason;
+  } catch (error) {
+    return { approved: false, by: "error", reason: `the permission check failed: ${messageOf(error)}` };
+  }
+  const bypass = permissions instanceof StandardPermissions && permissions.mode === "bypass";
+  if (
+    askReason === undefined &&
+    tool.destructive &&
+    run.tainted &&
+    !bypass &&
+    (config.taintPolicy ?? "ask") === "ask"
+  ) {
+    askReason = `${tool.name} is destructive and this run has read untrusted content (${run.tainted})`;
+  }
+  try {
+    const needs =
+      typeof tool.needsApproval === "function"
+        ? await tool.needsApproval(args, ctx)
+        : tool.needsApproval === true;
+    if (needs)
+      askReason = askReason ? `${askReason}; ${tool.name} needs approval` : `${tool.name} needs approval`;
+  } catch (error) {
+    return {
+      approved: false,
+      by: "error",
+      reason: `the approval check of ${tool.name} failed: ${messageOf(error)}`,
+    };
+  }
+  if (askReason === undefined) return undefined;
+  return ask(run, call, askReason, ctx);
+}
+
+async function ask(
+  run: ActiveRun,
+  call: ToolCall,
+  reason: string,
+  ctx: RunContext,
+): Promise<ApprovalOutcome> {
+  const config = run.agent.config;
+  const { decision, settle } = run.approvals.wait(call);
+  const event = run.emit({ type: "approval_required", call, reason });
+  // Control methods are non-enumerable: the event stays a plain JSON record.
+  Object.defineProperties(event, {
+    approve: { value: () => void settle({ approved: true, by: "stream" }), enumerable: false },
+    reject: {
+      value: (why?: string) =>
+        void settle({ approved: false, by: "stream", ...(why !== undefined && { reason: why }) }),
+      enumerable: false,
+    },
+  });
+  const timeoutMs = config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+  const timer = setTimeout(
+    () => settle({ approved: false, by: "timeout", reason: `nobody decided within ${timeoutMs} ms` }),
+    timeoutMs,
+  );
+  const onAbort = () => settle({ approved: false, by: "cancelled", reason: "the run was cancelled" });
+  run.signal.addEventListener("abort", onAbort, { once: true });
+  if (run.signal.aborted) onAbort();
+  let settled = false;
+  void decision.then(() => {
+    settled = true;
+  });
+  try {
+    // 1. The stream consumer may decide before it pulls the next event.
+    if (run.hasChannel) await Promise.race([decision, run.whenPassed(event)]);
+    if (!settled) {
+      // 2. The agent's handler (the channel or a timeout may still decide first).
+      // 3. "ask" (or no handler) waits on handle.approvals.
+      const answer = config.approvalHandler
+        ? await Promise.race([
+            callHandler(config.approvalHandler, call, ctx),
+            decision.then(() => "decided" as const),
+          ])
+        : ("ask" as const);
+      if (answer === "decided") {
+        // settled meanwhile
+      } else if (answer === "allow") settle({ approved: true, by: "handler" });
+      else if (answer === "deny") settle({ approved: false, by: "handler" });
+      else if (answer === "ask") {
+        if (!run.hasChannel)
+          settle({
+            approved: false,
+            by: "no_channel",
+            reason: "nobody can be asked in Runner.run(); use Runner.stream() or an approvalHandler",
+          });
+      } else settle({ approved: false, by: "error", reason: answer.error });
+    }
+    const outcome = await decision;
+    run.emit({
+      type: "approval_resolved",
+      call,
+      decision: outcome.approved ? "approved" : "denied",
+      by: outcome.by,
+      ...(outcome.reason !== undefined && { reason: outcome.reason }),
+    });
+    return outcome;
+  } finally {
+    clearTimeout(timer);
+    run.signal.removeEventListener("abort", onAbort);
+  }
+}
+
+type Handler = (call: ToolCall, ctx: RunContext) => ApprovalAnswer | Promise<ApprovalAnswer>;
+
+async function callHandler(
+  handler: Handler,
+  call: ToolCall,
+  ctx: RunContext,
+): Promise<"allow" | "deny" | "ask" | { error: string }> {
+  try {
+    const answer: unknown = await handler(call, ctx);
+    if (answer === true || answer === "allow") return "allow";
+    if (answer === false || answer === "deny") return "deny";
+    if (answer === "ask") return "ask";
+    return {
+      error: `the approval handler answered ${JSON.stringify(answer)}, which is not true, false, "allow", "deny" or "ask"`,
+    };
+  } catch (error) {
+    return { error: `the approval handler failed: ${messageOf(error)}` };
+  }
+}
+
+function preflightContext(run: ActiveRun, call: ToolCall): RunContext {
+  return {
+    ...run.baseContext(),
+    turn: run.turn,
+    signal: run.signal,
+    toolCallId: call.id,
+    attempt: 0,
+    idempotencyKey: `${run.runId}:${call.id}`,
+    update: () => {},
+  };
+}
