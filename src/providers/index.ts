@@ -1,6 +1,7 @@
 /**
  * `quiver/providers`: real model providers behind the one-method `Model` interface.
  */
+export { type AiSdkLanguageModel, type FromAiSdkOptions, fromAiSdk } from "./ai-sdk/model.js";
 export { type AnthropicOptions, anthropic } from "./anthropic/model.js";
 export {
   type OpenAICompatibleOptions,

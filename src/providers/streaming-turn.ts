@@ -6,9 +6,9 @@
  */
 import { ProviderError } from "../errors.js";
 import type { ModelRequest, ModelStreamEvent } from "../model/types.js";
-import { abortedError, postServerSentEvents } from "./http-stream.js";
+import { postServerSentEvents } from "./http-stream.js";
 import type { HttpSettings } from "./provider-options.js";
-import { retryDelayMs, sleep } from "./retry.js";
+import { retryingStream } from "./retrying-stream.js";
 import type { SseEvent } from "./sse.js";
 
 export type EncodedRequest = { url: string; headers: Record<string, string>; body: unknown };
@@ -50,50 +50,25 @@ export async function* streamTurn(
     settings.onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
   const encoded = wire.encode(request, warn);
   const body = JSON.stringify(encoded.body);
-  for (let attempt = 0; ; attempt++) {
-    let producedOutput = false;
-    try {
-      const decoder = wire.decoder();
-      const events = postServerSentEvents({
-        provider,
-        url: encoded.url,
-        headers: encoded.headers,
-        body,
-        fetch: settings.fetch,
-        timeoutMs: settings.timeoutMs,
-        idleTimeoutMs: settings.idleTimeoutMs,
-        errorFromResponse: (status, headers, text) => wire.errorFromResponse(status, headers, text),
-        ...(request.signal ? { signal: request.signal } : {}),
-      });
-      for await (const sse of events) {
-        for (const event of decoder.decode(sse)) {
-          producedOutput = true;
-          yield event;
-        }
-        if (decoder.done) break;
-      }
-      for (const event of decoder.end()) yield event;
-      return;
-    } catch (caught) {
-      if (request.signal?.aborted) throw abortedError(provider, request.signal);
-      const error =
-        caught instanceof ProviderError
-          ? caught
-          : new ProviderError(`${provider}: ${caught instanceof Error ? caught.message : String(caught)}`, {
-              provider,
-              cause: caught,
-            });
-      if (!error.retryable || attempt >= settings.maxRetries) throw error;
-      const delay = retryDelayMs(error, attempt, settings.retryBackoff, settings.maxRetryAfterMs);
-      if (delay === undefined) throw error;
-      if (producedOutput) yield { type: "reset", reason: `retrying after: ${error.message}` };
-      try {
-        await sleep(delay, request.signal);
-      } catch {
-        throw abortedError(provider, request.signal);
-      }
+  yield* retryingStream(settings, request.signal, async function* () {
+    const decoder = wire.decoder();
+    const events = postServerSentEvents({
+      provider,
+      url: encoded.url,
+      headers: encoded.headers,
+      body,
+      fetch: settings.fetch,
+      timeoutMs: settings.timeoutMs,
+      idleTimeoutMs: settings.idleTimeoutMs,
+      errorFromResponse: (status, headers, text) => wire.errorFromResponse(status, headers, text),
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
+    for await (const sse of events) {
+      yield* decoder.decode(sse);
+      if (decoder.done) break;
     }
-  }
+    yield* decoder.end();
+  });
 }
 
 /**

@@ -1,0 +1,174 @@
+/**
+ * `fromAiSdk()`: any Vercel AI SDK language model (specification v2 or v3) as a Quiver
+ * `Model`, so every provider of that ecosystem works with Quiver. Only the AI SDK's types
+ * are imported: the AI SDK is an optional peer, and the model object is the user's own.
+ */
+import type { LanguageModelV2, LanguageModelV3 } from "@ai-sdk/provider";
+import { ProviderError, UserError } from "../../errors.js";
+import type { Model, ModelRequest, ModelStreamEvent } from "../../model/types.js";
+import { abortedError } from "../http-stream.js";
+import {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_TIMEOUT_MS,
+  type HttpProviderOptions,
+} from "../provider-options.js";
+import { DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_AFTER_MS } from "../retry.js";
+import { retryingStream } from "../retrying-stream.js";
+import type { Warn } from "../streaming-turn.js";
+import { defaultWarningHandler } from "../warnings.js";
+import { providerErrorFrom } from "./errors.js";
+import { type CallOptions, callOptions, type SpecVersion } from "./prompt.js";
+import { AiSdkStreamDecoder, type StreamPart } from "./stream.js";
+
+/** Any AI SDK language model Quiver can drive. */
+export type AiSdkLanguageModel = LanguageModelV2 | LanguageModelV3;
+
+/** Retries and timeouts as for the HTTP providers (the AI SDK's own retries live in `generateText`, not in the model). */
+export type FromAiSdkOptions = Omit<HttpProviderOptions, "fetch" | "headers">;
+
+/**
+ * Wraps an AI SDK language model.
+ *
+ * @example
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * import { fromAiSdk } from "quiver/providers";
+ * const agent = new Agent({ name: "helper", model: fromAiSdk(createOpenAI()("gpt-4.1-mini")) });
+ */
+export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
+  const version = (model as { specificationVersion?: unknown }).specificationVersion;
+  if (version !== "v2" && version !== "v3") {
+    throw new UserError(
+      `fromAiSdk: unsupported language model specification ${JSON.stringify(version)}; Quiver supports "v2" and "v3" (AI SDK 5 and 6 providers)`,
+    );
+  }
+  const provider = model.provider;
+  const onWarning = options.onWarning ?? defaultWarningHandler;
+  const retry = {
+    provider,
+    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    retryBackoff: options.retryBackoff ?? {},
+    maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+  };
+  const limits = {
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+  };
+  return {
+    name: `${provider}:${model.modelId}`,
+    stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
+      const warn: Warn = (message, tool) =>
+        onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
+      const placeholder = new AbortController().signal;
+      const base = callOptions(request, version, provider, placeholder, warn);
+      return retryingStream(retry, request.signal, () =>
+        attempt(model, base, version, request.signal, limits, warn),
+      );
+    },
+  };
+}
+
+type Limits = { timeoutMs: number; idleTimeoutMs: number };
+
+/** setTimeout overflows above this and would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * One `doStream` call, with the request timeout, the idle timeout between parts, and the
+ * caller's signal all enforced here: an AI SDK model may ignore its `abortSignal`, so a
+ * stalled or aborted read is abandoned rather than awaited.
+ */
+async function* attempt(
+  model: AiSdkLanguageModel,
+  base: CallOptions,
+  version: SpecVersion,
+  signal: AbortSignal | undefined,
+  limits: Limits,
+  warn: Warn,
+): AsyncGenerator<ModelStreamEvent> {
+  const provider = model.provider;
+  if (signal?.aborted) throw abortedError(provider, signal);
+  const controller = new AbortController();
+  let stoppedBy: "caller" | "timeout" | "idle" | undefined;
+  const stop = (why: "caller" | "timeout" | "idle") => {
+    stoppedBy ??= why;
+    controller.abort();
+  };
+  const onCallerAbort = () => stop("caller");
+  signal?.addEventListener("abort", onCallerAbort, { once: true });
+  const requestTimer = setTimeout(() => stop("timeout"), Math.min(limits.timeoutMs, MAX_TIMER_MS));
+  const explain = (error: unknown): ProviderError => {
+    if (stoppedBy === "caller") return abortedError(provider, signal);
+    if (stoppedBy === "timeout") {
+      return new ProviderError(`${provider}: request timed out after ${limits.timeoutMs} ms`, {
+        provider,
+        type: "timeout",
+        retryable: true,
+      });
+    }
+    if (stoppedBy === "idle") {
+      return new ProviderError(`${provider}: no data from the model for ${limits.idleTimeoutMs} ms`, {
+        provider,
+        type: "idle_timeout",
+        retryable: true,
+      });
+    }
+    return providerErrorFrom(provider, error);
+  };
+  /** Waits for `promise`, but no longer than the idle timeout and never past an abort. */
+  const within = async <T>(promise: PromiseLike<T>): Promise<T> => {
+    const pending = Promise.resolve(promise);
+    pending.catch(() => {}); // a read abandoned after a timeout may still reject later
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => {
+          stop("idle");
+          reject(new Error("idle"));
+        },
+        Math.min(limits.idleTimeoutMs, MAX_TIMER_MS),
+      );
+      onAbort = () => reject(new Error("aborted"));
+      if (controller.signal.aborted) onAbort();
+      else controller.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([pending, stopped]);
+    } catch (error) {
+      throw explain(error);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) controller.signal.removeEventListener("abort", onAbort);
+    }
+  };
+
+  let reader: ReadableStreamDefaultReader<StreamPart> | undefined;
+  let finished = false;
+  try {
+    const options = { ...base, abortSignal: controller.signal };
+    const result =
+      version === "v3"
+        ? await within(
+            (model as LanguageModelV3).doStream(options as Parameters<LanguageModelV3["doStream"]>[0]),
+          )
+        : await within(
+            (model as LanguageModelV2).doStream(options as Parameters<LanguageModelV2["doStream"]>[0]),
+          );
+    reader = (result.stream as ReadableStream<StreamPart>).getReader();
+    const decoder = new AiSdkStreamDecoder(provider, (message) => warn(message));
+    for (;;) {
+      const next = await within(reader.read());
+      if (next.done) break;
+      yield* decoder.decode(next.value);
+    }
+    yield* decoder.end();
+    finished = true;
+  } finally {
+    clearTimeout(requestTimer);
+    signal?.removeEventListener("abort", onCallerAbort);
+    if (!finished) {
+      controller.abort();
+      reader?.cancel().catch(() => {});
+    }
+  }
+}
