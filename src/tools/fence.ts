@@ -212,6 +212,9 @@ const foldCache = new Map<string, string>();
 /** One code point of the matching view: NFKD, no combining marks, lower case, look-alikes folded. */
 function fold(char: string): string {
   const code = char.charCodeAt(0);
+  // Backslashes vanish from the view: Markdown escaping (`\<start\_of\_turn>`, `\[INST]`)
+  // changes nothing about how a token reads.
+  if (code === 0x5c) return "";
   if (code < 0x80) return code >= 65 && code <= 90 ? String.fromCharCode(code + 32) : char;
   let folded = foldCache.get(char);
   if (folded === undefined) {
@@ -228,8 +231,8 @@ function foldedView(text: string): {
   start: (i: number) => number;
   end: (i: number) => number;
 } {
-  // ASCII text (most pages) folds to its lower case, position for position.
-  if (/^[\x00-\x7f]*$/.test(text)) {
+  // ASCII text without backslashes (most pages) folds to its lower case, position for position.
+  if (/^[\x00-\x5b\x5d-\x7f]*$/.test(text)) {
     return { view: text.toLowerCase(), start: (i) => i, end: (i) => i + 1 };
   }
   // Most folds are one unit to one unit; expansions (ligatures, "㈱" → "(株)") grow the arrays.
@@ -247,12 +250,12 @@ function foldedView(text: string): {
     starts = grow(starts);
     ends = grow(ends);
   };
-  const nonAscii = /[^\x00-\x7f]/g;
+  const special = /[^\x00-\x5b\x5d-\x7f]/g; // non-ASCII, or a backslash
   for (let i = 0; i < text.length; ) {
-    nonAscii.lastIndex = i;
-    const next = nonAscii.exec(text)?.index ?? text.length;
+    special.lastIndex = i;
+    const next = special.exec(text)?.index ?? text.length;
     if (next > i) {
-      // An ASCII run: lower case, position for position.
+      // A plain ASCII run: lower case, position for position.
       parts.push(text.slice(i, next).toLowerCase());
       reserve(next - i);
       for (let j = i; j < next; j++, length++) {

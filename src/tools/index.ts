@@ -1,5 +1,7 @@
 // The public surface of "quiver/tools": re-exports only. Heavy parts (undici, linkedom,
 // Readability, mdream, ipaddr.js) load on first use, so importing this stays cheap.
+
+export { askHuman, HumanChannel, type HumanQuestion, type QuestionOption } from "./ask-human.js";
 export { type BraveSearchOptions, braveSearch } from "./brave-search.js";
 export { type DuckDuckGoSearchOptions, duckduckgoSearch } from "./duckduckgo-search.js";
 export {

@@ -43,9 +43,9 @@ function wallClock(date: Date, timeZone: string): WallClock {
     timeZoneName: "longOffset",
   }).formatToParts(date);
   const get = (type: string) => parts.find((p) => p.type === type)?.value ?? "";
-  // "GMT+08:00", "GMT-03:30", or plain "GMT" for a zero offset.
-  const gmt = get("timeZoneName");
-  const offset = gmt === "GMT" || gmt === "UTC" ? "Z" : gmt.replace(/^(GMT|UTC)/, "");
+  // "GMT+08:00", "GMT-03:30"; a zero offset reads "GMT" or "GMT+00:00" depending on the ICU version.
+  const gmtOffset = get("timeZoneName").replace(/^(GMT|UTC)/, "");
+  const offset = gmtOffset === "" || /^[+-]00:?00$/.test(gmtOffset) ? "Z" : gmtOffset;
   return {
     year: get("year"),
     month: get("month"),
