@@ -11,6 +11,7 @@ export {
 } from "./openai/model.js";
 export { type OpenAIResponsesOptions, openaiResponses } from "./openai-responses/model.js";
 export type { HttpProviderOptions } from "./provider-options.js";
+export { type ModelFactory, registerProvider, resolveModel } from "./registry.js";
 export type { RetryBackoff } from "./retry.js";
 export type { ToolCallEvent } from "./tool-calls.js";
 export type { ProviderWarning, WarningHandler } from "./warnings.js";

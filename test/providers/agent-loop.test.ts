@@ -1,0 +1,139 @@
+/**
+ * The providers inside the real loop: an Agent with a tool, run by Runner against a local
+ * server that validates every request like the real API. This proves the pinned `Model`
+ * boundary end to end: tool calls out, tool results back in, reasoning replayed, usage summed.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Agent, Runner, tool } from "../../src/index.js";
+import { anthropic } from "../../src/providers/index.js";
+import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
+import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
+import { fixture, type ReplayServer, startReplayServer, streamFixture, typedFrame } from "./replay-server.js";
+
+const servers: ReplayServer[] = [];
+const savedEnv = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL };
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+  for (const [name, value] of [
+    ["OPENAI_API_KEY", savedEnv.key],
+    ["OPENAI_BASE_URL", savedEnv.url],
+  ] as const) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+const seen: unknown[] = [];
+const getWeather = tool({
+  name: "get_weather",
+  description: "Current weather for a city.",
+  parameters: z.object({ city: z.string() }),
+  execute: async ({ city }) => {
+    seen.push(city);
+    return `${city}: 18°C, light rain`;
+  },
+});
+const now = tool({
+  name: "now",
+  description: "The current time.",
+  parameters: z.object({}),
+  execute: async () => "2025-06-01T10:00:00Z",
+});
+
+describe("providers in the agent loop", () => {
+  it('runs new Agent({ model: "openai:gpt-4.1-mini" }) through a tool call to an answer', async () => {
+    const server = await startReplayServer({
+      replies: [
+        streamFixture(fixture("openai-chat/tool-call.jsonl")),
+        streamFixture(fixture("openai-chat/text.jsonl")),
+      ],
+      validate: (req) => validateChatRequest(req),
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    process.env.OPENAI_API_KEY = "test-key";
+    process.env.OPENAI_BASE_URL = `${server.url}/v1`;
+    seen.length = 0;
+    const agent = new Agent({
+      name: "weather",
+      model: "openai:gpt-4.1-mini",
+      instructions: "Be brief.",
+      tools: [getWeather],
+    });
+    const result = await Runner.run(agent, "Weather in Paris?");
+    expect(server.rejected).toEqual([]);
+    expect(result.output).toBe("Hello! How can I help?");
+    expect(seen).toEqual(["Paris"]);
+    expect(result.usage).toMatchObject({ inputTokens: 82 + 1234, outputTokens: 17 + 9 });
+    const second = server.requests[1]!.body.messages;
+    expect(second.map((m: any) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(second[3]).toMatchObject({
+      tool_call_id: "call_Vq3kT8mZ2nXr5LpA7wYb1cDe",
+      content: "Paris: 18°C, light rain",
+    });
+  });
+
+  it("does not run calls cut off by the length limit, and tells the model why", async () => {
+    const server = await startReplayServer({
+      replies: [
+        streamFixture(fixture("openai-chat/length.jsonl")),
+        streamFixture(fixture("openai-chat/text.jsonl")),
+      ],
+      validate: (req) => validateChatRequest(req),
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    process.env.OPENAI_API_KEY = "test-key";
+    process.env.OPENAI_BASE_URL = `${server.url}/v1`;
+    let wrote = false;
+    const writeFile = tool({
+      name: "write_file",
+      description: "Write a file.",
+      parameters: z.object({ path: z.string(), content: z.string() }),
+      execute: async () => {
+        wrote = true;
+        return "ok";
+      },
+    });
+    const result = await Runner.run(
+      new Agent({ name: "writer", model: "openai:gpt-4.1-mini", tools: [writeFile] }),
+      "Write notes.",
+    );
+    expect(server.rejected).toEqual([]);
+    expect(wrote).toBe(false);
+    expect(result.toolCalls[0]!.error?.kind).toBe("truncated_arguments");
+    const toolMessage = server.requests[1]!.body.messages.find((m: any) => m.role === "tool");
+    expect(toolMessage.content).toMatch(/^Tool error: /);
+  });
+
+  it("replays Anthropic thinking intact on the next turn of a tool loop", async () => {
+    const server = await startReplayServer({
+      replies: [
+        streamFixture(fixture("anthropic/thinking.jsonl"), { frame: typedFrame }),
+        streamFixture(fixture("anthropic/text.jsonl"), { frame: typedFrame }),
+      ],
+      validate: validateMessagesRequest,
+      reject: rejectLikeAnthropic,
+    });
+    servers.push(server);
+    const model = anthropic({
+      model: "claude-sonnet-4-5",
+      apiKey: "test-key",
+      baseURL: server.url,
+      onWarning: () => {},
+    });
+    const agent = new Agent({
+      name: "thinker",
+      model,
+      tools: [now],
+      modelSettings: { reasoning: { budgetTokens: 2048 } },
+    });
+    const result = await Runner.run(agent, "What time is it?");
+    expect(server.rejected).toEqual([]);
+    expect(result.output).toBe("Hello! How can I help?");
+    const replayed = server.requests[1]!.body.messages[1].content;
+    expect(replayed.map((b: any) => b.type)).toEqual(["thinking", "redacted_thinking", "text", "tool_use"]);
+    expect(replayed[0].signature).toBe("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds");
+  });
+});
