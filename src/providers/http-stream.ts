@@ -4,6 +4,7 @@
  * caller's abort signal, which tears the connection down at once.
  */
 import { ProviderError } from "../errors.js";
+import { describeErrorBody } from "./error-responses.js";
 import { SseDecoder, type SseEvent } from "./sse.js";
 
 export type StreamingPost = {
@@ -112,6 +113,28 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     }
     if (!response.body) {
       throw new ProviderError(`${provider}: the response has no body`, { provider, retryable: true });
+    }
+    const contentType = response.headers.get("content-type") ?? "";
+    if (contentType.includes("application/json")) {
+      // A server that ignored `stream: true`, or reports an error with status 200.
+      let text: string;
+      try {
+        text = await response.text();
+      } catch (error) {
+        throw explain(error);
+      }
+      const trimmed = text.trimStart();
+      if (trimmed.startsWith("data:") || trimmed.startsWith("event:")) {
+        const sse = new SseDecoder();
+        for (const ev of [...sse.push(text), ...sse.end()]) yield ev;
+        finished = true;
+        return;
+      }
+      const { message, type } = describeErrorBody(text);
+      throw new ProviderError(
+        `${provider}: expected a streamed response (text/event-stream) but got JSON: ${message.slice(0, 300)}`,
+        { provider, type: type ?? "unexpected_response", retryable: false },
+      );
     }
     reader = response.body.getReader();
     const decoder = new TextDecoder();

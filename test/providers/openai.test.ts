@@ -566,6 +566,22 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     expect((error as Error).message).toContain("model is overloaded");
   });
 
+  it("explains a JSON answer to a streaming request instead of retrying it", async () => {
+    const server = await serve(
+      [
+        (res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { message: "model 'qwen9' not found", type: "not_found_error" } }));
+        },
+      ],
+      compatible,
+    );
+    const { error } = await collectUntilError(local(server).stream(ask()));
+    expect(error).toMatchObject({ type: "not_found_error", retryable: false });
+    expect((error as Error).message).toContain("model 'qwen9' not found");
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("needs a name and a baseURL", () => {
     expect(() => openaiCompatible({ name: "", baseURL: "http://x/v1", model: "m" })).toThrow(UserError);
     expect(() => openaiCompatible({ name: "x", baseURL: "", model: "m" })).toThrow(/baseURL/);
