@@ -37,8 +37,7 @@ export interface HttpReaderOptions {
   lookup?: LookupFunction;
 }
 
-const DEFAULT_USER_AGENT =
-  "Mozilla/5.0 (compatible; Quiver-web_fetch/0.1; +https://github.com/quiver-agents/quiver)";
+const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; Quiver-web_fetch/0.1)";
 const ACCEPT = "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.9,*/*;q=0.5";
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 

@@ -447,9 +447,8 @@ describe("HttpReader cache", () => {
     expect(hits["/text"]).toBe(textBefore + 2);
   });
 
-  it("each webFetch() builds its own reader, so caches are never shared", async () => {
+  it("two tools over two readers keep separate caches", async () => {
     const before = hits["/octet-text"] ?? 0;
-    // Two default tools cannot reach 127.0.0.1, so compare two tools over fresh readers instead.
     await run(fetchTool(), { url: `${server.origin}/octet-text` });
     await run(fetchTool(), { url: `${server.origin}/octet-text` });
     expect(hits["/octet-text"]).toBe(before + 2);
