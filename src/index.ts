@@ -40,15 +40,18 @@ export {
   type InstructionFragment,
   type Instructions,
 } from "./run/agent.js";
+export type { AgentToolOptions } from "./run/agent-tool.js";
 export {
   type ApprovalAnswer,
   type ApprovalDecider,
   type ApprovalOutcome,
   Approvals,
 } from "./run/approvals.js";
+export { Budget, type BudgetLimits } from "./run/budget.js";
 export { getRunContext, type RunContext } from "./run/context.js";
 export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./run/events.js";
 export { RunHandle } from "./run/handle.js";
+export { Handoff, type HandoffArgs, type HandoffOptions, handoff } from "./run/handoff.js";
 export type { RunInput } from "./run/loop.js";
 export { OutputValidationError } from "./run/output-type.js";
 export {
@@ -59,6 +62,7 @@ export {
   StandardPermissions,
   type StandardPermissionsOptions,
 } from "./run/permissions.js";
+export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
 export { type RunState, replay } from "./run/replay.js";
 export type { RunResult, ToolCallRecord } from "./run/result.js";
 export { Runner } from "./run/runner.js";

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { Message } from "../model/types.js";
+import { BudgetExceeded } from "../errors.js";
+import type { Message, Usage } from "../model/types.js";
 import type { Agent } from "./agent.js";
 import { Approvals } from "./approvals.js";
+import { type Budget, BudgetTracker } from "./budget.js";
 import type { RunContext } from "./context.js";
 import type { EventQueue } from "./event-queue.js";
 import type { EventBody, RunEvent } from "./events.js";
-import { emptyUsage, type ToolCallRecord } from "./result.js";
+import { addUsage, emptyUsage, type ToolCallRecord } from "./result.js";
 
 /** What `Runner.run()` and `Runner.stream()` accept besides the agent and input. */
 export interface RunOptions<Deps = unknown> {
@@ -15,6 +17,8 @@ export interface RunOptions<Deps = unknown> {
   userId?: string;
   /** Model turns across every agent of the run. Default 50. */
   maxTurns?: number;
+  /** Further limits; exceeding them stops the run with `stopReason: "budget"`. */
+  budget?: Budget;
   /** Aborting it cancels the run (`stopReason: "cancelled"`). */
   signal?: AbortSignal;
   /** Use this id instead of a fresh one. */
@@ -22,6 +26,9 @@ export interface RunOptions<Deps = unknown> {
 }
 
 export const DEFAULT_MAX_TURNS = 50;
+
+/** A child run's link to the call that started it. */
+export type ParentLink = { run: ActiveRun; callId: string };
 
 /**
  * The state of one run while it executes. Everything here is either append-only (transcript,
@@ -35,29 +42,58 @@ export class ActiveRun {
   readonly records: ToolCallRecord[] = [];
   readonly usage = emptyUsage();
   readonly path: string[];
+  readonly parent: ParentLink | undefined;
+  /** This run's own budget first, then every ancestor's (shared with them). */
+  readonly budgets: BudgetTracker[];
+  /** The out-of-band approval channel (`handle.approvals`), shared by child runs. */
+  readonly approvals: Approvals;
   agent: Agent<any, any>;
   turn = 0;
-  /** The out-of-band approval channel (`handle.approvals`). */
-  readonly approvals = new Approvals();
   /** False under `Runner.run()`: nobody can answer an approval, so "ask" denies at once. */
   hasChannel = true;
   /** Set (to a description of the source) once untrusted output entered the run. */
   tainted: string | undefined;
+  /** Messages `handle.inject()` queued for before the next model request. */
+  readonly inbox: Message[] = [];
+  /** Messages `handle.followUp()` queued for after the run would otherwise stop. */
+  readonly followUps: Message[] = [];
+  /** The budget that stopped the run (its own or an ancestor's), for agents-as-tools to report. */
+  budgetStop: BudgetExceeded | undefined;
+  /** Aborts the model request in flight (`inject(message, { interrupt: true })`). */
+  modelRequest: AbortController | undefined;
   #seq = 0;
   #callIds = new Set<string>();
   #callCounter = 0;
+  #deadline: NodeJS.Timeout | undefined;
   readonly #queue: EventQueue;
 
-  constructor(agent: Agent<any, any>, options: RunOptions<any>, queue: EventQueue) {
+  constructor(agent: Agent<any, any>, options: RunOptions<any>, queue: EventQueue, parent?: ParentLink) {
     this.runId = options.runId ?? `run_${randomUUID()}`;
     this.agent = agent;
     this.options = options;
     this.#queue = queue;
-    this.path = [agent.name];
+    this.parent = parent;
+    this.path = parent ? [...parent.run.path, agent.name] : [agent.name];
+    this.approvals = parent ? parent.run.approvals : new Approvals();
+    if (parent) this.hasChannel = parent.run.hasChannel;
+    const own = options.budget ? [new BudgetTracker(this.runId, options.budget, this.usage)] : [];
+    this.budgets = [...own, ...(parent?.run.budgets ?? [])];
     if (options.signal) {
       const outer = options.signal;
       if (outer.aborted) this.controller.abort(outer.reason);
       else outer.addEventListener("abort", () => this.controller.abort(outer.reason), { once: true });
+    }
+    const ms = options.budget?.limits.maxDurationMs;
+    if (ms !== undefined) {
+      // The deadline aborts running calls' signals; the stop reason is "budget", not "cancelled".
+      this.#deadline = setTimeout(
+        () =>
+          this.controller.abort(
+            new BudgetExceeded(this.runId, "maxDurationMs", `budget exceeded: maxDurationMs is ${ms} ms`),
+          ),
+        ms,
+      );
+      this.#deadline.unref?.();
     }
   }
 
@@ -69,6 +105,38 @@ export class ActiveRun {
     return this.options.maxTurns ?? DEFAULT_MAX_TURNS;
   }
 
+  /** This run and every run above it: a `BudgetExceeded` owned by any of them stops this run. */
+  owns(error: BudgetExceeded): boolean {
+    for (let run: ActiveRun | undefined = this; run; run = run.parent?.run)
+      if (run.runId === error.runId) return true;
+    return false;
+  }
+
+  /** Adds a turn's usage here and to every ancestor (a child's tokens count toward their budgets too). */
+  addUsage(delta: Partial<Usage>): void {
+    addUsage(this.usage, delta);
+    this.emit({ type: "usage", usage: delta, total: { ...this.usage } });
+    for (let up = this.parent?.run; up; up = up.parent?.run) {
+      addUsage(up.usage, delta);
+      up.emit({ type: "usage", usage: delta, total: { ...up.usage }, source: this.runId });
+    }
+  }
+
+  /** Counts one requested call against every budget in force; returns the first one it passes. */
+  countToolCall(): BudgetExceeded | undefined {
+    for (const tracker of this.budgets) tracker.toolCalls++;
+    return this.budgetExceeded();
+  }
+
+  /** The first budget (own or an ancestor's) this run is past. */
+  budgetExceeded(): BudgetExceeded | undefined {
+    for (const tracker of this.budgets) {
+      const exceeded = tracker.exceeded();
+      if (exceeded) return exceeded;
+    }
+    return undefined;
+  }
+
   /** Stamps the common base on an event and hands it to the reader. */
   emit(body: EventBody): RunEvent {
     const event = {
@@ -78,6 +146,10 @@ export class ActiveRun {
       at: Date.now(),
       agent: this.agent.name,
     } as RunEvent;
+    if (this.parent) {
+      event.path = this.path;
+      event.parentRunId = this.parent.run.runId;
+    }
     this.#queue.push(event);
     return event;
   }
@@ -85,6 +157,16 @@ export class ActiveRun {
   /** Resolves when the consumer has pulled past `event` (at once when nobody is reading). */
   whenPassed(event: RunEvent): Promise<void> {
     return this.#queue.whenPassed(event);
+  }
+
+  /** A child run (agent as tool) sharing this run's event stream and approval channel. */
+  child(agent: Agent<any, any>, options: RunOptions<any>, callId: string): ActiveRun {
+    return new ActiveRun(agent, options, this.#queue, { run: this, callId });
+  }
+
+  /** Releases timers; called once the run has stopped. */
+  close(): void {
+    clearTimeout(this.#deadline);
   }
 
   /** The provider's id when it is new to this run, else a fresh one (the original kept as `providerCallId`). */
@@ -107,6 +189,7 @@ export class ActiveRun {
   > {
     return {
       runId: this.runId,
+      ...(this.parent && { parentRunId: this.parent.run.runId, parentCallId: this.parent.callId }),
       path: this.path,
       ...(this.options.sessionId !== undefined && { sessionId: this.options.sessionId }),
       ...(this.options.userId !== undefined && { userId: this.options.userId }),

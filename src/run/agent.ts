@@ -4,8 +4,10 @@ import type { Model, ModelSettings, ToolCall } from "../model/types.js";
 import type { ToolParameters } from "../tool/parameters.js";
 import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
+import { type AgentToolOptions, agentTool } from "./agent-tool.js";
 import type { ApprovalAnswer } from "./approvals.js";
 import type { RunContext } from "./context.js";
+import type { Handoff } from "./handoff.js";
 import type { Permissions } from "./permissions.js";
 
 /** What instruction functions receive: the run's context, without the per-call fields. */
@@ -62,6 +64,10 @@ export interface AgentConfig<Deps = unknown, Output = string> {
    * tools need approval even where permissions would let them pass. `"off"` disables that.
    */
   taintPolicy?: "ask" | "off";
+  /** Agents this one can hand the conversation to, as `transfer_to_<name>` tools. */
+  handoffs?: Array<Agent<any, any> | Handoff<any>>;
+  /** When one call of a turn fails, abort its still-running siblings (reported as cancelled). Default false. */
+  cancelSiblingsOnError?: boolean;
 }
 
 const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;
@@ -86,6 +92,17 @@ export class Agent<Deps = unknown, Output = string> {
     }
     this.name = config.name;
     this.config = Object.freeze({ ...config });
+  }
+
+  /**
+   * This agent as a tool (`{ input: string }`) another agent can call: each call is a child run.
+   *
+   * @example
+   * const researcher = new Agent({ name: "researcher", model, tools: [webSearch(backend)] });
+   * const writer = new Agent({ name: "writer", model, tools: [researcher.asTool({ budget: new Budget({ maxToolCalls: 10 }) })] });
+   */
+  asTool(options: AgentToolOptions = {}): Tool<{ input: string }> {
+    return agentTool(this, options);
   }
 
   /** A copy of this agent with some settings changed. */

@@ -78,7 +78,7 @@ async function ask(
   ctx: RunContext,
 ): Promise<ApprovalOutcome> {
   const config = run.agent.config;
-  const { decision, settle } = run.approvals.wait(call);
+  const { decision, settle } = run.approvals.wait(call, run.runId);
   const event = run.emit({ type: "approval_required", call, reason });
   // Control methods are non-enumerable: the event stays a plain JSON record.
   Object.defineProperties(event, {
@@ -142,6 +142,14 @@ async function ask(
 }
 
 type Handler = (call: ToolCall, ctx: RunContext) => ApprovalAnswer | Promise<ApprovalAnswer>;
+
+/** A child run uses its own agent's handler, else the nearest ancestor's. */
+function approvalHandlerFor(run: ActiveRun): Handler | undefined {
+  for (let r: ActiveRun | undefined = run; r; r = r.parent?.run) {
+    if (r.agent.config.approvalHandler) return r.agent.config.approvalHandler as Handler;
+  }
+  return undefined;
+}
 
 async function callHandler(
   handler: Handler,

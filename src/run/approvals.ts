@@ -16,7 +16,7 @@ export type ApprovalOutcome = { approved: boolean; by: ApprovalDecider; reason?:
 /** What an agent's `approvalHandler` may answer. */
 export type ApprovalAnswer = boolean | "allow" | "deny" | "ask";
 
-type Pending = { call: ToolCall; settle: (outcome: ApprovalOutcome) => void };
+type Pending = { call: ToolCall; runId: string; settle: (outcome: ApprovalOutcome) => void };
 
 /**
  * The out-of-band approval channel of a run (`handle.approvals`): for a web endpoint, a bot,
@@ -29,11 +29,12 @@ type Pending = { call: ToolCall; settle: (outcome: ApprovalOutcome) => void };
  * handle.approvals.approve(callId);   // or .reject(callId, "too large"), or .release({ decision: false })
  */
 export class Approvals {
-  readonly #pending = new Map<string, Pending>();
+  // A list, not a map by call id: child runs share this channel and their ids may repeat.
+  #pending: Pending[] = [];
 
   /** Calls waiting for a decision, oldest first. */
   get pending(): ToolCall[] {
-    return [...this.#pending.values()].map((p) => p.call);
+    return this.#pending.map((p) => p.call);
   }
 
   /** Approves a pending call. Returns false when no call with that id is pending. */
@@ -48,30 +49,41 @@ export class Approvals {
 
   /** Decides every pending call at once (e.g. `{ decision: false }` when a reviewer leaves). */
   release({ decision, reason }: { decision: boolean; reason?: string }): number {
-    const ids = [...this.#pending.keys()];
-    for (const id of ids)
-      this.#settle(id, { approved: decision, by: "channel", ...(reason !== undefined && { reason }) });
-    return ids.length;
+    const all = this.#pending;
+    this.#pending = [];
+    for (const entry of all)
+      entry.settle({ approved: decision, by: "channel", ...(reason !== undefined && { reason }) });
+    return all.length;
   }
 
   /** @internal Registers a call as pending; the returned promise settles with its decision. */
-  wait(call: ToolCall): {
-    decision: Promise<ApprovalOutcome>;
-    settle: (outcome: ApprovalOutcome) => boolean;
-  } {
-    let settle!: (outcome: ApprovalOutcome) => void;
-    const decision = new Promise<ApprovalOutcome>((resolve) => {
-      settle = resolve;
+  wait(
+    call: ToolCall,
+    runId: string,
+  ): { decision: Promise<ApprovalOutcome>; settle: (outcome: ApprovalOutcome) => boolean } {
+    let resolve!: (outcome: ApprovalOutcome) => void;
+    const decision = new Promise<ApprovalOutcome>((r) => {
+      resolve = r;
     });
-    this.#pending.set(call.id, { call, settle });
-    return { decision, settle: (outcome) => this.#settle(call.id, outcome) };
+    const entry: Pending = { call, runId, settle: resolve };
+    this.#pending.push(entry);
+    return {
+      decision,
+      settle: (outcome) => {
+        const i = this.#pending.indexOf(entry);
+        if (i < 0) return false;
+        this.#pending.splice(i, 1);
+        resolve(outcome);
+        return true;
+      },
+    };
   }
 
   #settle(callId: string, outcome: ApprovalOutcome): boolean {
-    const entry = this.#pending.get(callId);
-    if (!entry) return false;
-    this.#pending.delete(callId);
-    entry.settle(outcome);
+    const i = this.#pending.findIndex((p) => p.call.id === callId);
+    if (i < 0) return false;
+    const [entry] = this.#pending.splice(i, 1);
+    entry!.settle(outcome);
     return true;
   }
 }

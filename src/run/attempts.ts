@@ -12,6 +12,7 @@ import type { RetryBackoff, ToolPolicy } from "../tool/types.js";
 import { runInWorker } from "../tool/worker.js";
 import type { ActiveRun } from "./active-run.js";
 import { type RunContext, withRunContext } from "./context.js";
+import { toolSemaphore } from "./semaphore.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";
 
@@ -19,14 +20,27 @@ import { HostCallError } from "./toolset.js";
 export type AttemptsOutcome =
   | { kind: "value"; value: unknown; ctx: RunContext }
   | { kind: "error"; errorKind: ToolErrorKind; message: string; hint?: string }
-  /** The run was cancelled (by the caller, or a tool threw `RunCancelled`). */
+  /** The call's signal aborted (run cancelled or out of time, a sibling failed, a tool threw `RunCancelled`). */
   | { kind: "cancelled" }
-  /** The run's own budget ran out inside the tool. */
+  /** A budget owned by this run or an ancestor ran out inside the tool. */
   | { kind: "budget"; error: BudgetExceeded };
 
-export type AttemptSettings = { retries: number; timeoutMs?: number; backoff?: RetryBackoff; turn: number };
+export type AttemptSettings = {
+  retries: number;
+  timeoutMs?: number;
+  backoff?: RetryBackoff;
+  turn: number;
+  /** Aborted when this call must stop: the run stopped, or `cancelSiblingsOnError` fired. */
+  signal: AbortSignal;
+};
 
 const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
+
+/** The run a tool call belongs to, for code that starts child runs from inside a call (agents as tools). */
+const runOfContext = new WeakMap<RunContext, ActiveRun>();
+export function runOf(ctx: RunContext): ActiveRun | undefined {
+  return runOfContext.get(ctx);
+}
 
 class AttemptTimeout extends Error {
   override name = "TimeoutError";
@@ -35,7 +49,7 @@ class AttemptTimeout extends Error {
 /**
  * Runs one validated call: retries with backoff around a per-attempt timeout around the
  * policies around `execute`. Invalid arguments, cancellation and budget are never retried.
- * Resolves as soon as the run is cancelled, even if the tool ignores its signal.
+ * Resolves as soon as the call's signal aborts, even if the tool ignores it.
  */
 export async function runAttempts(
   run: ActiveRun,
@@ -63,7 +77,7 @@ export async function runAttempts(
       error: { kind: outcome.errorKind, message: outcome.message },
     });
     try {
-      await sleep(delayMs, run.signal);
+      await sleep(delayMs, settings.signal);
     } catch {
       return { kind: "cancelled" };
     }
@@ -88,9 +102,11 @@ async function runOneAttempt(
   attempt: number,
   settings: AttemptSettings,
 ): Promise<OneAttempt> {
+  const callSignal = settings.signal;
+  if (callSignal.aborted) return { kind: "cancelled" };
   const controller = new AbortController();
-  const onRunAbort = () => controller.abort(run.signal.reason);
-  run.signal.addEventListener("abort", onRunAbort, { once: true });
+  const onCallAbort = () => controller.abort(callSignal.reason);
+  callSignal.addEventListener("abort", onCallAbort, { once: true });
   const ctx: RunContext = {
     ...run.baseContext(),
     turn: settings.turn,
@@ -102,11 +118,26 @@ async function runOneAttempt(
       if (!controller.signal.aborted) run.emit({ type: "tool_call_update", call, partial });
     },
   };
+  runOfContext.set(ctx, run);
   let timer: NodeJS.Timeout | undefined;
+  let release: (() => void) | undefined;
   try {
+    if (tool.concurrency !== undefined) {
+      try {
+        release = await toolSemaphore(tool, tool.concurrency).acquire(callSignal);
+      } catch {
+        return { kind: "cancelled" };
+      }
+    }
     run.emit({ type: "tool_call_started", call, attempt });
     const invoke = composePolicies(tool, args);
     let work = withRunContext(ctx, () => invoke(args, ctx));
+    if (release) {
+      // The permit is held until the work really ends, even if the run stops waiting for it.
+      const done = release;
+      release = undefined;
+      void work.then(done, done);
+    }
     if (settings.timeoutMs !== undefined && settings.timeoutMs > 0) {
       const ms = settings.timeoutMs;
       const timeout = new Promise<never>((_, reject) => {
@@ -118,14 +149,15 @@ async function runOneAttempt(
       });
       work = Promise.race([work, timeout]);
     }
-    const value = await raceAbort(work, run.signal);
+    const value = await raceAbort(work, callSignal);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
-    return classify(run, error);
+    return classify(run, error, callSignal);
   } finally {
     clearTimeout(timer);
-    run.signal.removeEventListener("abort", onRunAbort);
+    release?.();
+    callSignal.removeEventListener("abort", onCallAbort);
   }
 }
 
@@ -152,14 +184,15 @@ function composePolicies(
   );
 }
 
-function classify(run: ActiveRun, error: unknown): OneAttempt {
+function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {
   if (error instanceof RunCancelled) {
     run.controller.abort(error);
     return { kind: "cancelled" };
   }
-  if (run.signal.aborted) return { kind: "cancelled" };
+  if (callSignal.aborted) return { kind: "cancelled" };
   if (error instanceof BudgetExceeded) {
-    if (error.runId === run.runId) return { kind: "budget", error };
+    if (run.owns(error)) return { kind: "budget", error };
+    // A child run's own budget: a recoverable failure of the delegation.
     return { kind: "error", errorKind: "budget", message: error.message, retryable: false };
   }
   if (error instanceof InvalidToolArguments) {

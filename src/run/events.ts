@@ -61,8 +61,10 @@ type Body =
       details?: unknown;
       durationMs: number;
     }
-  | { type: "handoff"; from: string; to: string; call?: ToolCall }
-  | { type: "usage"; usage: Partial<Usage>; total: Usage }
+  /** `transcript` is present when the handoff's `inputFilter` rewrote what the target sees. */
+  | { type: "handoff"; from: string; to: string; call?: ToolCall; transcript?: Message[] }
+  /** `source` is set when the tokens were spent by a child run (they count here too). */
+  | { type: "usage"; usage: Partial<Usage>; total: Usage; source?: string }
   | { type: "warning"; message: string; code?: string }
   | { type: "turn_completed"; turn: number }
   | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }

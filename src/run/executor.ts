@@ -1,11 +1,12 @@
 import { isAborted, raceAbort } from "../abort.js";
-import { type BudgetExceeded, InvalidToolArguments } from "../errors.js";
+import { BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
 import { approveCall } from "./approval-flow.js";
 import type { ApprovalOutcome } from "./approvals.js";
 import { runAttempts } from "./attempts.js";
+import { type Handoff, HandoffTool } from "./handoff.js";
 import {
   type CallResult,
   DEFAULT_MAX_IMAGE_BYTES,
@@ -21,17 +22,20 @@ export type RequestedCall = { call: ToolCall; parseError?: string };
 /** What one turn's calls came to. `results` is in request order. */
 export type TurnExecution = {
   results: CallResult[];
-  /** The run must stop after this turn (cancelled, or its own budget ran out inside a tool). */
+  /** The run must stop after this turn: cancelled, or a budget (own or an ancestor's) ran out. */
   stop?: { reason: "cancelled" } | { reason: "budget"; error: BudgetExceeded };
   /** A tool marked `endsTurn` succeeded. */
   endedBy?: Tool;
+  /** A handoff succeeded: the run continues with its target. */
+  handoff?: { handoff: Handoff; call: ToolCall };
 };
 
 /**
  * Runs one turn's calls as DESIGN.md pins it: preflight serially in request order (lookup,
- * JSON, arguments; approvals and budgets plug in here), each call starting as soon as its
- * preflight passes; a `parallel: false` tool waits for in-flight calls, runs alone, then later
- * calls proceed. Events come in completion order; results are returned in request order.
+ * JSON, tool-call budget, arguments, permissions and approval), each call starting as soon as
+ * its preflight passes; a `parallel: false` tool (and every handoff) waits for in-flight calls,
+ * runs alone, then later calls proceed. Events come in completion order; results are returned
+ * in request order, and every requested call gets one.
  */
 export async function executeTurn(
   run: ActiveRun,
@@ -39,11 +43,15 @@ export async function executeTurn(
   requested: RequestedCall[],
 ): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
-  const started = new Set<number>();
+  const running = new Map<number, AbortController>();
   const inFlight = new Set<Promise<void>>();
+  const started = new Set<number>();
   const execution: TurnExecution = { results: [] };
   const config = run.agent.config;
   const turn = run.turn;
+  /** Why calls that never started were skipped, once preflight stops early. */
+  let skipReason: string | undefined;
+  let handoffAttempted = false;
 
   const finish = (
     index: number,
@@ -52,7 +60,7 @@ export async function executeTurn(
     value?: unknown,
     synthesised = false,
   ) => {
-    // After a cancel, a late completion is dropped: the call already has its `cancelled` result.
+    // After a stop, a late completion is dropped: the call already has its synthesised result.
     if (results[index] || (run.signal.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
@@ -69,18 +77,41 @@ export async function executeTurn(
     });
   };
 
+  const cancelSiblings = (failed: ToolCall) => {
+    for (const [index, controller] of running) {
+      if (requested[index]!.call.id === failed.id) continue;
+      controller.abort(new Error(`a sibling call (${failed.name}) failed`));
+      const { call } = requested[index]!;
+      finish(
+        index,
+        errorResult(
+          call,
+          "cancelled",
+          `${call.name} was cancelled because ${failed.name} failed in the same turn`,
+        ),
+        0,
+      );
+    }
+  };
+
   const start = (index: number, tool: Tool, args: unknown): Promise<void> => {
     started.add(index);
     const { call } = requested[index]!;
+    const controller = new AbortController();
+    const onRunAbort = () => controller.abort(run.signal.reason);
+    run.signal.addEventListener("abort", onRunAbort, { once: true });
+    running.set(index, controller);
     const startedAt = performance.now();
+    const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
     return runAttempts(run, tool, call, args, {
       retries: tool.retries ?? config.defaultToolRetries ?? 0,
-      ...((tool.timeoutMs ?? config.defaultToolTimeoutMs) !== undefined && {
-        timeoutMs: tool.timeoutMs ?? config.defaultToolTimeoutMs!,
-      }),
+      ...(timeoutMs !== undefined && { timeoutMs }),
       ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
+      signal: controller.signal,
     }).then((outcome) => {
+      running.delete(index);
+      run.signal.removeEventListener("abort", onRunAbort);
       const ms = Math.round(performance.now() - startedAt);
       switch (outcome.kind) {
         case "value": {
@@ -90,19 +121,23 @@ export async function executeTurn(
             ...(config.toolResultRenderer && { agentRenderer: config.toolResultRenderer }),
           });
           finish(index, result, ms, outcome.value);
-          if (result.record.ok && tool.untrustedOutput && !run.tainted) {
-            run.tainted = `${tool.name} output`;
-            run.emit({ type: "run_tainted", source: run.tainted, call });
+          if (!result.record.ok) {
+            if (config.cancelSiblingsOnError) cancelSiblings(call);
+            return;
           }
-          if (result.record.ok && tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
+          if (tool.untrustedOutput && !run.tainted) markTainted(run, `${tool.name} output`, call);
+          if (tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
+          if (tool instanceof HandoffTool) execution.handoff = { handoff: tool.handoff, call };
           return;
         }
         case "error":
           finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
+          if (config.cancelSiblingsOnError) cancelSiblings(call);
           return;
         case "budget":
           finish(index, errorResult(call, "budget", outcome.error.message), ms);
           execution.stop ??= { reason: "budget", error: outcome.error };
+          skipReason ??= "the run's budget ran out";
           return;
         case "cancelled":
           return;
@@ -115,25 +150,35 @@ export async function executeTurn(
     inFlight.add(promise);
     void promise.finally(() => inFlight.delete(promise));
   };
-  const waitFor = async (promises: Promise<unknown>): Promise<boolean> =>
-    !isAborted(await raceAbort(promises, run.signal));
+  const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
+    !isAborted(await raceAbort(promise, run.signal));
+  /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
+  const mustStop = (): string | undefined => {
+    if (run.signal.aborted) return "the run stopped";
+    if (skipReason) return skipReason;
+    if (run.inbox.length > 0) return "a new user message arrived";
+    return undefined;
+  };
 
   for (const [index, { call, parseError }] of requested.entries()) {
-    if (run.signal.aborted || execution.stop) break;
+    skipReason = mustStop();
+    if (skipReason) break;
+    const overBudget = run.countToolCall();
+    if (overBudget) {
+      execution.stop = { reason: "budget", error: overBudget };
+      skipReason = `the run's budget ran out (${overBudget.limit})`;
+      break;
+    }
     const tool = toolset.get(call.name);
     if (!tool) {
       finish(index, unknownTool(call, toolset), 0);
       continue;
     }
     if (parseError !== undefined) {
+      const message = `the arguments for ${call.name} are not valid JSON (${parseError})`;
       finish(
         index,
-        errorResult(
-          call,
-          "malformed_json",
-          `the arguments for ${call.name} are not valid JSON (${parseError})`,
-          "Send the arguments as one JSON object.",
-        ),
+        errorResult(call, "malformed_json", message, "Send the arguments as one JSON object."),
         0,
       );
       continue;
@@ -144,15 +189,24 @@ export async function executeTurn(
       finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
       continue;
     }
+    const isHandoff = tool instanceof HandoffTool;
+    if (isHandoff && handoffAttempted) {
+      const message = `${call.name} was not attempted: only the first handoff of a turn is, and an earlier one was requested`;
+      finish(index, errorResult(call, "tool_error", message), 0);
+      continue;
+    }
     const approval = await approveCall(run, tool, call, validation.value);
     if (run.signal.aborted) break;
     if (approval && !approval.approved) {
       finish(index, deniedResult(call, approval), 0);
       continue;
     }
-    if (tool.parallel === false) {
+    if (isHandoff) handoffAttempted = true;
+    if (tool.parallel === false || isHandoff) {
       if (!(await waitFor(Promise.all(inFlight)))) break;
       if (!(await waitFor(start(index, tool, validation.value)))) break;
+      if (execution.handoff)
+        skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
       continue;
     }
     while (inFlight.size >= limit) if (!(await waitFor(Promise.race(inFlight)))) break;
@@ -161,17 +215,40 @@ export async function executeTurn(
   }
   await waitFor(Promise.all(inFlight));
 
-  if (run.signal.aborted) execution.stop = { reason: "cancelled" };
+  if (run.signal.aborted) {
+    const reason = run.signal.reason;
+    execution.stop =
+      reason instanceof BudgetExceeded && run.owns(reason)
+        ? { reason: "budget", error: reason }
+        : { reason: "cancelled" };
+  }
   // Every requested call gets a result, so the transcript stays valid input for the next run.
+  const stoppedBy = execution.stop?.reason === "budget" ? "budget" : "cancelled";
   for (const [index, { call }] of requested.entries()) {
     if (results[index]) continue;
     const result = started.has(index)
-      ? errorResult(call, "cancelled", `${call.name} was cancelled before it finished: the run stopped`)
-      : errorResult(call, "skipped", `${call.name} did not run: the run stopped before it started`);
+      ? errorResult(
+          call,
+          stoppedBy,
+          `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
+        )
+      : errorResult(
+          call,
+          "skipped",
+          `${call.name} did not run: ${skipReason ?? mustStop() ?? "the run stopped"}`,
+        );
     finish(index, result, 0, undefined, true);
   }
   execution.results = results as CallResult[];
   return execution;
+}
+
+/** Records that untrusted output entered the run (and every run above it). */
+export function markTainted(run: ActiveRun, source: string, call?: ToolCall): void {
+  for (let r: ActiveRun | undefined = run; r && !r.tainted; r = r.parent?.run) {
+    r.tainted = source;
+    r.emit({ type: "run_tainted", source, ...(call && { call }) });
+  }
 }
 
 function deniedResult(call: ToolCall, approval: ApprovalOutcome): CallResult {

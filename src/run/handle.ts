@@ -1,12 +1,15 @@
 import { RunCancelled, UserError } from "../errors.js";
+import type { Message } from "../model/types.js";
+import type { ActiveRun } from "./active-run.js";
 import type { Approvals } from "./approvals.js";
 import type { EventQueue } from "./event-queue.js";
 import type { RunEvent } from "./events.js";
 import type { RunResult } from "./result.js";
 
 /**
- * A running agent: iterate it for events, await `result()` for the outcome, `cancel()` to stop.
- * Returned before any event is emitted; events are buffered until read.
+ * A running agent: iterate it for events, await `result()` for the outcome, `cancel()` to stop,
+ * `inject()` / `followUp()` to steer it. Returned before any event is emitted; events are
+ * buffered until read.
  *
  * @example
  * const handle = Runner.stream(agent, "Summarise the report");
@@ -19,24 +22,26 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   readonly approvals: Approvals;
   readonly #queue: EventQueue;
   readonly #result: Promise<RunResult<Output>>;
-  readonly #controller: AbortController;
+  readonly #run: ActiveRun;
   #iterated = false;
+  #settled = false;
 
   /** @internal Created by `Runner.stream()`. */
-  constructor(
-    runId: string,
-    queue: EventQueue,
-    result: Promise<RunResult<Output>>,
-    controller: AbortController,
-    approvals: Approvals,
-  ) {
-    this.runId = runId;
-    this.approvals = approvals;
+  constructor(run: ActiveRun, queue: EventQueue, result: Promise<RunResult<Output>>) {
+    this.runId = run.runId;
+    this.approvals = run.approvals;
+    this.#run = run;
     this.#queue = queue;
-    this.#controller = controller;
     this.#result = result;
     // A caller that only iterates (or only cancels) must not see an unhandled rejection.
-    result.catch(() => {});
+    result.then(
+      () => {
+        this.#settled = true;
+      },
+      () => {
+        this.#settled = true;
+      },
+    );
   }
 
   /** The run's outcome; rejects with the error after `run_failed`. */
@@ -46,12 +51,39 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
 
   /** Stops the run: running calls are abandoned and get `cancelled` results; it resolves with `stopReason: "cancelled"`. */
   cancel(reason = "cancelled by the caller"): void {
-    if (!this.#controller.signal.aborted) this.#controller.abort(new RunCancelled(reason));
+    if (!this.#run.signal.aborted) this.#run.controller.abort(new RunCancelled(reason));
   }
 
   /** True once `cancel()` was called or the run's signal aborted. */
   get cancelled(): boolean {
-    return this.#controller.signal.aborted;
+    return this.#run.signal.aborted;
+  }
+
+  /**
+   * Steers the run with a new user message. Calls already running finish; requested calls that
+   * have not started are skipped; the message goes in before the next model request. A model
+   * turn that is streaming completes first, unless `{ interrupt: true }` aborts it.
+   *
+   * @example
+   * handle.inject("Actually, only look at the 2024 numbers.", { interrupt: true });
+   */
+  inject(message: string | Message, options: { interrupt?: boolean } = {}): void {
+    this.#assertRunning("inject");
+    this.#run.inbox.push(toMessage(message));
+    if (options.interrupt) this.#run.modelRequest?.abort(new Error("interrupted by a new user message"));
+  }
+
+  /** Queues a user message for when the run would otherwise stop: it then goes on with it. */
+  followUp(message: string | Message): void {
+    this.#assertRunning("followUp");
+    this.#run.followUps.push(toMessage(message));
+  }
+
+  #assertRunning(what: string): void {
+    if (this.#settled)
+      throw new UserError(
+        `cannot ${what}() into run ${this.runId}: it has ended; start a new run with its messages`,
+      );
   }
 
   [Symbol.asyncIterator](): AsyncIterator<RunEvent> {
@@ -69,4 +101,8 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
       },
     };
   }
+}
+
+function toMessage(message: string | Message): Message {
+  return typeof message === "string" ? { role: "user", content: message } : message;
 }

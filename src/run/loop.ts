@@ -1,4 +1,4 @@
-import { UserError } from "../errors.js";
+import { BudgetExceeded, UserError } from "../errors.js";
 import type {
   AssistantMessage,
   ContentBlock,
@@ -10,13 +10,14 @@ import type {
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import type { StopReason } from "./events.js";
-import { executeTurn, type RequestedCall } from "./executor.js";
+import { executeTurn, type RequestedCall, type TurnExecution } from "./executor.js";
+import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
-import { OutputValidationError, outputContract } from "./output-type.js";
+import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
+import { costOf } from "./pricing.js";
 import type { RunResult } from "./result.js";
-import { addUsage } from "./result.js";
 import { type CallResult, errorResult } from "./tool-result.js";
 import { Toolset } from "./toolset.js";
 
@@ -36,106 +37,134 @@ type AgentSetup = {
   system: string | undefined;
   settings: ModelSettings;
   permissions: Permissions | undefined;
+  contract: OutputContract | undefined;
   offered?: { from: ToolSpec[]; specs: ToolSpec[] };
 };
 
 /**
  * The loop: model turn → tool calls → results → next turn, until the model answers without
- * calls, a tool ends the turn, the run is cancelled, or it runs out of turns.
+ * calls, a tool ends the turn, the run is cancelled, a budget runs out, or it runs out of turns.
  */
 export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+  try {
+    return await loop(run, input);
+  } finally {
+    run.close();
+  }
+}
+
+async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   const messages = inputMessages(input);
   run.emit({
     type: "run_started",
     input: messages,
     ...(run.options.sessionId !== undefined && { sessionId: run.options.sessionId }),
     ...(run.options.userId !== undefined && { userId: run.options.userId }),
+    ...(run.parent && { parentCallId: run.parent.callId }),
   });
   run.transcript.push(...messages);
 
-  const setup = await prepareAgent(run, run.agent);
-  const contract = run.agent.config.outputType
-    ? outputContract(run.agent.config.outputType, run.agent.name)
-    : undefined;
-  if (contract && !setup.settings.responseFormat) {
-    setup.settings = {
-      ...setup.settings,
-      responseFormat: { type: "json_schema", name: "output", schema: contract.jsonSchema },
-    };
-  }
+  let setup = await prepareAgent(run, run.agent);
   let lastText = "";
   let corrected = false;
 
   while (true) {
-    if (run.signal.aborted) return stop(run, "cancelled", lastText);
+    if (run.signal.aborted) return stopOnAbort(run, lastText);
+    const overBudget = run.budgetExceeded();
+    if (overBudget) return stop(run, "budget", lastText, overBudget);
     if (run.turn >= run.maxTurns) return stop(run, "max_turns", lastText);
+    const ownBudget = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+    if (ownBudget && !ownBudget.turnsLeft()) {
+      return stop(
+        run,
+        "budget",
+        lastText,
+        new BudgetExceeded(
+          run.runId,
+          "maxTurns",
+          `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
+        ),
+      );
+    }
+    deliverInbox(run);
+
     run.turn++;
+    for (const tracker of run.budgets) tracker.turns++;
     run.emit({ type: "turn_started", turn: run.turn });
     if (run.turn > 1) await setup.toolset.refresh();
 
+    // Its own controller, so that `inject(…, { interrupt: true })` can abort just this request.
+    const request = new AbortController();
+    const onRunAbort = () => request.abort(run.signal.reason);
+    run.signal.addEventListener("abort", onRunAbort, { once: true });
+    run.modelRequest = request;
     const turn = await streamModelTurn(run, setup.model, {
       ...(setup.system !== undefined && { system: setup.system }),
       messages: run.transcript,
       tools: offeredSpecs(setup),
       settings: setup.settings,
-      signal: run.signal,
+      signal: request.signal,
+    }).finally(() => {
+      run.modelRequest = undefined;
+      run.signal.removeEventListener("abort", onRunAbort);
     });
-    if (!turn) return stop(run, "cancelled", lastText);
+    if (!turn) {
+      if (run.signal.aborted) return stopOnAbort(run, lastText);
+      // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
+      run.emit({
+        type: "warning",
+        code: "turn_interrupted",
+        message: "the model turn was interrupted by a new user message",
+      });
+      run.emit({ type: "turn_completed", turn: run.turn });
+      continue;
+    }
 
     if (Object.keys(turn.usage).length) {
-      addUsage(run.usage, turn.usage);
-      run.emit({ type: "usage", usage: turn.usage, total: { ...run.usage } });
+      const costUsd = costOf(setup.model.name, turn.usage);
+      run.addUsage(costUsd === undefined ? turn.usage : { ...turn.usage, costUsd });
     }
 
     const requested: RequestedCall[] = turn.calls.map((raw) => toToolCall(run, raw));
-    const assistant = assistantMessage(turn.text, turn.reasoning, requested, turn.providerData);
-    append(run, assistant);
+    append(run, assistantMessage(turn.text, turn.reasoning, requested, turn.providerData));
     if (turn.text) lastText = turn.text;
 
     if (requested.length === 0) {
       run.emit({ type: "turn_completed", turn: run.turn });
-      if (!contract) return stop(run, "completed", lastText);
-      const checked = await contract.check(turn.text);
-      if (checked.ok) return stop(run, "completed", checked.value);
-      if (corrected) {
-        throw new OutputValidationError(
-          `the final output of agent "${run.agent.name}" does not match its outputType:\n${checked.problems.slice(0, 10).join("\n")}`,
-        );
+      if (setup.contract) {
+        const checked = await setup.contract.check(turn.text);
+        if (!checked.ok) {
+          if (corrected) {
+            throw new OutputValidationError(
+              `the final output of agent "${run.agent.name}" does not match its outputType:\n${checked.problems.slice(0, 10).join("\n")}`,
+            );
+          }
+          corrected = true;
+          const problems = checked.problems
+            .slice(0, 10)
+            .map((p) => `- ${p}`)
+            .join("\n");
+          append(run, {
+            role: "user",
+            content: `Your answer does not match the required output schema:\n${problems}\nReply again with only a JSON value that matches the schema.`,
+          });
+          continue;
+        }
+        if (!run.followUps.length) return stop(run, "completed", checked.value);
       }
-      corrected = true;
-      append(run, {
-        role: "user",
-        content: `Your answer does not match the required output schema:\n${checked.problems
-          .slice(0, 10)
-          .map((p) => `- ${p}`)
-          .join("\n")}\nReply again with only a JSON value that matches the schema.`,
-      });
-      continue;
+      if (run.followUps.length) {
+        run.inbox.push(...run.followUps.splice(0));
+        continue;
+      }
+      return stop(run, "completed", lastText);
     }
 
     for (const [index, { call }] of requested.entries())
       run.emit({ type: "tool_call_requested", call, index });
     let results: CallResult[];
-    let execution: Awaited<ReturnType<typeof executeTurn>> | undefined;
+    let execution: TurnExecution | undefined;
     if (turn.finish === "length") {
-      // The response was cut off mid-call: running calls with truncated arguments is unsafe.
-      results = requested.map(({ call }) => {
-        const result = errorResult(
-          call,
-          "truncated_arguments",
-          `the response hit the output token limit while writing the arguments for ${call.name}, so the call was not run`,
-          "Make the call again with shorter arguments, or split the work into smaller calls.",
-        );
-        run.emit({
-          type: "tool_call_completed",
-          call,
-          ok: false,
-          output: result.record.output,
-          error: result.record.error!,
-          durationMs: 0,
-        });
-        return result;
-      });
+      results = truncatedCalls(run, requested);
     } else {
       execution = await executeTurn(run, setup.toolset, requested);
       results = execution.results;
@@ -146,17 +175,67 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
     }
     run.emit({ type: "turn_completed", turn: run.turn });
 
-    if (execution?.stop) return stop(run, execution.stop.reason, lastText);
+    if (execution?.stop) {
+      return execution.stop.reason === "budget"
+        ? stop(run, "budget", lastText, execution.stop.error)
+        : stopOnAbort(run, lastText);
+    }
     if (execution?.endedBy) {
       const ended = results.find((r) => r.record.ok && r.record.call.name === execution!.endedBy!.name);
       return stop(run, "ends_turn", turn.text || ended?.record.output || "");
     }
+    if (execution?.handoff) {
+      const { handoff, call } = execution.handoff;
+      const from = run.agent.name;
+      run.agent = handoff.target;
+      let transcript: Message[] | undefined;
+      if (handoff.inputFilter) {
+        transcript = handoff.inputFilter([...run.transcript]);
+        run.transcript.splice(0, run.transcript.length, ...transcript);
+      }
+      run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
+      setup = await prepareAgent(run, handoff.target);
+      corrected = false;
+    }
   }
+}
+
+/** A turn cut off by the output-token limit: running calls with truncated arguments is unsafe. */
+function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): CallResult[] {
+  return requested.map(({ call }) => {
+    const result = errorResult(
+      call,
+      "truncated_arguments",
+      `the response hit the output token limit while writing the arguments for ${call.name}, so the call was not run`,
+      "Make the call again with shorter arguments, or split the work into smaller calls.",
+    );
+    run.emit({
+      type: "tool_call_completed",
+      call,
+      ok: false,
+      output: result.record.output,
+      error: result.record.error!,
+      durationMs: 0,
+    });
+    return result;
+  });
+}
+
+/** Messages `handle.inject()` queued go in before the next model request. */
+function deliverInbox(run: ActiveRun): void {
+  for (const message of run.inbox.splice(0)) append(run, message);
 }
 
 async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
   const model = await resolveModel(agent.config.model, agent.name);
-  const toolset = new Toolset(agent.config.tools, run.signal);
+  const handoffs = handoffTools(agent);
+  const tools =
+    agent.config.tools === undefined
+      ? []
+      : Array.isArray(agent.config.tools)
+        ? agent.config.tools
+        : [agent.config.tools];
+  const toolset = new Toolset([...tools, ...handoffs], run.signal);
   await toolset.refresh();
   for (const tool of toolset.tools) {
     if (tool.strictWarning)
@@ -164,15 +243,18 @@ async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<Age
   }
   const system = await resolveInstructions(agent.config.instructions, {
     ...run.baseContext(),
+    agent: agent.name,
     signal: run.signal,
   });
-  return {
-    model,
-    toolset,
-    system,
-    settings: agent.config.modelSettings ?? {},
-    permissions: agent.config.permissions,
-  };
+  const contract = agent.config.outputType ? outputContract(agent.config.outputType, agent.name) : undefined;
+  let settings = agent.config.modelSettings ?? {};
+  if (contract && !settings.responseFormat) {
+    settings = {
+      ...settings,
+      responseFormat: { type: "json_schema", name: "output", schema: contract.jsonSchema },
+    };
+  }
+  return { model, toolset, system, settings, permissions: agent.config.permissions, contract };
 }
 
 async function resolveModel(model: Model | string | undefined, agentName: string): Promise<Model> {
@@ -223,7 +305,19 @@ function append(run: ActiveRun, message: Message): void {
   run.emit({ type: "message", message });
 }
 
-function stop(run: ActiveRun, stopReason: StopReason, output: unknown): RunResult<any> {
+function stopOnAbort(run: ActiveRun, output: unknown): RunResult<any> {
+  const reason = run.signal.reason;
+  if (reason instanceof BudgetExceeded && run.owns(reason)) return stop(run, "budget", output, reason);
+  return stop(run, "cancelled", output);
+}
+
+function stop(
+  run: ActiveRun,
+  stopReason: StopReason,
+  output: unknown,
+  budgetError?: BudgetExceeded,
+): RunResult<any> {
+  if (budgetError) run.budgetStop = budgetError;
   run.emit({ type: "run_completed", output, stopReason, usage: { ...run.usage } });
   return {
     runId: run.runId,

@@ -21,20 +21,22 @@ type PartialCall = { id?: string; name?: string; args: string; complete: boolean
 /**
  * Streams one model turn, forwarding deltas as events, and assembles text, reasoning and
  * tool calls. A complete `tool_call` replaces the deltas with the same index; `reset` discards
- * what the turn streamed so far. Returns `undefined` when the run was cancelled meanwhile.
+ * what the turn streamed so far. Returns `undefined` when `request.signal` aborted meanwhile
+ * (the run was cancelled, or a steering message interrupted the turn).
  */
 export async function streamModelTurn(
   run: ActiveRun,
   model: Model,
-  request: ModelRequest,
+  request: ModelRequest & { signal: AbortSignal },
 ): Promise<ModelTurn | undefined> {
+  const signal = request.signal;
   const iterator = model.stream(request)[Symbol.asyncIterator]();
   let turn = freshTurn();
   let calls = new Map<number, PartialCall>();
   let finished = false;
   try {
     while (true) {
-      const step = await raceAbort(iterator.next(), run.signal);
+      const step = await raceAbort(iterator.next(), signal);
       if (isAborted(step)) return undefined;
       if (step.done) break;
       const event = step.value;
@@ -97,7 +99,7 @@ export async function streamModelTurn(
       }
     }
   } finally {
-    if (run.signal.aborted) iterator.return?.()?.catch?.(() => {});
+    if (signal.aborted) iterator.return?.()?.catch?.(() => {});
   }
   if (!finished) {
     throw new ProviderError(`model "${model.name}" ended its stream without a finish event`, {

@@ -83,6 +83,9 @@ export function replay(events: Iterable<RunEvent>): RunState {
       case "usage":
         addUsage(state.usage, event.usage);
         break;
+      case "handoff":
+        if (event.transcript) state.messages = [...event.transcript];
+        break;
       case "run_tainted":
         state.tainted = event.source;
         break;

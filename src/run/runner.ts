@@ -80,7 +80,7 @@ function startRun<Deps, Output>(
       );
     });
   });
-  return new RunHandle<Output>(run.runId, queue, result, run.controller, run.approvals);
+  return new RunHandle<Output>(run, queue, result);
 }
 
 function failureKind(error: Error): string {

@@ -60,6 +60,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
   readonly untrustedOutput?: boolean;
   readonly endsTurn?: boolean;
   readonly isolate?: ToolOptions["isolate"];
+  readonly concurrency?: number;
   readonly #schema: ParameterSchema;
 
   constructor(config: ToolConfig<any>) {

@@ -47,6 +47,8 @@ export interface ToolOptions<Args = any> {
   untrustedOutput?: boolean;
   /** A successful call ends the run (`stopReason: "ends_turn"`). */
   endsTurn?: boolean;
+  /** At most this many calls of this tool run at once, across every run in the process (rate-limited APIs). */
+  concurrency?: number;
   /** A human-readable name for UIs. */
   label?: string;
   /** `"worker"` runs `execute` on a worker thread that a timeout or cancel really kills. */
