@@ -48,8 +48,14 @@ export async function* streamTurn(
   const { provider } = settings;
   const warn: Warn = (message, tool) =>
     settings.onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
-  const encoded = wire.encode(request, warn);
-  const body = JSON.stringify(encoded.body);
+  let encoded: EncodedRequest;
+  let body: string;
+  try {
+    encoded = wire.encode(request, warn);
+    body = JSON.stringify(encoded.body);
+  } catch (error) {
+    throw encodingError(provider, error);
+  }
   yield* retryingStream(settings, request.signal, async function* () {
     const decoder = wire.decoder();
     const events = postServerSentEvents({
@@ -94,6 +100,17 @@ export function parseChunk(provider: string, data: string): Record<string, unkno
     });
   }
   return value as Record<string, unknown>;
+}
+
+/** A request that could not be built (a value JSON cannot hold, say): never retried. */
+export function encodingError(provider: string, error: unknown): ProviderError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new ProviderError(`${provider}: could not build the request: ${message}`, {
+    provider,
+    type: "invalid_request",
+    retryable: false,
+    cause: error,
+  });
 }
 
 /** The error for a stream that ended before the model said why it stopped. */

@@ -61,6 +61,9 @@ export function validateMessagesRequest(req: RecordedRequest): string[] {
   if (body.tool_choice && !["auto", "any", "tool", "none"].includes(body.tool_choice.type))
     problems.push("tool_choice.type");
   problems.push(...checkMessages(body.messages, thinking));
+  const usesTools = JSON.stringify(body.messages ?? []).match(/"type":"tool_(use|result)"/);
+  if (usesTools && !(body.tools?.length > 0))
+    problems.push("Requests which include `tool_use` or `tool_result` blocks must define tools.");
   const breakpoints = JSON.stringify(body).split('"cache_control"').length - 1;
   if (breakpoints > 4)
     problems.push(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`);

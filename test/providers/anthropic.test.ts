@@ -414,6 +414,37 @@ describe("anthropic() — Messages API", () => {
     expect(warnings).toHaveLength(3);
   });
 
+  it("sends tool calls and results as text when the request defines no tools (after a handoff)", async () => {
+    const server = await serve([replay("text")]);
+    await collect(
+      model(server).stream(
+        ask({ messages: [...toolRoundTrip("toolu_1"), { role: "user", content: "Summarise." }] }),
+      ),
+    );
+    expect(server.rejected).toEqual([]);
+    const sent = server.requests[0]!.body.messages;
+    expect(sent[1].content).toEqual([
+      { type: "text", text: 'Let me check.\n[called tool get_weather with {"city":"Paris"}]' },
+    ]);
+    expect(sent[2].content[0]).toEqual({
+      type: "text",
+      text: "[result of tool get_weather]\n18°C, light rain",
+    });
+    expect(sent[2].content[1].type).toBe("image");
+  });
+
+  it("reports a request it cannot encode as a ProviderError, without sending it", async () => {
+    const server = await serve([]);
+    const messages: Message[] = [
+      ...userAsks,
+      { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "now", args: { n: 1n } }] },
+    ];
+    const { error } = await collectUntilError(model(server).stream(ask({ messages, tools: [timeTool] })));
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ type: "invalid_request", retryable: false });
+    expect(server.requests).toHaveLength(0);
+  });
+
   it("requires an API key at construction, naming the variable", () => {
     const saved = process.env.ANTHROPIC_API_KEY;
     delete process.env.ANTHROPIC_API_KEY;

@@ -14,7 +14,7 @@ import {
 } from "../provider-options.js";
 import { DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_AFTER_MS } from "../retry.js";
 import { retryingStream } from "../retrying-stream.js";
-import type { Warn } from "../streaming-turn.js";
+import { encodingError, type Warn } from "../streaming-turn.js";
 import { defaultWarningHandler } from "../warnings.js";
 import { providerErrorFrom } from "./errors.js";
 import { type CallOptions, callOptions, type SpecVersion } from "./prompt.js";
@@ -58,11 +58,18 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
     stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
       const warn: Warn = (message, tool) =>
         onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
-      const placeholder = new AbortController().signal;
-      const base = callOptions(request, version, provider, placeholder, warn);
-      return retryingStream(retry, request.signal, () =>
-        attempt(model, base, version, request.signal, limits, warn),
-      );
+      return (async function* () {
+        let base: CallOptions;
+        try {
+          // The real signal is set per attempt.
+          base = callOptions(request, version, provider, new AbortController().signal, warn);
+        } catch (error) {
+          throw encodingError(provider, error);
+        }
+        yield* retryingStream(retry, request.signal, () =>
+          attempt(model, base, version, request.signal, limits, warn),
+        );
+      })();
     },
   };
 }

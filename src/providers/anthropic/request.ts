@@ -42,7 +42,7 @@ export function encodeMessagesBody(
   const settings = request.settings;
   const systemParts: string[] = [];
   if (request.system) systemParts.push(request.system);
-  const messages = wireMessages(request, systemParts);
+  const messages = wireMessages(request, systemParts, request.tools.length > 0);
   const format = settings.responseFormat;
   if (format) {
     // The Messages API has no generally available structured-output mode: the schema goes
@@ -133,7 +133,11 @@ function anthropicTool(spec: ToolSpec, warn: Warn): Block {
   return { name: spec.name, description: spec.description, input_schema: root.schema };
 }
 
-function wireMessages(request: ModelRequest, systemParts: string[]): WireMessage[] {
+/**
+ * `toolsDefined` false: the API rejects tool_use / tool_result blocks in a request without
+ * tools (an agent without tools after a handoff), so calls and results go as plain text.
+ */
+function wireMessages(request: ModelRequest, systemParts: string[], toolsDefined: boolean): WireMessage[] {
   const ids = new WireCallIds(64);
   const out: WireMessage[] = [];
   const push = (role: WireMessage["role"], content: Block[]) => {
@@ -155,10 +159,10 @@ function wireMessages(request: ModelRequest, systemParts: string[]): WireMessage
         push("user", userBlocks(message.content));
         break;
       case "assistant":
-        push("assistant", assistantBlocks(message, ids));
+        push("assistant", toolsDefined ? assistantBlocks(message, ids) : assistantAsText(message));
         break;
       case "tool":
-        push("user", [toolResult(message, ids)]);
+        push("user", toolsDefined ? [toolResult(message, ids)] : toolResultAsText(message));
         break;
     }
   }
@@ -218,6 +222,23 @@ function assistantBlocks(message: AssistantMessage, ids: WireCallIds): Block[] {
     out.push({ type: "tool_use", id: ids.forCall(call), name: call.name, input });
   }
   return out;
+}
+
+function assistantAsText(message: AssistantMessage): Block[] {
+  const lines = [textOf(message.content)];
+  for (const call of message.toolCalls ?? [])
+    lines.push(`[called tool ${call.name} with ${JSON.stringify(call.args ?? {})}]`);
+  const text = lines.filter((line) => line !== "").join("\n");
+  return text === "" ? [] : [{ type: "text", text }];
+}
+
+function toolResultAsText(message: ToolMessage): Block[] {
+  const prefix = `[result of tool ${message.name}${message.isError ? " (error)" : ""}]`;
+  const text = textOf(message.content);
+  return [
+    { type: "text", text: text === "" ? prefix : `${prefix}\n${text}` },
+    ...userBlocks(message.content).filter((b) => b.type === "image"),
+  ];
 }
 
 /** The kept content belongs to this message only if its tool_use blocks are these calls. */
