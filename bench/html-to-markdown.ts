@@ -20,7 +20,7 @@ export interface PageResult {
   markdownChars: number;
 }
 
-/** Converts each fixture page `rounds` times (after a warm-up) and reports MB/s of input HTML. */
+/** Converts each fixture page `rounds` times (after a warm-up) and reports MB/s of input HTML (median round). */
 export function main(
   options: { rounds?: number; mainContent?: boolean; log?: (line: string) => void } = {},
 ): {
@@ -42,11 +42,15 @@ export function main(
     const bytes = Buffer.byteLength(html);
     const url = `https://example.com/articles/${file}`;
     for (let i = 0; i < 3; i++) htmlToMarkdown(html, { url, mainContent: options.mainContent ?? true });
-    const started = performance.now();
+    // The median round, not the mean: on a shared machine a few rounds lose the CPU.
+    const times: number[] = [];
     let out = "";
-    for (let i = 0; i < rounds; i++)
+    for (let i = 0; i < rounds; i++) {
+      const started = performance.now();
       out = htmlToMarkdown(html, { url, mainContent: options.mainContent ?? true }).markdown;
-    const ms = (performance.now() - started) / rounds;
+      times.push(performance.now() - started);
+    }
+    const ms = times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
     markdown += out;
     totalBytes += bytes;
     totalMs += ms;
@@ -69,7 +73,7 @@ export function main(
   log(
     `HTML → Markdown (${options.mainContent === false ? "whole body" : "main content"}), ${rounds} rounds per page, Node ${process.version}`,
   );
-  log("page                          KB    ms/page    MB/s   markdown chars");
+  log("page                          KB  median ms    MB/s   markdown chars");
   for (const p of pages) {
     log(
       `${p.page.padEnd(28)} ${(p.bytes / 1000).toFixed(0).padStart(4)} ${p.msPerPage.toFixed(2).padStart(10)} ${p.mbPerSecond.toFixed(2).padStart(7)} ${String(p.markdownChars).padStart(16)}`,

@@ -69,9 +69,9 @@ export function htmlToMarkdown(html: string, options: HtmlToMarkdownOptions): Co
   }
   for (const marked of content.querySelectorAll("[data-quiver-h1]")) marked.removeAttribute("data-quiver-h1");
 
-  const markdown = mdream(content.innerHTML ?? "", {
-    clean: { emptyLinks: true, emptyLinkText: true, selfLinkHeadings: true },
-  });
+  // mdream's own `clean` pass is not needed (the pre-pass already removed empty and self
+  // links) and would cost about half of mdream's time.
+  const markdown = mdream(content.innerHTML ?? "");
   const result: ConvertedHtml = { markdown: tidy(markdown), images };
   if (title) result.title = title;
   return result;
@@ -126,7 +126,11 @@ function prepare(document: any, base: string): PageImage[] {
   for (const h of document.querySelectorAll("h1")) h.setAttribute("data-quiver-h1", "");
 
   for (const a of document.querySelectorAll("a[href]")) {
-    const href = resolveHttpUrl(a.getAttribute("href"), base, { links: true });
+    const raw = String(a.getAttribute("href")).trim();
+    // A link to "#", or a heading's link to itself, says nothing a reader needs.
+    const selfLink =
+      raw === "" || raw === "#" || (raw.startsWith("#") && a.closest("h1, h2, h3, h4, h5, h6"));
+    const href = selfLink ? undefined : resolveHttpUrl(raw, base, { links: true });
     if (href) a.setAttribute("href", href);
     else unwrap(a); // javascript:, data:, broken: keep the words, drop the link
   }
@@ -149,6 +153,10 @@ function prepare(document: any, base: string): PageImage[] {
     images.add(src, base, img.getAttribute("alt") ?? undefined);
   }
 
+  // Links left with nothing to show (icon fonts, anchors whose image was dropped) would be `[](url)`.
+  for (const a of document.querySelectorAll("a[href]")) {
+    if (!a.textContent.trim() && !a.querySelector("img")) a.remove();
+  }
   for (const pre of document.querySelectorAll("pre")) labelCodeBlock(pre);
   return images.list;
 }

@@ -1,7 +1,7 @@
 import { ToolError, UserError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
-import { FENCE_NOTE, fence } from "./fence.js";
+import { disarm, FENCE_NOTE, fence } from "./fence.js";
 import { HttpReader } from "./http-reader.js";
 import type { Page, PageReader } from "./page-reader.js";
 import { parseFetchUrl, shorten } from "./url.js";
@@ -106,7 +106,8 @@ export function renderPage(
   page: Page,
   options: { offset?: number; maxChars: number; images?: boolean },
 ): string {
-  const head = `URL: ${shorten(page.url, 1_000)}\nHTTP ${page.status} · ${page.mediaType}`;
+  // A custom reader's fields reach lines outside the fence: keep each to one disarmed line.
+  const head = `URL: ${shorten(oneLine(page.url), 1_000)}\nHTTP ${Number(page.status) || 0} · ${shorten(oneLine(page.mediaType), 100)}`;
   if (page.binary) {
     const size = page.byteLength === undefined ? "" : ` (${format(page.byteLength)} bytes)`;
     return `${head}\n\n[Binary content${size} is not shown: web_fetch reads HTML, JSON and text.]`;
@@ -138,6 +139,10 @@ export function renderPage(
     );
   }
   return [head, fence(slice), ...notices].join("\n\n");
+}
+
+function oneLine(text: string): string {
+  return disarm(String(text)).replace(/\s+/g, " ").trim();
 }
 
 /** What the slices are cut from: title, text, and (when asked for) the image list. */
