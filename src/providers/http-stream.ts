@@ -101,6 +101,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     } catch (error) {
       throw explain(error);
     }
+    armIdle();
     if (!response.ok) {
       let text = "";
       try {

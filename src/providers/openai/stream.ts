@@ -58,6 +58,10 @@ export class ChatStreamDecoder implements TurnDecoder {
       if (typeof delta.content === "string" && delta.content !== "") {
         out.push({ type: "text_delta", delta: delta.content });
       }
+      // A refusal (structured outputs) is what the model said instead of an answer.
+      if (typeof delta.refusal === "string" && delta.refusal !== "") {
+        out.push({ type: "text_delta", delta: delta.refusal });
+      }
       if (Array.isArray(delta.tool_calls)) {
         for (const raw of delta.tool_calls) {
           const call = asRecord(raw);
