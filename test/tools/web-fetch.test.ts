@@ -101,6 +101,13 @@ beforeAll(async () => {
             Buffer.from("</p></body></html>"),
           ]),
         );
+      case "/utf16":
+        return send(
+          res,
+          200,
+          "text/plain",
+          Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("grüße 🎉", "utf16le")]),
+        );
       case "/bad-utf8":
         return send(res, 200, "text/plain", Buffer.from([0x61, 0xff, 0x62]));
       case "/long":
@@ -281,6 +288,7 @@ describe("web_fetch tool", () => {
     expect(inside(await run(tool, { url: `${server.origin}/latin1` }))).toBe("café €");
     expect(inside(await run(tool, { url: `${server.origin}/sjis-meta` }))).toBe("日本");
     expect(inside(await run(tool, { url: `${server.origin}/bad-utf8` }))).toBe("a\ufffdb");
+    expect(inside(await run(tool, { url: `${server.origin}/utf16` }))).toBe("grüße 🎉"); // a BOM wins
   });
 
   it("slices long pages and continues at the offset it names", async () => {
@@ -392,6 +400,20 @@ describe("web_fetch tool", () => {
     expect(error.message).toMatch(/could not fetch .*ECONNREFUSED/);
     expect(error.hint).toMatch(/Nothing is listening/);
     expect(error.message).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("reports a name that does not resolve", async () => {
+    const lookup = (_host: string, _options: unknown, callback: (e: NodeJS.ErrnoException) => void) => {
+      const error: NodeJS.ErrnoException = new Error("getaddrinfo ENOTFOUND no-such-host.example");
+      error.code = "ENOTFOUND";
+      callback(error);
+    };
+    const error = await run(webFetch(new HttpReader({ lookup: lookup as any })), {
+      url: "http://no-such-host.example/",
+    }).catch((e) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect(error.message).toMatch(/could not fetch http:\/\/no-such-host\.example\/: .*ENOTFOUND/);
+    expect(error.hint).toMatch(/does not resolve/);
   });
 
   it("times out with a tool error, and lets a cancelled run through as is", async () => {
