@@ -92,12 +92,15 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     armIdle();
     let response: Response;
     try {
-      response = await request.fetch(request.url, {
-        method: "POST",
-        headers: request.headers,
-        body: request.body,
-        signal: controller.signal,
-      });
+      response = await untilAborted(
+        request.fetch(request.url, {
+          method: "POST",
+          headers: request.headers,
+          body: request.body,
+          signal: controller.signal,
+        }),
+        controller.signal,
+      );
     } catch (error) {
       throw explain(error);
     }
@@ -105,7 +108,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     if (!response.ok) {
       let text = "";
       try {
-        text = await response.text();
+        text = await untilAborted(response.text(), controller.signal);
       } catch (error) {
         // The status alone still says what went wrong, unless we were stopped.
         if (stoppedBy !== undefined) throw explain(error);
@@ -120,7 +123,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       // A server that ignored `stream: true`, or reports an error with status 200.
       let text: string;
       try {
-        text = await response.text();
+        text = await untilAborted(response.text(), controller.signal);
       } catch (error) {
         throw explain(error);
       }
@@ -144,7 +147,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
-        chunk = await reader.read();
+        chunk = await untilAborted(reader.read(), controller.signal);
       } catch (error) {
         throw explain(error);
       }
@@ -169,6 +172,34 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       reader?.cancel().catch(() => {});
     }
   }
+}
+
+/**
+ * `promise`, or a rejection as soon as `signal` aborts. The global fetch honours its signal
+ * by itself; a custom `fetch` might not, and a wait must never outlive its timeout.
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(new Error("aborted"));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      promise.catch(() => {}); // settles later, unobserved
+      reject(new Error("aborted"));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function describeNetworkError(error: unknown): string {

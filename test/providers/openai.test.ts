@@ -337,6 +337,17 @@ describe("openai() — Chat Completions", () => {
     expect(text(events)).toBe("Hello! How can I help?");
   });
 
+  it("bounds the wait even with a custom fetch that ignores its signal", async () => {
+    const deaf: typeof fetch = () => new Promise<Response>(() => {});
+    const server = await serve([]);
+    const started = Date.now();
+    const { error } = await collectUntilError(
+      model(server, { fetch: deaf, idleTimeoutMs: 100, maxRetries: 0 }).stream(ask()),
+    );
+    expect(error).toMatchObject({ type: "idle_timeout", retryable: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
   it("bounds the whole request with timeoutMs even while chunks keep coming", async () => {
     const server = await serve([streamFixture(fixture("openai-chat/text.jsonl"), { delayMs: 120 })]);
     const { error } = await collectUntilError(model(server, { timeoutMs: 250, maxRetries: 0 }).stream(ask()));
