@@ -107,11 +107,9 @@ async function ask(
     if (!settled) {
       // 2. The agent's handler (the channel or a timeout may still decide first).
       // 3. "ask" (or no handler) waits on handle.approvals.
-      const answer = config.approvalHandler
-        ? await Promise.race([
-            callHandler(config.approvalHandler, call, ctx),
-            decision.then(() => "decided" as const),
-          ])
+      const handler = approvalHandlerFor(run);
+      const answer = handler
+        ? await Promise.race([callHandler(handler, call, ctx), decision.then(() => "decided" as const)])
         : ("ask" as const);
       if (answer === "decided") {
         // settled meanwhile

@@ -191,8 +191,7 @@ export async function executeTurn(
     }
     const isHandoff = tool instanceof HandoffTool;
     if (isHandoff && handoffAttempted) {
-      const message = `${call.name} was not attempted: only the first handoff of a turn is, and an earlier one was requested`;
-      finish(index, errorResult(call, "tool_error", message), 0);
+      finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
       continue;
     }
     const approval = await approveCall(run, tool, call, validation.value);
@@ -226,17 +225,20 @@ export async function executeTurn(
   const stoppedBy = execution.stop?.reason === "budget" ? "budget" : "cancelled";
   for (const [index, { call }] of requested.entries()) {
     if (results[index]) continue;
+    const laterHandoff = execution.handoff && toolset.get(call.name) instanceof HandoffTool;
     const result = started.has(index)
       ? errorResult(
           call,
           stoppedBy,
           `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
         )
-      : errorResult(
-          call,
-          "skipped",
-          `${call.name} did not run: ${skipReason ?? mustStop() ?? "the run stopped"}`,
-        );
+      : laterHandoff
+        ? errorResult(call, "tool_error", handoffRefused(call))
+        : errorResult(
+            call,
+            "skipped",
+            `${call.name} did not run: ${skipReason ?? mustStop() ?? "the run stopped"}`,
+          );
     finish(index, result, 0, undefined, true);
   }
   execution.results = results as CallResult[];
@@ -249,6 +251,10 @@ export function markTainted(run: ActiveRun, source: string, call?: ToolCall): vo
     r.tainted = source;
     r.emit({ type: "run_tainted", source, ...(call && { call }) });
   }
+}
+
+function handoffRefused(call: ToolCall): string {
+  return `${call.name} was not attempted: only the first handoff of a turn is, and an earlier one was requested`;
 }
 
 function deniedResult(call: ToolCall, approval: ApprovalOutcome): CallResult {

@@ -150,8 +150,10 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
           });
           continue;
         }
-        if (!run.followUps.length) return stop(run, "completed", checked.value);
+        if (!run.inbox.length && !run.followUps.length) return stop(run, "completed", checked.value);
       }
+      // A message injected during this last turn, or a queued follow-up, keeps the run going.
+      if (run.inbox.length) continue;
       if (run.followUps.length) {
         run.inbox.push(...run.followUps.splice(0));
         continue;
