@@ -1,0 +1,128 @@
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { UserError } from "../../errors.js";
+import type { JSONSchema } from "../../model/types.js";
+import { compileJsonSchema } from "../../tool/ajv.js";
+import { FENCE_NOTE } from "../../tools/fence.js";
+import type { HostedTool, ToolHostChange } from "../tool-host.js";
+import { type McpServerOptions, matches } from "./config.js";
+import { modelFacingName, withHash } from "./tool-names.js";
+
+/** One offered tool: what the runner sees, and the server's own name to call it by. */
+export type ListedTool = { hosted: HostedTool; mcpName: string; json: string };
+
+/** A server's tools as offered, by model-facing name. */
+export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool> };
+
+/** Schemas already checked, by their JSON (relisting must not compile them again). */
+const checkedSchemas = new Map<string, string | null>();
+
+/**
+ * A server's `tools/list` answer → what the runner offers: filtered by `include`/`exclude`,
+ * named `prefix__name`, the server's JSON Schema kept (the runner validates arguments with
+ * ajv, draft chosen by `$schema`), annotations mapped onto hints. Entries whose JSON did not
+ * change keep their previous object, so an unchanged listing looks unchanged to the runner.
+ */
+export function buildListing(
+  tools: readonly McpTool[],
+  options: McpServerOptions,
+  server: string,
+  previous?: Listing,
+): Listing {
+  const byName = new Map<string, ListedTool>();
+  for (const tool of tools) {
+    if (options.include !== undefined && !matches(options.include, tool.name)) continue;
+    if (matches(options.exclude, tool.name)) continue;
+    // Such a tool answers plain tools/call with an error: offering it would only fail.
+    if (tool.execution?.taskSupport === "required") continue;
+    let name = modelFacingName(tool.name, options.prefix);
+    if (byName.has(name)) name = withHash(name, tool.name);
+    const hosted = toHostedTool(tool, name, options, server);
+    const json = JSON.stringify(hosted);
+    const kept = previous?.byName.get(name);
+    byName.set(
+      name,
+      kept && kept.json === json && kept.mcpName === tool.name ? kept : { hosted, mcpName: tool.name, json },
+    );
+  }
+  return { tools: [...byName.values()].map((t) => t.hosted), byName };
+}
+
+/** What changed between two listings, as watch events. */
+export function diffListings(before: Listing, after: Listing): ToolHostChange[] {
+  const changes: ToolHostChange[] = [];
+  for (const [name, tool] of after.byName) {
+    const old = before.byName.get(name);
+    if (!old) changes.push({ kind: "added", name });
+    else if (old.json !== tool.json) changes.push({ kind: "updated", name });
+  }
+  for (const name of before.byName.keys())
+    if (!after.byName.has(name)) changes.push({ kind: "removed", name });
+  return changes;
+}
+
+function toHostedTool(tool: McpTool, name: string, options: McpServerOptions, server: string): HostedTool {
+  const annotations = tool.annotations ?? {};
+  // MCP's defaults: readOnlyHint false, destructiveHint true, idempotentHint false. A
+  // destructive hint means nothing on a read-only tool.
+  const readOnly = annotations.readOnlyHint === true;
+  const hosted: HostedTool = {
+    name,
+    description: describe(tool, options),
+    parameters: parametersOf(tool, server),
+    readOnly,
+    destructive: !readOnly && annotations.destructiveHint !== false,
+    idempotent: annotations.idempotentHint === true,
+    untrustedOutput: options.untrustedOutput ?? true,
+  };
+  const label = tool.title ?? annotations.title;
+  if (label) hosted.label = label;
+  const needsApproval = approvalFor(tool.name, options.needsApproval);
+  if (needsApproval !== undefined) hosted.needsApproval = needsApproval;
+  return hosted;
+}
+
+function describe(tool: McpTool, options: McpServerOptions): string {
+  const text = tool.description ?? tool.title ?? "";
+  return options.fence ? (text ? `${text}\n\n${FENCE_NOTE}` : FENCE_NOTE) : text;
+}
+
+function approvalFor(
+  mcpName: string,
+  setting: McpServerOptions["needsApproval"],
+): HostedTool["needsApproval"] {
+  if (setting === true) return true;
+  if (Array.isArray(setting)) return setting.includes(mcpName) ? true : undefined;
+  if (typeof setting === "function") {
+    const predicate = setting;
+    return (args: Record<string, unknown>, ctx) => predicate(mcpName, args, ctx);
+  }
+  return undefined;
+}
+
+function parametersOf(tool: McpTool, server: string): JSONSchema {
+  // A deep copy: the listing must not share objects with the SDK's cached response.
+  const { $id: _id, ...schema } = JSON.parse(JSON.stringify(tool.inputSchema ?? {})) as JSONSchema;
+  // ajv registers a schema under its `$id`, so the second listing of the same tool would
+  // clash with the first: the id means nothing to a model, it is dropped.
+  const json = JSON.stringify(schema);
+  let problem = checkedSchemas.get(json);
+  if (problem === undefined) {
+    try {
+      if (schema.type !== undefined && schema.type !== "object") {
+        throw new Error(`it describes ${JSON.stringify(schema.type)}, not an object`);
+      }
+      compileJsonSchema({ type: "object", properties: {}, ...schema });
+      problem = null;
+    } catch (error) {
+      problem = (error as Error).message;
+    }
+    checkedSchemas.set(json, problem);
+  }
+  if (problem !== null) {
+    throw new UserError(
+      `MCP server ${server}: tool "${tool.name}" has an invalid input schema (${problem}); ` +
+        `leave it out with exclude: [${JSON.stringify(tool.name)}]`,
+    );
+  }
+  return schema;
+}

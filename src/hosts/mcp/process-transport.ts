@@ -1,0 +1,191 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { UserError } from "../../errors.js";
+import { exited, reapOnExit, release, signalTree } from "./child-reaper.js";
+import type { McpStdioServer } from "./config.js";
+import { NotDelivered } from "./delivery.js";
+import type { loadStdio } from "./sdk.js";
+
+type StdioSdk = Awaited<ReturnType<typeof loadStdio>>;
+
+/** How long a server gets to exit after its stdin closes, and again after SIGTERM. */
+const EXIT_GRACE_MS = 500;
+/** How much of the server's stderr is kept for error messages. */
+const STDERR_TAIL_CHARS = 2_000;
+
+/**
+ * The stdio transport for one server process, used instead of the SDK's on POSIX for three
+ * reasons: the server runs in its own process group so `close()` (and this process exiting)
+ * also ends what a wrapper like `npx` started; a write to a dead process fails with
+ * `NotDelivered`, which is what makes a retry provably safe; and the last lines of stderr
+ * explain a crash. Framing is the SDK's own.
+ *
+ * While no request is waiting for an answer the child and its pipes are unref'd, so a script
+ * that forgets `close()` still exits (and the exit hook ends the server); while one is
+ * waiting they hold the event loop open, so `await host.call(…)` is never cut short.
+ */
+export class ProcessTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  readonly #params: McpStdioServer;
+  readonly #sdk: StdioSdk;
+  readonly #buffer: InstanceType<StdioSdk["ReadBuffer"]>;
+  readonly #awaiting = new Set<string | number>();
+  #child: ChildProcess | undefined;
+  #stderrTail = "";
+  #exit: string | undefined;
+
+  constructor(params: McpStdioServer, sdk: StdioSdk) {
+    this.#params = params;
+    this.#sdk = sdk;
+    this.#buffer = new sdk.ReadBuffer();
+  }
+
+  /** The server process id while it runs. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** How the process ended (`exited with code 1`), once it has. */
+  get exitDescription(): string | undefined {
+    return this.#exit;
+  }
+
+  /** The last lines the server wrote to stderr (with `stderr: "pipe"`). */
+  get stderrTail(): string {
+    return this.#stderrTail.trim();
+  }
+
+  start(): Promise<void> {
+    const { command, args = [], env, cwd, stderr = "pipe" } = this.#params;
+    return new Promise((resolve, reject) => {
+      const child = spawn(command, args, {
+        env: { ...this.#sdk.getDefaultEnvironment(), ...env },
+        cwd,
+        stdio: ["pipe", "pipe", stderr],
+        detached: process.platform !== "win32",
+        windowsHide: true,
+      });
+      this.#child = child;
+      let spawned = false;
+      child.once("error", (error: NodeJS.ErrnoException) => {
+        if (spawned) return this.onerror?.(error);
+        this.#child = undefined;
+        reject(
+          error.code === "ENOENT"
+            ? new UserError(
+                `could not start MCP server: command "${command}" was not found (is it installed and on PATH?)`,
+              )
+            : new Error(`could not start MCP server "${command}": ${error.message}`, { cause: error }),
+        );
+      });
+      child.once("spawn", () => {
+        spawned = true;
+        reapOnExit(child);
+        this.#hold();
+        resolve();
+      });
+      // The leader is gone: end whatever it left behind in its group.
+      child.once("exit", (code, signal) => {
+        this.#exit = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+        signalTree(child, "SIGTERM");
+      });
+      child.once("close", () => {
+        release(child);
+        if (this.#child === child) this.#child = undefined;
+        this.#awaiting.clear();
+        this.#buffer.clear();
+        this.onclose?.();
+      });
+      child.stdin?.on("error", (error) => this.onerror?.(error));
+      child.stdout?.on("data", (chunk: Buffer) => this.#read(chunk));
+      child.stderr?.on("data", (chunk: Buffer) => {
+        this.#stderrTail = (this.#stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+      });
+    });
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.#child?.stdin;
+    if (!stdin?.writable || this.#exit !== undefined) {
+      return Promise.reject(new NotDelivered(`the MCP server process ${this.#exit ?? "is not running"}`));
+    }
+    if ("method" in message && "id" in message) {
+      this.#awaiting.add(message.id);
+      this.#hold();
+    }
+    return new Promise((resolve, reject) => {
+      stdin.write(this.#sdk.serializeMessage(message), (error) => {
+        // A failed write to a pipe (EPIPE) means the reader end is closed: nothing was read.
+        if (error) reject(new NotDelivered(`could not write to the MCP server process: ${error.message}`));
+        else resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    const child = this.#child;
+    if (!child) return;
+    // The MCP shutdown sequence for stdio: close stdin, wait, SIGTERM, wait, SIGKILL.
+    child.stdin?.end();
+    if (!(await exited(child, EXIT_GRACE_MS))) {
+      signalTree(child, "SIGTERM");
+      if (!(await exited(child, EXIT_GRACE_MS))) {
+        signalTree(child, "SIGKILL");
+        await exited(child, EXIT_GRACE_MS);
+      }
+    }
+    signalTree(child, "SIGKILL");
+  }
+
+  #read(chunk: Buffer): void {
+    try {
+      this.#buffer.append(chunk);
+    } catch (error) {
+      // A message larger than the buffer limit: the stream cannot be resynchronised.
+      this.onerror?.(error as Error);
+      void this.close();
+      return;
+    }
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.#buffer.readMessage();
+      } catch (error) {
+        // A line that is not JSON-RPC (a server logging to stdout by mistake): skip it.
+        this.onerror?.(error as Error);
+        continue;
+      }
+      if (message === null) break;
+      if (
+        !("method" in message) &&
+        "id" in message &&
+        message.id !== undefined &&
+        this.#awaiting.delete(message.id)
+      ) {
+        this.#hold();
+      }
+      this.onmessage?.(message);
+    }
+  }
+
+  /** Keeps the event loop alive only while an answer is awaited (see the class comment). */
+  #hold(): void {
+    const child = this.#child;
+    if (!child) return;
+    const streams = [child.stdout, child.stdin, child.stderr] as Array<{
+      ref?(): void;
+      unref?(): void;
+    } | null>;
+    if (this.#awaiting.size > 0) {
+      child.ref();
+      for (const s of streams) s?.ref?.();
+    } else {
+      child.unref();
+      for (const s of streams) s?.unref?.();
+    }
+  }
+}
