@@ -274,6 +274,46 @@ describe("fromAiSdk() — AI SDK language models (specification v3)", () => {
     expect(text(events.slice(resetAt))).toBe("Hello! How can I help?");
   });
 
+  it("gives up after maxRetries on repeated server errors", async () => {
+    const mock = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new APICallError({
+          message: "Internal Server Error",
+          url: "u",
+          requestBodyValues: {},
+          statusCode: 500,
+          isRetryable: true,
+        });
+      },
+    });
+    const { error } = await collectUntilError(fromAiSdk(mock, quick).stream(ask()));
+    expect(error).toMatchObject({ status: 500, retryable: true });
+    expect(mock.doStreamCalls).toHaveLength(3);
+  });
+
+  it("retries a stream that breaks mid-way (a dropped connection), with a reset", async () => {
+    // Errors only once the first parts were read (an errored stream drops what is queued).
+    const breaking = () => {
+      const queue = parts("v3-text").slice(0, 4);
+      return {
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          pull(controller) {
+            const next = queue.shift();
+            if (next) controller.enqueue(next);
+            else controller.error(new TypeError("terminated"));
+          },
+        }),
+      };
+    };
+    const mock = new MockLanguageModelV3({ doStream: [breaking(), streamOf(parts("v3-text"))] });
+    const events = await collect(fromAiSdk(mock, quick).stream(ask()));
+    expect(ofType(events, "reset")).toHaveLength(1);
+    expect(text(events.slice(events.findIndex((e) => e.type === "reset")))).toBe("Hello! How can I help?");
+    const once = new MockLanguageModelV3({ doStream: breaking() });
+    const { error } = await collectUntilError(fromAiSdk(once, { ...quick, maxRetries: 0 }).stream(ask()));
+    expect(error).toMatchObject({ type: "connection_error", retryable: true });
+  });
+
   it("treats a stream without a finish part as a retryable error", async () => {
     const mock = new MockLanguageModelV3({ doStream: streamOf(parts("v3-text").slice(0, 5)) });
     const { error } = await collectUntilError(fromAiSdk(mock, { ...quick, maxRetries: 0 }).stream(ask()));

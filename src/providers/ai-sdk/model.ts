@@ -76,6 +76,22 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
 
 type Limits = { timeoutMs: number; idleTimeoutMs: number };
 
+/**
+ * A stream that errors mid-way is a dropped connection as far as we can tell: retryable,
+ * unless the model's own error says otherwise.
+ */
+function streamBroke(provider: string, error: unknown): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const wrapped = providerErrorFrom(provider, error);
+  if (error instanceof Error && ("isRetryable" in error || "statusCode" in error)) return wrapped;
+  return new ProviderError(`${provider}: the stream broke: ${wrapped.message.replace(`${provider}: `, "")}`, {
+    provider,
+    type: "connection_error",
+    retryable: true,
+    cause: error,
+  });
+}
+
 /** setTimeout overflows above this and would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -121,8 +137,14 @@ async function* attempt(
     }
     return providerErrorFrom(provider, error);
   };
-  /** Waits for `promise`, but no longer than the idle timeout and never past an abort. */
-  const within = async <T>(promise: PromiseLike<T>): Promise<T> => {
+  /**
+   * Waits for `promise`, but no longer than the idle timeout and never past an abort; a
+   * failure of `promise` itself is mapped by `otherwise`.
+   */
+  const within = async <T>(
+    promise: PromiseLike<T>,
+    otherwise: (error: unknown) => ProviderError,
+  ): Promise<T> => {
     const pending = Promise.resolve(promise);
     pending.catch(() => {}); // a read abandoned after a timeout may still reject later
     let timer: NodeJS.Timeout | undefined;
@@ -142,7 +164,7 @@ async function* attempt(
     try {
       return await Promise.race([pending, stopped]);
     } catch (error) {
-      throw explain(error);
+      throw stoppedBy === undefined ? otherwise(error) : explain(error);
     } finally {
       clearTimeout(timer);
       if (onAbort) controller.signal.removeEventListener("abort", onAbort);
@@ -157,14 +179,16 @@ async function* attempt(
       version === "v3"
         ? await within(
             (model as LanguageModelV3).doStream(options as Parameters<LanguageModelV3["doStream"]>[0]),
+            explain,
           )
         : await within(
             (model as LanguageModelV2).doStream(options as Parameters<LanguageModelV2["doStream"]>[0]),
+            explain,
           );
     reader = (result.stream as ReadableStream<StreamPart>).getReader();
     const decoder = new AiSdkStreamDecoder(provider, (message) => warn(message));
     for (;;) {
-      const next = await within(reader.read());
+      const next = await within(reader.read(), (error) => streamBroke(provider, error));
       if (next.done) break;
       yield* decoder.decode(next.value);
     }
