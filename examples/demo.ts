@@ -1,7 +1,9 @@
 /**
  * `npm run demo`: an agent doing real work on this checkout with real tools — parallel file
- * reads, a local HTTP service that fails once (a retry), a huge file (a truncated result) and a
- * report written by a barrier tool — with every event printed as it happens.
+ * reads, a local HTTP service that fails once (a retry), a web page it serves itself read with
+ * web_fetch (opened with `allowHosts`, since web_fetch refuses private addresses by default),
+ * a huge file (a truncated result) and a report written by a destructive barrier tool that
+ * asks for approval in the terminal — with every event printed as it happens.
  *
  * With QUIVER_MODEL set (e.g. "openai:gpt-4.1-mini", "anthropic:claude-sonnet-4-5",
  * "ollama:qwen3") a real model drives it; otherwise a ScriptedModel plays a fixed script.
@@ -14,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver";
+import { HttpReader, webFetch } from "quiver/tools";
 import { z } from "zod";
 
 const root = resolve(import.meta.dirname, "..");
@@ -54,10 +57,22 @@ const readTextFile = tool({
   execute: async ({ path }) => readFile(inRepo(path), "utf8"),
 });
 
-/** A local service that answers 503 on its first request, so the tool's retry has work to do. */
+const RELEASE_NOTES = `<!doctype html><html><head><title>Release notes</title></head><body>
+<nav><a href="/">Home</a></nav><main><h1>Release 0.1</h1>
+<p>The first release: typed tools, the agent loop, and <a href="/docs/runs">streamed events</a>.</p>
+<ul><li>Parallel calls with barriers</li><li>Retries and timeouts</li></ul></main></body></html>`;
+
+/**
+ * A local service: /status answers 503 on its first request (so the tool's retry has work to
+ * do), /notes serves a web page for web_fetch.
+ */
 async function startStatusService() {
   let requests = 0;
-  const server = createServer((_req, res) => {
+  const server = createServer((req, res) => {
+    if (req.url === "/notes") {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(RELEASE_NOTES);
+      return;
+    }
     requests++;
     if (requests === 1) {
       res.writeHead(503).end("warming up");
@@ -68,7 +83,8 @@ async function startStatusService() {
       .end(JSON.stringify({ build: "green", requests }));
   });
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status` };
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { server, url: `${origin}/status`, notesUrl: `${origin}/notes` };
 }
 const service = await startStatusService();
 
@@ -104,12 +120,13 @@ const writeReport = tool({
 function scriptedModel(): Model {
   return new ScriptedModel([
     {
-      text: "I'll look at the project files and the build service at once.",
+      text: "I'll look at the project files, the build service and the release notes at once.",
       toolCalls: [
         { name: "file_stats", args: { path: "README.md" } },
         { name: "file_stats", args: { path: "src/index.ts" } },
         { name: "file_stats", args: { path: "package.json" } },
         { name: "build_status", args: {} },
+        { name: "web_fetch", args: { url: service.notesUrl } },
       ],
     },
     {
@@ -133,13 +150,16 @@ function scriptedModel(): Model {
   ]);
 }
 
+const notesReader = new HttpReader({ allowHosts: ["127.0.0.1"] });
 const agent = new Agent({
   name: "inspector",
   model: modelId ?? scriptedModel(),
   instructions:
-    "You inspect a software project. Measure README.md, src/index.ts and package.json and ask the build " +
-    "service for its status (all at once), read package-lock.json, then write a short report with write_report.",
-  tools: [fileStats, readTextFile, buildStatus, writeReport],
+    "You inspect a software project. Measure README.md, src/index.ts and package.json, ask the build " +
+    `service for its status and read the release notes at ${service.notesUrl} (all at once), read ` +
+    "package-lock.json, then write a short report with write_report.",
+  // web_fetch refuses private addresses by default; this reader opens only the demo's own server.
+  tools: [fileStats, readTextFile, buildStatus, webFetch(notesReader), writeReport],
 });
 
 console.log(
@@ -187,6 +207,11 @@ function print(ev: RunEvent): void {
         `${stamp()}  ${ev.decision === "approved" ? "✓" : "✗"} ${ev.call.name} ${ev.decision} (by ${ev.by})`,
       );
       break;
+    case "run_tainted":
+      console.log(
+        `${stamp()}  ! the run read untrusted content (${ev.source}): destructive tools now always ask`,
+      );
+      break;
     case "warning":
       console.log(`${stamp()}  ! ${ev.message}`);
       break;
@@ -219,5 +244,6 @@ try {
   console.log(`\n${result.toolCalls.length} tool calls; results went back to the model in request order:`);
   for (const record of result.toolCalls) console.log(`  ${record.ok ? "✓" : "✗"} ${record.call.name}`);
 } finally {
+  await notesReader.close();
   service.server.close();
 }
