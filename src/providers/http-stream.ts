@@ -1,6 +1,6 @@
 /**
  * One streaming HTTP request with every wait bounded: a whole-request timeout, an idle
- * timeout between chunks (waiting for the response headers counts as idle), and the
+ * timeout for the response headers and between chunks once output has started, and the
  * caller's abort signal, which tears the connection down at once.
  */
 import { ProviderError } from "../errors.js";
@@ -19,6 +19,12 @@ export type StreamingPost = {
   idleTimeoutMs: number;
   /** Turns a non-2xx response into the provider's error (status, type, message, retryable). */
   errorFromResponse(status: number, headers: Headers, body: string): ProviderError;
+  /**
+   * Set by the caller once the model produced output. Until then a silent body is a model
+   * thinking (OpenAI streams nothing while a reasoning model reasons), bounded by
+   * `timeoutMs` only; from then on the idle timeout applies between chunks.
+   */
+  progress?: { outputStarted: boolean };
 };
 
 /** The error for a request stopped by the caller's signal. Never retried. */
@@ -143,7 +149,11 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     reader = response.body.getReader();
     const decoder = new TextDecoder();
     const sse = new SseDecoder();
-    armIdle();
+    const idleBetweenChunks = () => {
+      if (request.progress === undefined || request.progress.outputStarted) armIdle();
+      else clearTimeout(idleTimer);
+    };
+    idleBetweenChunks();
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
@@ -157,7 +167,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       clearTimeout(idleTimer);
       const events = sse.push(decoder.decode(chunk.value, { stream: true }));
       for (const ev of events) yield ev;
-      armIdle();
+      idleBetweenChunks();
     }
     for (const ev of sse.push(decoder.decode())) yield ev;
     for (const ev of sse.end()) yield ev;

@@ -12,7 +12,12 @@ export type HttpProviderOptions = {
   maxRetries?: number;
   /** The whole request, first byte to last. Default 600,000 (10 minutes). */
   timeoutMs?: number;
-  /** The longest silence allowed before the headers and between chunks. Default 60,000. */
+  /**
+   * The longest silence allowed before the response headers, and between chunks once the
+   * model has started its output. Default 60,000. Before its first output a reasoning model
+   * may think silently for minutes (OpenAI streams nothing meanwhile); that wait is bounded
+   * by `timeoutMs`.
+   */
   idleTimeoutMs?: number;
   /** Backoff between retries when the server does not say how long to wait. */
   retryBackoff?: RetryBackoff;

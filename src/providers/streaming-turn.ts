@@ -58,7 +58,9 @@ export async function* streamTurn(
   }
   yield* retryingStream(settings, request.signal, async function* () {
     const decoder = wire.decoder();
+    const progress = { outputStarted: false };
     const events = postServerSentEvents({
+      progress,
       provider,
       url: encoded.url,
       headers: encoded.headers,
@@ -70,7 +72,9 @@ export async function* streamTurn(
       ...(request.signal ? { signal: request.signal } : {}),
     });
     for await (const sse of events) {
-      yield* decoder.decode(sse);
+      const decoded = decoder.decode(sse);
+      if (decoded.length > 0) progress.outputStarted = true;
+      yield* decoded;
       if (decoder.done) break;
     }
     yield* decoder.end();

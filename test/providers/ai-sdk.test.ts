@@ -343,6 +343,26 @@ describe("fromAiSdk() — AI SDK language models (specification v3)", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it("lets the model think silently past the idle timeout before its first output", async () => {
+    const all = parts("v3-text");
+    const mock = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          async start(controller) {
+            controller.enqueue(all[0]!); // stream-start: no output yet
+            await new Promise((r) => setTimeout(r, 300));
+            for (const part of all.slice(1)) controller.enqueue(part);
+            controller.close();
+          },
+        }),
+      }),
+    });
+    const events = await collect(
+      fromAiSdk(mock, { ...quick, idleTimeoutMs: 100, maxRetries: 0 }).stream(ask()),
+    );
+    expect(text(events)).toBe("Hello! How can I help?");
+  });
+
   it("rejects a model of an unknown specification version", () => {
     expect(() => fromAiSdk({ specificationVersion: "v1", provider: "old", modelId: "m" } as never)).toThrow(
       UserError,

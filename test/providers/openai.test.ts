@@ -329,6 +329,20 @@ describe("openai() — Chat Completions", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it("lets a reasoning model think silently past the idle timeout before its first output", async () => {
+    const lines = fixture("openai-chat/text.jsonl");
+    const thinking: Reply = async (res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${lines[0]}\n\n`); // the role chunk, no output yet
+      await new Promise((r) => setTimeout(r, 400));
+      for (const line of lines.slice(1)) res.write(`data: ${line}\n\n`);
+      res.end();
+    };
+    const server = await serve([thinking]);
+    const events = await collect(model(server, { idleTimeoutMs: 150, maxRetries: 0 }).stream(ask()));
+    expect(text(events)).toBe("Hello! How can I help?");
+  });
+
   it("times out a server that never sends headers, then retries with a reset only if output was seen", async () => {
     const stall: Reply = () => {};
     const server = await serve([stall, streamFixture(fixture("openai-chat/text.jsonl"))]);

@@ -138,25 +138,28 @@ async function* attempt(
     return providerErrorFrom(provider, error);
   };
   /**
-   * Waits for `promise`, but no longer than the idle timeout and never past an abort; a
-   * failure of `promise` itself is mapped by `otherwise`.
+   * Waits for `promise`, never past an abort and, when `idle`, no longer than the idle
+   * timeout; a failure of `promise` itself is mapped by `otherwise`.
    */
   const within = async <T>(
     promise: PromiseLike<T>,
     otherwise: (error: unknown) => ProviderError,
+    idle: boolean,
   ): Promise<T> => {
     const pending = Promise.resolve(promise);
     pending.catch(() => {}); // a read abandoned after a timeout may still reject later
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => {
-          stop("idle");
-          reject(new Error("idle"));
-        },
-        Math.min(limits.idleTimeoutMs, MAX_TIMER_MS),
-      );
+      if (idle) {
+        timer = setTimeout(
+          () => {
+            stop("idle");
+            reject(new Error("idle"));
+          },
+          Math.min(limits.idleTimeoutMs, MAX_TIMER_MS),
+        );
+      }
       onAbort = () => reject(new Error("aborted"));
       if (controller.signal.aborted) onAbort();
       else controller.signal.addEventListener("abort", onAbort, { once: true });
@@ -180,17 +183,23 @@ async function* attempt(
         ? await within(
             (model as LanguageModelV3).doStream(options as Parameters<LanguageModelV3["doStream"]>[0]),
             explain,
+            true,
           )
         : await within(
             (model as LanguageModelV2).doStream(options as Parameters<LanguageModelV2["doStream"]>[0]),
             explain,
+            true,
           );
     reader = (result.stream as ReadableStream<StreamPart>).getReader();
     const decoder = new AiSdkStreamDecoder(provider, (message) => warn(message));
+    // Before the first output a silent model may be thinking: only the request timeout applies.
+    let outputStarted = false;
     for (;;) {
-      const next = await within(reader.read(), (error) => streamBroke(provider, error));
+      const next = await within(reader.read(), (error) => streamBroke(provider, error), outputStarted);
       if (next.done) break;
-      yield* decoder.decode(next.value);
+      const decoded = decoder.decode(next.value);
+      if (decoded.length > 0) outputStarted = true;
+      yield* decoded;
     }
     yield* decoder.end();
     finished = true;
