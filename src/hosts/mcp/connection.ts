@@ -1,4 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ElicitRequest, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { isAborted, raceAbort, sleep } from "../../abort.js";
 import { UserError } from "../../errors.js";
@@ -184,6 +185,7 @@ export class Connection {
       await client.close().catch(() => {});
       throw this.#connectFailure(error, child);
     }
+    deferResponses(transport);
     const session: Session = {
       id,
       client,
@@ -247,4 +249,19 @@ export class Connection {
       return { action: "decline" };
     }
   }
+}
+
+/**
+ * The SDK hands notifications to their handlers a microtask late but settles a request as
+ * soon as its response arrives, so the progress notification a server sends right before
+ * its answer would find its handler gone and be lost. Delivering responses a microtask late
+ * as well restores the order the server sent them in.
+ */
+function deferResponses(transport: Transport): void {
+  const deliver = transport.onmessage?.bind(transport);
+  if (!deliver) return;
+  transport.onmessage = (message, extra) => {
+    if ("method" in message) deliver(message, extra);
+    else queueMicrotask(() => deliver(message, extra));
+  };
 }
