@@ -3,12 +3,15 @@
  * server that validates every request like the real API. This proves the pinned `Model`
  * boundary end to end: tool calls out, tool results back in, reasoning replayed, usage summed.
  */
+
+import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, Runner, tool } from "../../src/index.js";
-import { anthropic } from "../../src/providers/index.js";
+import { anthropic, fromAiSdk, openaiResponses } from "../../src/providers/index.js";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
+import { validateResponsesRequest } from "./openai-responses-api.js";
 import { fixture, type ReplayServer, startReplayServer, streamFixture, typedFrame } from "./replay-server.js";
 
 const servers: ReplayServer[] = [];
@@ -135,5 +138,69 @@ describe("providers in the agent loop", () => {
     const replayed = server.requests[1]!.body.messages[1].content;
     expect(replayed.map((b: any) => b.type)).toEqual(["thinking", "redacted_thinking", "text", "tool_use"]);
     expect(replayed[0].signature).toBe("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds");
+  });
+
+  it("carries Responses reasoning items into the next turn of a tool loop", async () => {
+    const server = await startReplayServer({
+      replies: [
+        streamFixture(fixture("openai-responses/reasoning-tool-call.jsonl"), { frame: typedFrame }),
+        streamFixture(fixture("openai-responses/text.jsonl"), { frame: typedFrame }),
+      ],
+      validate: validateResponsesRequest,
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    const model = openaiResponses({
+      model: "gpt-5-mini",
+      apiKey: "test-key",
+      baseURL: `${server.url}/v1`,
+      onWarning: () => {},
+    });
+    const agent = new Agent({
+      name: "weather",
+      model,
+      tools: [getWeather],
+      modelSettings: { reasoning: { effort: "low" } },
+    });
+    const result = await Runner.run(agent, "Weather in Paris?");
+    expect(server.rejected).toEqual([]);
+    expect(result.output).toBe("Hello! How can I help?");
+    const input = server.requests[1]!.body.input;
+    expect(input.map((item: any) => item.type ?? item.role)).toEqual([
+      "user",
+      "reasoning",
+      "function_call",
+      "function_call_output",
+    ]);
+    expect(input[1].encrypted_content).toBe("gAAAAABooPDEs3cr3tReasoningBlobQk9XyZ1Tq2w==");
+    expect(input[3]).toMatchObject({
+      call_id: "call_Wm9kX2V4YW1wbGVfY2FsbF8x",
+      output: "Paris: 18°C, light rain",
+    });
+  });
+
+  it("runs an AI SDK model through a tool loop", async () => {
+    const lines = (name: string) => fixture(`ai-sdk/${name}.jsonl`).map((line) => JSON.parse(line));
+    const mock = new MockLanguageModelV3({
+      provider: "anthropic.messages",
+      modelId: "claude-sonnet-4-5",
+      doStream: [
+        { stream: convertArrayToReadableStream(lines("v3-reasoning-tools")) },
+        { stream: convertArrayToReadableStream(lines("v3-text")) },
+      ],
+    });
+    seen.length = 0;
+    const agent = new Agent({
+      name: "weather",
+      model: fromAiSdk(mock, { onWarning: () => {} }),
+      tools: [getWeather],
+    });
+    const result = await Runner.run(agent, "Weather in Oslo and Rome?");
+    expect(result.output).toBe("Hello! How can I help?");
+    expect(seen).toEqual(["Oslo", "Rome"]);
+    const prompt = mock.doStreamCalls[1]!.prompt;
+    expect(prompt.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    const replayed = prompt[1]!;
+    expect(JSON.stringify(replayed.content)).toContain("ErUBCkYIBRgCIkD2c2lnbmF0dXJl");
   });
 });
