@@ -74,7 +74,7 @@ describe("anthropic() — Messages API", () => {
     const body = server.requests[0]!.body;
     expect(body).toMatchObject({
       model: "claude-sonnet-4-5",
-      max_tokens: 4096,
+      max_tokens: 16384,
       system: [{ type: "text", text: "You are terse.", cache_control: { type: "ephemeral" } }],
       messages: [
         {

@@ -21,7 +21,10 @@ export type AnthropicOptions = HttpProviderOptions & {
   apiKey?: string;
   /** Without `/v1`. Default: `ANTHROPIC_BASE_URL`, else `https://api.anthropic.com`. */
   baseURL?: string;
-  /** `max_tokens` when `modelSettings.maxTokens` is not set (the API requires one). Default 4096. */
+  /**
+   * `max_tokens` when `modelSettings.maxTokens` is not set (the API requires one). Default by
+   * model: 4096 for Claude 3, 8192 for Claude 3.5, 16384 for later models.
+   */
   maxTokens?: number;
   /**
    * Mark the system prompt, the tool list and the newest message as cacheable
@@ -59,7 +62,7 @@ export function anthropic(options: AnthropicOptions): Model {
   Object.assign(headers, options.headers);
   const dialect = {
     model: options.model,
-    maxTokens: options.maxTokens ?? 4096,
+    maxTokens: options.maxTokens ?? defaultMaxTokens(options.model),
     promptCaching: options.promptCaching ?? true,
   };
   const wire: WireFormat = {
@@ -70,4 +73,14 @@ export function anthropic(options: AnthropicOptions): Model {
   };
   const settings = resolveHttpSettings(ANTHROPIC, options);
   return { name: `anthropic:${options.model}`, stream: (request) => streamTurn(wire, settings, request) };
+}
+
+/**
+ * A default output limit the model accepts: older models reject more than their maximum,
+ * while a low limit cuts long tool arguments (a file's content) off with `length`.
+ */
+export function defaultMaxTokens(model: string): number {
+  if (/claude-3-5/.test(model)) return 8192;
+  if (/claude-3-(haiku|sonnet|opus)/.test(model)) return 4096;
+  return 16384;
 }
