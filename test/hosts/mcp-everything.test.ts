@@ -175,6 +175,19 @@ describe("mcpServer options", () => {
     }
   });
 
+  it("declines an elicitation answer that does not match the requested schema", async () => {
+    const host = mcpServer(everythingStdio(), {
+      include: ["trigger-elicitation-request"],
+      onElicitation: () => ({ action: "accept", content: { check: true } }), // "name" is required
+    });
+    try {
+      const { result } = await run(host, [{ name: "trigger-elicitation-request", args: {} }]);
+      expect(result.toolCalls[0]?.output).toContain("declined");
+    } finally {
+      await host.close();
+    }
+  });
+
   it("carries needsApproval, include, fence and untrustedOutput into the listing and the run", async () => {
     const host = mcpServer(everythingStdio(), {
       include: (name) => name === "echo" || name === "get-sum",

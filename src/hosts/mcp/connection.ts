@@ -3,7 +3,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ElicitRequest, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { isAborted, raceAbort, sleep } from "../../abort.js";
 import { UserError } from "../../errors.js";
+import type { JSONSchema } from "../../model/types.js";
 import type { RunContext } from "../../run/context.js";
+import { compileJsonSchema } from "../../tool/ajv.js";
 import { DEFAULT_TIMEOUT_MS, isStdioServer, type McpServerConfig, type McpServerOptions } from "./config.js";
 import { type HttpTransport, httpTransport } from "./http-transport.js";
 import { ProcessTransport } from "./process-transport.js";
@@ -241,7 +243,12 @@ export class Connection {
         },
         { ...(ctx ? { ctx } : {}), server: this.label, signal },
       );
-      if (answer?.action === "accept") return { action: "accept", content: answer.content ?? {} };
+      if (answer?.action === "accept") {
+        const content = answer.content ?? {};
+        // An answer the server did not ask for is not sent: failing closed means declining.
+        const valid = compileJsonSchema(params.requestedSchema as JSONSchema)(content);
+        return valid ? { action: "accept", content } : { action: "decline" };
+      }
       if (answer?.action === "cancel") return { action: "cancel" };
       return { action: "decline" };
     } catch {
