@@ -86,9 +86,11 @@ describe("a session the server no longer knows", () => {
   let url: string;
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   let increments = 0;
+  const authorizations = new Set<string>();
 
   beforeAll(async () => {
     http = createServer(async (req, res) => {
+      authorizations.add(String(req.headers.authorization));
       const id = req.headers["mcp-session-id"];
       const known = typeof id === "string" ? sessions.get(id) : undefined;
       if (known) return known.handleRequest(req, res);
@@ -120,13 +122,14 @@ describe("a session the server no longer knows", () => {
   });
 
   it("is re-initialised and the call, which never ran, is sent once more", async () => {
-    const host = mcpServer({ url });
+    const host = mcpServer({ url, headers: { authorization: "Bearer t0ken" } });
     try {
       expect(text(await host.call("increment", {}, ctx()))).toBe("1");
       sessions.clear();
       expect(text(await host.call("increment", {}, ctx()))).toBe("2");
       expect(increments).toBe(2); // ran once per call: the 404'd attempt did nothing
       expect(sessions.size).toBe(1);
+      expect([...authorizations]).toEqual(["Bearer t0ken"]); // on every request, new session too
     } finally {
       await host.close();
     }

@@ -124,10 +124,14 @@ describe("failures and reconnecting", () => {
     }
   });
 
-  it("an unknown tool name is a ToolError", async () => {
-    const host = mcpServer(fixtureServer());
+  it("an unknown or excluded tool name is a ToolError", async () => {
+    const host = mcpServer(fixtureServer(), { exclude: ["crash", "crash_once"] });
     try {
+      const names = (await host.listTools()).map((t) => t.name);
+      expect(names).toContain("pid");
+      expect(names).not.toContain("crash");
       await expect(host.call("nope", {}, ctx())).rejects.toThrow(ToolError);
+      await expect(host.call("crash", {}, ctx())).rejects.toThrow(ToolError);
     } finally {
       await host.close();
     }

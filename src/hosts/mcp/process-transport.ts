@@ -71,13 +71,15 @@ export class ProcessTransport implements Transport {
       });
       this.#child = child;
       let spawned = false;
-      child.once("error", (error: NodeJS.ErrnoException) => {
+      // `on`, not `once`: a second "error" event without a listener would crash the process.
+      child.on("error", (error: NodeJS.ErrnoException) => {
         if (spawned) return this.onerror?.(error);
         this.#child = undefined;
         reject(
           error.code === "ENOENT"
             ? new UserError(
-                `could not start MCP server: command "${command}" was not found (is it installed and on PATH?)`,
+                `could not start MCP server: command "${command}" was not found (is it installed and on PATH?)` +
+                  (cwd ? `, or its cwd "${cwd}" does not exist` : ""),
               )
             : new Error(`could not start MCP server "${command}": ${error.message}`, { cause: error }),
         );
@@ -100,7 +102,9 @@ export class ProcessTransport implements Transport {
         this.#buffer.clear();
         this.onclose?.();
       });
-      child.stdin?.on("error", (error) => this.onerror?.(error));
+      for (const stream of [child.stdin, child.stdout, child.stderr]) {
+        stream?.on("error", (error) => this.onerror?.(error));
+      }
       child.stdout?.on("data", (chunk: Buffer) => this.#read(chunk));
       child.stderr?.on("data", (chunk: Buffer) => {
         this.#stderrTail = (this.#stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
