@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { BudgetExceeded } from "../errors.js";
 import type { Message, Usage } from "../model/types.js";
+import type { RunStore } from "../store/types.js";
 import type { Agent } from "./agent.js";
 import { Approvals } from "./approvals.js";
 import { type Budget, BudgetTracker } from "./budget.js";
 import type { RunContext } from "./context.js";
 import type { EventQueue } from "./event-queue.js";
+import { EventWriter } from "./event-writer.js";
 import type { EventBody, RunEvent } from "./events.js";
 import { addUsage, emptyUsage, type ToolCallRecord } from "./result.js";
 
@@ -23,6 +25,14 @@ export interface RunOptions<Deps = unknown> {
   signal?: AbortSignal;
   /** Use this id instead of a fresh one. */
   runId?: string;
+  /**
+   * Persist the run: every event is appended here before anyone sees it, so the run can be
+   * resumed after a crash (`Runner.resume`), approvals can wait across restarts, and a
+   * `sessionId` continues its conversation.
+   */
+  store?: RunStore;
+  /** How long this process's claim on the run lasts without renewal. Default 30,000. */
+  leaseTtlMs?: number;
 }
 
 export const DEFAULT_MAX_TURNS = 50;
@@ -49,6 +59,8 @@ export class ActiveRun {
   readonly approvals: Approvals;
   agent: Agent<any, any>;
   turn = 0;
+  /** The last text the model said: the output of most stops. */
+  lastText = "";
   /** False under `Runner.run()`: nobody can answer an approval, so "ask" denies at once. */
   hasChannel = true;
   /** Set (to a description of the source) once untrusted output entered the run. */
@@ -66,12 +78,17 @@ export class ActiveRun {
   #callCounter = 0;
   #deadline: NodeJS.Timeout | undefined;
   readonly #queue: EventQueue;
+  /** Stores events (when there is a store) before the reader sees them. Shared with child runs. */
+  readonly writer: EventWriter;
 
   constructor(agent: Agent<any, any>, options: RunOptions<any>, queue: EventQueue, parent?: ParentLink) {
     this.runId = options.runId ?? `run_${randomUUID()}`;
     this.agent = agent;
     this.options = options;
     this.#queue = queue;
+    this.writer =
+      parent?.run.writer ??
+      new EventWriter(queue, options.store, (error) => this.controller.abort(error), options.leaseTtlMs);
     this.parent = parent;
     this.path = parent ? [...parent.run.path, agent.name] : [agent.name];
     this.approvals = parent ? parent.run.approvals : new Approvals();
@@ -150,8 +167,24 @@ export class ActiveRun {
       event.path = this.path;
       event.parentRunId = this.parent.run.runId;
     }
-    this.#queue.push(event);
+    this.writer.write(event);
     return event;
+  }
+
+  /** The store of this run, if it is persisted. */
+  get store(): RunStore | undefined {
+    return this.writer.store;
+  }
+
+  /** Resolves once every event emitted so far is stored; `undefined` (no await needed) without a store. */
+  flushed(): Promise<void> | undefined {
+    return this.writer.flushed();
+  }
+
+  /** Continues a stored run: its seq and call ids go on from the log. */
+  restore(lastSeq: number, callIds: Iterable<string>): void {
+    this.#seq = lastSeq;
+    for (const id of callIds) this.#callIds.add(id);
   }
 
   /** Resolves when the consumer has pulled past `event` (at once when nobody is reading). */

@@ -89,6 +89,9 @@ async function ask(
       enumerable: false,
     },
   });
+  // Stored before anyone waits on it, so a decision can come from another process.
+  const stored = run.flushed();
+  if (stored) await stored;
   const timeoutMs = config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   const timer = setTimeout(
     () => settle({ approved: false, by: "timeout", reason: `nobody decided within ${timeoutMs} ms` }),
@@ -116,7 +119,10 @@ async function ask(
       } else if (answer === "allow") settle({ approved: true, by: "handler" });
       else if (answer === "deny") settle({ approved: false, by: "handler" });
       else if (answer === "ask") {
-        if (!run.hasChannel)
+        // A stored run does not hold a process hostage: it parks, and a decision stored later
+        // (Runner.decide) lets Runner.resume continue it — across any number of restarts.
+        if (run.store) settle({ approved: false, by: "parked", parked: true });
+        else if (!run.hasChannel)
           settle({
             approved: false,
             by: "no_channel",
@@ -125,6 +131,7 @@ async function ask(
       } else settle({ approved: false, by: "error", reason: answer.error });
     }
     const outcome = await decision;
+    if (outcome.parked) return outcome;
     run.emit({
       type: "approval_resolved",
       call,

@@ -9,9 +9,11 @@ export type ApprovalDecider =
   | "timeout"
   | "cancelled"
   | "error" // a throwing predicate or handler, or an unknown answer
-  | "no_channel"; // Runner.run() has nobody to ask
+  | "no_channel" // Runner.run() has nobody to ask
+  | "decide" // Runner.decide() on a stored run
+  | "parked"; // a stored run released from memory until a decision is stored
 
-export type ApprovalOutcome = { approved: boolean; by: ApprovalDecider; reason?: string };
+export type ApprovalOutcome = { approved: boolean; by: ApprovalDecider; reason?: string; parked?: boolean };
 
 /** What an agent's `approvalHandler` may answer. */
 export type ApprovalAnswer = boolean | "allow" | "deny" | "ask";

@@ -130,6 +130,10 @@ async function runOneAttempt(
       }
     }
     run.emit({ type: "tool_call_started", call, attempt });
+    // Write-ahead: a call with no stored `tool_call_started` provably never ran.
+    const stored = run.flushed();
+    if (stored) await stored;
+    if (callSignal.aborted) return { kind: "cancelled" };
     const invoke = composePolicies(tool, args);
     let work = withRunContext(ctx, () => invoke(args, ctx));
     if (release) {

@@ -1,7 +1,14 @@
-import type { Message, ToolCall, Usage } from "../model/types.js";
+import type { ContentBlock, Message, ToolCall, Usage } from "../model/types.js";
 
 /** Why a run stopped without failing. */
-export type StopReason = "completed" | "ends_turn" | "budget" | "cancelled" | "max_turns";
+export type StopReason =
+  | "completed"
+  | "ends_turn"
+  | "budget"
+  | "cancelled"
+  | "max_turns"
+  /** Stored runs only: a call waits for a decision (`Runner.decide`), then `Runner.resume`. */
+  | "awaiting_approval";
 
 /** Fields every event carries. `seq` increases by one per run; `at` is epoch ms. */
 export type EventBase = {
@@ -59,6 +66,8 @@ type Body =
       error?: CallError;
       truncated?: { originalChars: number };
       details?: unknown;
+      /** The tool message's content when it is more than text (images), so a log rebuilds it exactly. */
+      content?: ContentBlock[];
       durationMs: number;
     }
   /** `transcript` is present when the handoff's `inputFilter` rewrote what the target sees. */
@@ -68,6 +77,10 @@ type Body =
   | { type: "warning"; message: string; code?: string }
   | { type: "turn_completed"; turn: number }
   | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }
+  /** A stored run released from memory while calls wait for approval; `Runner.resume` continues it. */
+  | { type: "run_parked"; pending: ToolCall[] }
+  /** A stored run picked up again (after a crash, a restart, or a decision). */
+  | { type: "run_resumed"; fromSeq: number }
   | { type: "run_failed"; name: string; message: string; kind: string };
 
 type WithBase<B> = B extends unknown ? EventBase & B : never;

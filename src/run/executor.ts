@@ -28,6 +28,18 @@ export type TurnExecution = {
   endedBy?: Tool;
   /** A handoff succeeded: the run continues with its target. */
   handoff?: { handoff: Handoff; call: ToolCall };
+  /** A stored run parked on an approval: these calls have no result yet; `results` is incomplete. */
+  parked?: ToolCall[];
+};
+
+/** What a resumed run already knows about a turn it is finishing (from its log). */
+export type PriorTurn = {
+  /** Results already stored, by call id: never run again. */
+  results: Map<string, CallResult>;
+  /** Calls that had started (and may have run) without a stored result. */
+  started: Set<string>;
+  /** Stored approval decisions, by call id. */
+  decisions: Map<string, { approved: boolean; by: string; reason?: string }>;
 };
 
 /**
@@ -41,6 +53,7 @@ export async function executeTurn(
   run: ActiveRun,
   toolset: Toolset,
   requested: RequestedCall[],
+  prior?: PriorTurn,
 ): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
   const running = new Map<number, AbortController>();
@@ -73,6 +86,7 @@ export async function executeTurn(
       ...(record.error && { error: record.error }),
       ...(record.truncated && { truncated: record.truncated }),
       ...(result.details !== undefined && { details: result.details }),
+      ...(typeof result.message.content !== "string" && { content: result.message.content }),
       durationMs,
     });
   };
@@ -161,9 +175,17 @@ export async function executeTurn(
   };
 
   for (const [index, { call, parseError }] of requested.entries()) {
+    const stored = prior?.results.get(call.id);
+    if (stored) {
+      // Completed before a restart: its result stands, and it is never run again.
+      results[index] = stored;
+      continue;
+    }
     skipReason = mustStop();
     if (skipReason) break;
-    const overBudget = run.countToolCall();
+    const resumedStart = prior?.started.has(call.id) ?? false;
+    const decided = prior?.decisions.get(call.id);
+    const overBudget = resumedStart || decided ? undefined : run.countToolCall();
     if (overBudget) {
       execution.stop = { reason: "budget", error: overBudget };
       skipReason = `the run's budget ran out (${overBudget.limit})`;
@@ -194,8 +216,27 @@ export async function executeTurn(
       finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
       continue;
     }
-    const approval = await approveCall(run, tool, call, validation.value);
+    if (resumedStart && !tool.idempotent) {
+      // It may or may not have taken effect: running it again could do it twice.
+      const message = `${call.name} was interrupted by a restart before it finished; it was not run again because it is not marked idempotent`;
+      finish(
+        index,
+        errorResult(call, "interrupted", message, "Check whether it took effect before calling it again."),
+        0,
+      );
+      continue;
+    }
+    // A call that had started was approved then (or needed no approval); a stored decision stands.
+    const approval = resumedStart
+      ? undefined
+      : decided
+        ? { ...decided, by: "decide" as const }
+        : await approveCall(run, tool, call, validation.value);
     if (run.signal.aborted) break;
+    if (approval?.parked) {
+      execution.parked = []; // filled in below, once the calls already running have finished
+      break;
+    }
     if (approval && !approval.approved) {
       finish(index, deniedResult(call, approval), 0);
       continue;
@@ -213,6 +254,13 @@ export async function executeTurn(
     track(start(index, tool, validation.value));
   }
   await waitFor(Promise.all(inFlight));
+  if (execution.parked && !run.signal.aborted) {
+    // Calls still without a result wait for the resumed run; the transcript gets this turn's
+    // tool messages only once every call has one.
+    execution.parked = requested.filter((_, i) => !results[i]).map((r) => r.call);
+    execution.results = results.filter((r): r is CallResult => r !== undefined);
+    return execution;
+  }
 
   if (run.signal.aborted) {
     const reason = run.signal.reason;

@@ -5,12 +5,14 @@ import type {
   Message,
   Model,
   ModelSettings,
+  ToolCall,
   ToolSpec,
 } from "../model/types.js";
+import { StoreError } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import type { StopReason } from "./events.js";
-import { executeTurn, type RequestedCall, type TurnExecution } from "./executor.js";
+import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
@@ -31,7 +33,7 @@ export function inputMessages(input: RunInput): Message[] {
 }
 
 /** Everything that changes when the run switches agents (handoffs). */
-type AgentSetup = {
+export type AgentSetup = {
   model: Model;
   toolset: Toolset;
   system: string | undefined;
@@ -63,34 +65,54 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
     ...(run.parent && { parentCallId: run.parent.callId }),
   });
   run.transcript.push(...messages);
+  return turns(run, await prepareAgent(run, run.agent));
+}
 
-  let setup = await prepareAgent(run, run.agent);
-  let lastText = "";
-  let corrected = false;
+/** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
+export type UnfinishedTurn = { text: string; requested: RequestedCall[]; prior: PriorTurn };
+
+/**
+ * The turns of a run, from wherever it is: a fresh run starts with a model request; a resumed
+ * run may first finish a turn whose calls were under way.
+ */
+export async function turns(
+  run: ActiveRun,
+  firstSetup: AgentSetup,
+  unfinished?: UnfinishedTurn,
+): Promise<RunResult<any>> {
+  const state: LoopState = { setup: firstSetup, corrected: false };
+  if (unfinished) {
+    const outcome = await runCalls(
+      run,
+      state,
+      unfinished.text,
+      unfinished.requested,
+      "tool_calls",
+      unfinished.prior,
+    );
+    if (outcome) return outcome;
+  }
 
   while (true) {
-    if (run.signal.aborted) return stopOnAbort(run, lastText);
+    if (run.signal.aborted) return stopOnAbort(run);
     const overBudget = run.budgetExceeded();
-    if (overBudget) return stop(run, "budget", lastText, overBudget);
-    if (run.turn >= run.maxTurns) return stop(run, "max_turns", lastText);
+    if (overBudget) return stop(run, "budget", run.lastText, overBudget);
+    if (run.turn >= run.maxTurns) return stop(run, "max_turns", run.lastText);
     const ownBudget = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
     if (ownBudget && !ownBudget.turnsLeft()) {
-      return stop(
-        run,
-        "budget",
-        lastText,
-        new BudgetExceeded(
-          run.runId,
-          "maxTurns",
-          `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
-        ),
+      const error = new BudgetExceeded(
+        run.runId,
+        "maxTurns",
+        `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
       );
+      return stop(run, "budget", run.lastText, error);
     }
     deliverInbox(run);
 
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
     run.emit({ type: "turn_started", turn: run.turn });
+    const { setup } = state;
     if (run.turn > 1) await setup.toolset.refresh();
 
     // Its own controller, so that `inject(…, { interrupt: true })` can abort just this request.
@@ -109,7 +131,7 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
       run.signal.removeEventListener("abort", onRunAbort);
     });
     if (!turn) {
-      if (run.signal.aborted) return stopOnAbort(run, lastText);
+      if (run.signal.aborted) return stopOnAbort(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
       run.emit({
         type: "warning",
@@ -127,19 +149,19 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
 
     const requested: RequestedCall[] = turn.calls.map((raw) => toToolCall(run, raw));
     append(run, assistantMessage(turn.text, turn.reasoning, requested, turn.providerData));
-    if (turn.text) lastText = turn.text;
+    if (turn.text) run.lastText = turn.text;
 
     if (requested.length === 0) {
       run.emit({ type: "turn_completed", turn: run.turn });
       if (setup.contract) {
         const checked = await setup.contract.check(turn.text);
         if (!checked.ok) {
-          if (corrected) {
+          if (state.corrected) {
             throw new OutputValidationError(
               `the final output of agent "${run.agent.name}" does not match its outputType:\n${checked.problems.slice(0, 10).join("\n")}`,
             );
           }
-          corrected = true;
+          state.corrected = true;
           const problems = checked.problems
             .slice(0, 10)
             .map((p) => `- ${p}`)
@@ -158,48 +180,82 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
         run.inbox.push(...run.followUps.splice(0));
         continue;
       }
-      return stop(run, "completed", lastText);
+      return stop(run, "completed", run.lastText);
     }
 
     for (const [index, { call }] of requested.entries())
       run.emit({ type: "tool_call_requested", call, index });
-    let results: CallResult[];
-    let execution: TurnExecution | undefined;
-    if (turn.finish === "length") {
-      results = truncatedCalls(run, requested);
-    } else {
-      execution = await executeTurn(run, setup.toolset, requested);
-      results = execution.results;
-    }
-    for (const result of results) {
-      run.records.push(result.record);
-      append(run, result.message);
-    }
-    run.emit({ type: "turn_completed", turn: run.turn });
-
-    if (execution?.stop) {
-      return execution.stop.reason === "budget"
-        ? stop(run, "budget", lastText, execution.stop.error)
-        : stopOnAbort(run, lastText);
-    }
-    if (execution?.endedBy) {
-      const ended = results.find((r) => r.record.ok && r.record.call.name === execution!.endedBy!.name);
-      return stop(run, "ends_turn", turn.text || ended?.record.output || "");
-    }
-    if (execution?.handoff) {
-      const { handoff, call } = execution.handoff;
-      const from = run.agent.name;
-      run.agent = handoff.target;
-      let transcript: Message[] | undefined;
-      if (handoff.inputFilter) {
-        transcript = handoff.inputFilter([...run.transcript]);
-        run.transcript.splice(0, run.transcript.length, ...transcript);
-      }
-      run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
-      setup = await prepareAgent(run, handoff.target);
-      corrected = false;
-    }
+    const outcome = await runCalls(run, state, turn.text, requested, turn.finish);
+    if (outcome) return outcome;
   }
+}
+
+type LoopState = { setup: AgentSetup; corrected: boolean };
+
+/**
+ * Runs a turn's calls and closes the turn: tool messages in request order, then whatever the
+ * calls decided (stop, end the turn, hand off, park). Returns the result when the run stops.
+ */
+async function runCalls(
+  run: ActiveRun,
+  state: LoopState,
+  text: string,
+  requested: RequestedCall[],
+  finish: string,
+  prior?: PriorTurn,
+): Promise<RunResult<any> | undefined> {
+  let results: CallResult[];
+  let execution: TurnExecution | undefined;
+  if (finish === "length") {
+    results = truncatedCalls(run, requested);
+  } else {
+    execution = await executeTurn(run, state.setup.toolset, requested, prior);
+    results = execution.results;
+  }
+  if (execution?.parked) return park(run, execution.parked, results);
+  for (const result of results) {
+    run.records.push(result.record);
+    append(run, result.message);
+  }
+  run.emit({ type: "turn_completed", turn: run.turn });
+
+  if (execution?.stop) {
+    return execution.stop.reason === "budget"
+      ? stop(run, "budget", run.lastText, execution.stop.error)
+      : stopOnAbort(run);
+  }
+  if (execution?.endedBy) {
+    const ended = results.find((r) => r.record.ok && r.record.call.name === execution!.endedBy!.name);
+    return stop(run, "ends_turn", text || ended?.record.output || "");
+  }
+  if (execution?.handoff) {
+    const { handoff, call } = execution.handoff;
+    const from = run.agent.name;
+    run.agent = handoff.target;
+    let transcript: Message[] | undefined;
+    if (handoff.inputFilter) {
+      transcript = handoff.inputFilter([...run.transcript]);
+      run.transcript.splice(0, run.transcript.length, ...transcript);
+    }
+    run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
+    state.setup = await prepareAgent(run, handoff.target);
+    state.corrected = false;
+  }
+  return undefined;
+}
+
+/** A stored run waiting for approval leaves memory: its log says where to pick it up. */
+function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunResult<any> {
+  run.emit({ type: "run_parked", pending });
+  return {
+    runId: run.runId,
+    output: run.lastText,
+    messages: run.transcript,
+    toolCalls: [...run.records, ...finished.map((r) => r.record)],
+    usage: { ...run.usage },
+    stopReason: "awaiting_approval",
+    lastAgent: run.agent,
+  };
 }
 
 /** A turn cut off by the output-token limit: running calls with truncated arguments is unsafe. */
@@ -228,7 +284,7 @@ function deliverInbox(run: ActiveRun): void {
   for (const message of run.inbox.splice(0)) append(run, message);
 }
 
-async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
+export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
   const model = await resolveModel(agent.config.model, agent.name);
   const handoffs = handoffTools(agent);
   const tools =
@@ -307,8 +363,10 @@ function append(run: ActiveRun, message: Message): void {
   run.emit({ type: "message", message });
 }
 
-function stopOnAbort(run: ActiveRun, output: unknown): RunResult<any> {
+function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
   const reason = run.signal.reason;
+  // The store failed: the run cannot go on without losing its log.
+  if (reason instanceof StoreError) throw reason;
   if (reason instanceof BudgetExceeded && run.owns(reason)) return stop(run, "budget", output, reason);
   return stop(run, "cancelled", output);
 }

@@ -1,6 +1,25 @@
-import type { Message, ToolCall, Usage } from "../model/types.js";
+import type { AssistantMessage, ContentBlock, Message, ToolCall, Usage } from "../model/types.js";
 import type { RunEvent, StopReason } from "./events.js";
 import { addUsage, emptyUsage, type ToolCallRecord } from "./result.js";
+
+/** A finished call as its log records it, with the tool message content when it had images. */
+export type LoggedResult = { record: ToolCallRecord; content?: ContentBlock[]; details?: unknown };
+
+/** The turn a log ends in, when it ends before that turn completed (a crash, a park). */
+export type OpenTurn = {
+  turn: number;
+  /** The model's message of the turn, once it was complete. */
+  assistant?: AssistantMessage;
+  /** The calls it requested, in request order. */
+  calls: ToolCall[];
+  completed: Map<string, LoggedResult>;
+  /** Calls whose `tool_call_started` was stored: they may have run. */
+  started: Set<string>;
+  /** Approval decisions stored for calls of this turn. */
+  decisions: Map<string, { approved: boolean; by: string; reason?: string }>;
+  /** Calls whose approval was asked and not decided. */
+  asked: Set<string>;
+};
 
 /** A run as its event log describes it. */
 export type RunState = {
@@ -15,13 +34,21 @@ export type RunState = {
   usage: Usage;
   turn: number;
   status: "running" | "completed" | "failed";
+  /** True when the log ends with the run parked, waiting for approval decisions. */
+  parked: boolean;
   stopReason?: StopReason;
   output?: unknown;
   error?: { name: string; message: string; kind: string };
   /** Why the run counts as tainted (untrusted output entered it), if it does. */
   tainted?: string;
+  /** The turn the log ends in, if it had not completed. */
+  openTurn?: OpenTurn;
+  /** Every call id the run has used. */
+  callIds: string[];
   /** The highest `seq` seen: a resumed run continues after it. */
   lastSeq: number;
+  /** When the run started (epoch ms). */
+  startedAt?: number;
 };
 
 /**
@@ -42,42 +69,75 @@ export function replay(events: Iterable<RunEvent>): RunState {
     usage: emptyUsage(),
     turn: 0,
     status: "running",
+    parked: false,
+    callIds: [],
     lastSeq: 0,
   };
-  const requested: ToolCall[] = [];
-  const completed = new Map<string, ToolCallRecord>();
-  const flush = () => {
-    for (const call of requested) {
-      const record = completed.get(call.id);
-      if (record) state.toolCalls.push(record);
+  let open: OpenTurn | undefined;
+  const closeTurn = () => {
+    if (!open) return;
+    for (const call of open.calls) {
+      const done = open.completed.get(call.id);
+      if (done) state.toolCalls.push(done.record);
     }
-    requested.length = 0;
-    completed.clear();
+    open = undefined;
   };
   for (const event of events) {
     state.runId ??= event.runId;
     if (event.runId !== state.runId) continue; // a child run's event
     state.lastSeq = Math.max(state.lastSeq, event.seq);
     state.agent = event.agent;
+    if (event.type !== "run_parked") state.parked = false;
     switch (event.type) {
       case "run_started":
         state.messages.push(...event.input);
+        state.startedAt = event.at;
         break;
       case "turn_started":
-        flush();
+        closeTurn();
         state.turn = event.turn;
+        open = {
+          turn: event.turn,
+          calls: [],
+          completed: new Map(),
+          started: new Set(),
+          decisions: new Map(),
+          asked: new Set(),
+        };
+        break;
+      case "turn_completed":
+        closeTurn();
         break;
       case "message":
         state.messages.push(event.message);
+        if (open && event.message.role === "assistant") open.assistant = event.message;
         break;
       case "tool_call_requested":
-        requested.push(event.call);
+        open?.calls.push(event.call);
+        state.callIds.push(event.call.id);
+        break;
+      case "tool_call_started":
+        open?.started.add(event.call.id);
+        break;
+      case "approval_required":
+        open?.asked.add(event.call.id);
+        break;
+      case "approval_resolved":
+        open?.decisions.set(event.call.id, {
+          approved: event.decision === "approved",
+          by: event.by,
+          ...(event.reason !== undefined && { reason: event.reason }),
+        });
         break;
       case "tool_call_completed": {
         const record: ToolCallRecord = { call: event.call, ok: event.ok, output: event.output };
         if (event.truncated) record.truncated = event.truncated;
         if (event.error) record.error = event.error;
-        completed.set(event.call.id, record);
+        open?.completed.set(event.call.id, {
+          record,
+          ...(event.content && { content: event.content }),
+          ...(event.details !== undefined && { details: event.details }),
+        });
         break;
       }
       case "usage":
@@ -88,6 +148,9 @@ export function replay(events: Iterable<RunEvent>): RunState {
         break;
       case "run_tainted":
         state.tainted = event.source;
+        break;
+      case "run_parked":
+        state.parked = true;
         break;
       case "run_completed":
         state.status = "completed";
@@ -100,7 +163,14 @@ export function replay(events: Iterable<RunEvent>): RunState {
         break;
     }
   }
-  state.pendingCalls = requested.filter((call) => !completed.has(call.id));
-  flush();
+  if (open) {
+    state.pendingCalls = open.calls.filter((call) => !open!.completed.has(call.id));
+    state.openTurn = open;
+    // Report the open turn's finished calls too, so toolCalls lists everything that ran.
+    for (const call of open.calls) {
+      const done = open.completed.get(call.id);
+      if (done) state.toolCalls.push(done.record);
+    }
+  }
   return state;
 }
