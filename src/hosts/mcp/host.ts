@@ -16,7 +16,13 @@ const MAX_LIST_PAGES = 100;
 type CurrentListing = Listing & { session: Session; generation: number };
 
 /**
- * A `ToolHost` over one MCP server. Made by `mcpServer()`; see there.
+ * A `ToolHost` over one MCP server, made by `mcpServer()` (see there). Besides the `ToolHost`
+ * methods it has `close()`, `name` and, for a stdio server, the `pid` of its process.
+ *
+ * @example
+ * const memory: McpToolHost = mcpServer({ command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"] });
+ * console.log((await memory.listTools()).map((t) => t.name), memory.pid);
+ * await memory.close();
  */
 export class McpToolHost implements ToolHost {
   readonly #options: McpServerOptions;
