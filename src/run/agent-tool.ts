@@ -7,6 +7,7 @@ import { DEFAULT_MAX_TURNS } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import { runOf } from "./attempts.js";
 import type { Budget } from "./budget.js";
+import { LEASE_OWNER } from "./event-writer.js";
 import { markTainted } from "./executor.js";
 import { runLoop } from "./loop.js";
 
@@ -60,7 +61,17 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
         },
         ctx.toolCallId,
       );
-      const result = await runLoop(child, input);
+      let result: Awaited<ReturnType<typeof runLoop>>;
+      if (child.store) await child.writer.acquire(child.runId, LEASE_OWNER);
+      try {
+        result = await runLoop(child, input);
+      } catch (error) {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        child.emit({ type: "run_failed", name: failure.name, message: failure.message, kind: "internal" });
+        throw error;
+      } finally {
+        if (child.store) await child.writer.release(child.runId);
+      }
       if (child.tainted) markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
       switch (result.stopReason) {
         case "completed":

@@ -1,10 +1,14 @@
 import { ProviderError, UserError } from "../errors.js";
+import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { ActiveRun, type RunOptions } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import { EventQueue } from "./event-queue.js";
+import { LEASE_OWNER } from "./event-writer.js";
+import type { RunEvent } from "./events.js";
 import { RunHandle } from "./handle.js";
-import { type RunInput, runLoop } from "./loop.js";
+import { inputMessages, type RunInput, runLoop } from "./loop.js";
 import type { RunResult } from "./result.js";
+import { loadRun, loadSession, resumeLoop, storedResult } from "./resume.js";
 
 /**
  * Starts runs. `stream()` returns a handle at once; `run()` is `stream()` drained.
@@ -18,23 +22,14 @@ export const Runner = {
    * Runs an agent to the end and returns its result. Rejects on `UserError`, on a
    * `ProviderError` after retries, or an internal fault; every other stop resolves.
    * Nobody can answer an approval here: calls that would ask are denied unless the agent's
-   * `approvalHandler` decides them.
+   * `approvalHandler` decides them (or, with a store, the run parks until `Runner.decide`).
    */
   async run<Deps, Output>(
     agent: Agent<Deps, Output>,
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): Promise<RunResult<Output>> {
-    const handle = startRun(agent, input, options, false);
-    const events = handle[Symbol.asyncIterator]();
-    try {
-      while (!(await events.next()).done) {
-        // Drained as they come: nothing is buffered.
-      }
-    } catch {
-      // The same error rejects result() below.
-    }
-    return handle.result();
+    return drain(start(agent, options, false, (run) => fresh(run, input)));
   },
 
   /**
@@ -46,34 +41,107 @@ export const Runner = {
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): RunHandle<Output> {
-    return startRun(agent, input, options, true);
+    return start(agent, options, true, (run) => fresh(run, input));
+  },
+
+  /**
+   * Continues a stored run — after a crash, a restart, or an approval decided with
+   * `Runner.decide` — from its event log. The handle emits only new events (seq continues). A
+   * run that had already finished resolves with its stored result and emits nothing.
+   *
+   * @example
+   * const handle = Runner.resume(agent, runId, { store });
+   * const result = await handle.result();
+   */
+  resume<Deps, Output>(
+    agent: Agent<Deps, Output>,
+    runId: string,
+    options: RunOptions<Deps> & { store: RunStore },
+  ): RunHandle<Output> {
+    if (!options.store) throw new UserError("Runner.resume needs the run's { store }");
+    return start(agent, { ...options, runId }, true, async (run) => {
+      const state = await loadRun(options.store, runId);
+      if (state.status !== "running") return { finished: storedResult(state, agent) };
+      return resumeLoop(run, state);
+    });
+  },
+
+  /**
+   * Stores an approval decision for a parked run, from any process. Then `Runner.resume`
+   * continues the run with it. A call that is not waiting for approval is a `UserError`.
+   *
+   * @example
+   * await Runner.decide(store, runId, callId, { approved: false, reason: "over the limit" });
+   */
+  async decide(
+    store: RunStore,
+    runId: string,
+    callId: string,
+    decision: boolean | { approved: boolean; reason?: string },
+  ): Promise<void> {
+    const { approved, reason } =
+      typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
+    const lease = await store.acquireLease(runId, LEASE_OWNER, 10_000);
+    try {
+      const state = await loadRun(store, runId);
+      const open = state.openTurn;
+      const call = open?.calls.find((c) => c.id === callId);
+      if (
+        !open ||
+        !call ||
+        !open.asked.has(callId) ||
+        open.decisions.has(callId) ||
+        open.completed.has(callId)
+      ) {
+        throw new UserError(`run ${runId} has no call ${callId} waiting for approval`);
+      }
+      const event = {
+        type: "approval_resolved",
+        call,
+        decision: approved ? "approved" : "denied",
+        by: "decide",
+        ...(reason !== undefined && { reason }),
+        runId,
+        seq: state.lastSeq + 1,
+        at: Date.now(),
+        agent: state.agent ?? "",
+      } as RunEvent;
+      await store.append(lease, [event]);
+    } finally {
+      await store.releaseLease(lease).catch(() => {});
+    }
   },
 };
 
-function startRun<Deps, Output>(
+type Body = (run: ActiveRun) => Promise<RunResult<any> | { finished: RunResult<any> }>;
+
+/** A fresh run: with a store and a known session, its conversation continues from the store. */
+async function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+  const { store, sessionId } = run.options;
+  if (store && sessionId !== undefined && !Array.isArray(input) && !run.parent) {
+    const history = await loadSession(store, sessionId);
+    if (history.length) return runLoop(run, [...history, ...inputMessages(input)]);
+  }
+  return runLoop(run, input);
+}
+
+function start<Deps, Output>(
   agent: Agent<Deps, Output>,
-  input: RunInput,
   options: RunOptions<Deps>,
   hasChannel: boolean,
+  body: Body,
 ): RunHandle<Output> {
   const queue = new EventQueue();
   const run = new ActiveRun(agent, options, queue);
   run.hasChannel = hasChannel;
   const result = new Promise<RunResult<Output>>((resolve, reject) => {
     setImmediate(() => {
-      runLoop(run, input).then(
+      drive(run, body).then(
         (value) => {
           queue.end();
           resolve(value as RunResult<Output>);
         },
-        (error: unknown) => {
-          const failure = error instanceof Error ? error : new Error(String(error));
-          run.emit({
-            type: "run_failed",
-            name: failure.name,
-            message: failure.message,
-            kind: failureKind(failure),
-          });
+        (failure: Error) => {
           queue.end(failure, true);
           reject(failure);
         },
@@ -83,9 +151,47 @@ function startRun<Deps, Output>(
   return new RunHandle<Output>(run, queue, result);
 }
 
+/** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
+async function drive(run: ActiveRun, body: Body): Promise<RunResult<any>> {
+  let leased = false;
+  try {
+    if (run.store) {
+      await run.writer.acquire(run.runId, LEASE_OWNER);
+      leased = true;
+    }
+    const outcome = await body(run);
+    return "finished" in outcome ? outcome.finished : outcome;
+  } catch (error) {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    run.emit({
+      type: "run_failed",
+      name: failure.name,
+      message: failure.message,
+      kind: failureKind(failure),
+    });
+    throw failure;
+  } finally {
+    if (leased) await run.writer.release(run.runId);
+  }
+}
+
+async function drain<Output>(handle: RunHandle<Output>): Promise<RunResult<Output>> {
+  const events = handle[Symbol.asyncIterator]();
+  try {
+    while (!(await events.next()).done) {
+      // Drained as they come: nothing is buffered.
+    }
+  } catch {
+    // The same error rejects result() below.
+  }
+  return handle.result();
+}
+
 function failureKind(error: Error): string {
   if (error instanceof UserError) return "user_error";
   if (error instanceof ProviderError) return "provider_error";
+  if (error instanceof LeaseConflict) return "lease_conflict";
+  if (error instanceof StoreError) return "store_error";
   if (error.name === "OutputValidationError") return "output_invalid";
   return "internal";
 }

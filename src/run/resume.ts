@@ -1,0 +1,130 @@
+import { UserError } from "../errors.js";
+import type { Message } from "../model/types.js";
+import type { RunStore } from "../store/types.js";
+import type { ActiveRun } from "./active-run.js";
+import type { Agent } from "./agent.js";
+import type { PriorTurn, RequestedCall } from "./executor.js";
+import { Handoff } from "./handoff.js";
+import { prepareAgent, turns } from "./loop.js";
+import { type RunState, replay } from "./replay.js";
+import type { RunResult } from "./result.js";
+import type { CallResult } from "./tool-result.js";
+
+/** Reads a stored run and rebuilds its state; a run the store does not know is a `UserError`. */
+export async function loadRun(store: RunStore, runId: string): Promise<RunState> {
+  const events = await store.read(runId);
+  if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
+  return replay(events);
+}
+
+/** The result a finished stored run ended with, rebuilt from its log. */
+export function storedResult(state: RunState, agent: Agent<any, any>): RunResult<any> {
+  if (state.status === "failed") {
+    const error = new Error(state.error?.message ?? "the run failed");
+    error.name = state.error?.name ?? "Error";
+    throw error;
+  }
+  return {
+    runId: state.runId!,
+    output: state.output ?? "",
+    messages: state.messages,
+    toolCalls: state.toolCalls,
+    usage: state.usage,
+    stopReason: state.stopReason ?? "completed",
+    lastAgent: findAgent(agent, state.agent) ?? agent,
+  };
+}
+
+/**
+ * Continues a stored run in `run` (a fresh ActiveRun with the same id): restores its transcript,
+ * records, usage, turn and seq from the log, finishes the turn it stopped in — completed calls
+ * are never run again; a call that had started re-runs only if its tool is idempotent, else it
+ * gets an `interrupted` result; stored approval decisions stand; undecided ones are asked again
+ * — and then goes on like any run.
+ */
+export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunResult<any>> {
+  const speaker = findAgent(run.agent, state.agent);
+  if (!speaker) {
+    throw new UserError(
+      `run ${run.runId} was last driven by agent "${state.agent}", which is neither "${run.agent.name}" nor reachable through its handoffs`,
+    );
+  }
+  run.agent = speaker;
+  run.restore(state.lastSeq, state.callIds);
+  run.transcript.push(...state.messages);
+  Object.assign(run.usage, state.usage);
+  if (state.tainted) run.tainted = state.tainted;
+  const open = state.openTurn;
+  const openIds = new Set(open?.calls.map((c) => c.id) ?? []);
+  run.records.push(...state.toolCalls.filter((r) => !openIds.has(r.call.id)));
+  run.turn = state.turn;
+  const lastText = [...state.messages]
+    .reverse()
+    .find((m) => m.role === "assistant" && typeof m.content === "string" && m.content);
+  if (lastText && typeof lastText.content === "string") run.lastText = lastText.content;
+  const own = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+  if (own) {
+    own.turns = state.turn;
+    own.toolCalls = state.toolCalls.length + (open ? open.started.size + open.decisions.size : 0);
+  }
+  run.emit({ type: "run_resumed", fromSeq: state.lastSeq });
+
+  const setup = await prepareAgent(run, run.agent);
+  if (!open) return turns(run, setup);
+  if (!open.assistant) {
+    // The model turn itself was cut off: ask again, under the same turn number.
+    run.turn = open.turn - 1;
+    return turns(run, setup);
+  }
+  const prior: PriorTurn = { results: new Map(), started: open.started, decisions: open.decisions };
+  for (const [id, logged] of open.completed) {
+    const { record } = logged;
+    const result: CallResult = {
+      record,
+      message: {
+        role: "tool",
+        toolCallId: record.call.id,
+        name: record.call.name,
+        content: logged.content ?? record.output,
+        isError: !record.ok,
+        ...(logged.details !== undefined && { details: logged.details }),
+      },
+    };
+    prior.results.set(id, result);
+  }
+  const requested: RequestedCall[] = open.calls.map((call) =>
+    call.rawArgs !== undefined ? { call, parseError: "the arguments were not valid JSON" } : { call },
+  );
+  const text = typeof open.assistant.content === "string" ? open.assistant.content : "";
+  return turns(run, setup, { text, requested, prior });
+}
+
+/** The agent named `name`: `root` or one reachable through handoffs. */
+function findAgent(root: Agent<any, any>, name: string | undefined): Agent<any, any> | undefined {
+  if (name === undefined) return root;
+  const seen = new Set<Agent<any, any>>();
+  const queue = [root];
+  while (queue.length) {
+    const agent = queue.shift()!;
+    if (seen.has(agent)) continue;
+    seen.add(agent);
+    if (agent.name === name) return agent;
+    for (const h of agent.config.handoffs ?? []) queue.push(h instanceof Handoff ? h.target : h);
+  }
+  return undefined;
+}
+
+/**
+ * The conversation so far of a session: the transcript of its latest stored run.
+ *
+ * @example
+ * const history = await loadSession(store, "chat-42");
+ */
+export async function loadSession(store: RunStore, sessionId: string): Promise<Message[]> {
+  const runs = await store.listRuns({ sessionId });
+  for (const summary of [...runs].reverse()) {
+    const state = replay(await store.read(summary.runId));
+    if (state.messages.length) return state.messages;
+  }
+  return [];
+}
