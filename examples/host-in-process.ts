@@ -5,10 +5,8 @@
  *   npx tsx examples/host-in-process.ts
  */
 
-import { Agent, Runner, ScriptedModel, tool } from "quiver";
+import { Agent, InProcessToolHost, Runner, ScriptedModel, tool } from "quiver";
 import { z } from "zod";
-// Until "quiver" re-exports it (src/index.ts), the host is imported from its module.
-import { InProcessToolHost } from "../src/hosts/in-process.js";
 
 const orders = new Map([["A123", { status: "shipped", total: 42 }]]);
 const host = new InProcessToolHost();

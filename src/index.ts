@@ -9,6 +9,7 @@ export {
   type ToolErrorKind,
   UserError,
 } from "./errors.js";
+export { InProcessToolHost } from "./hosts/in-process.js";
 export { type HostedTool, isToolHost, type ToolHost, type ToolHostChange } from "./hosts/tool-host.js";
 export { ScriptedModel, type ScriptedTurn } from "./model/scripted.js";
 export type {

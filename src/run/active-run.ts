@@ -77,6 +77,7 @@ export class ActiveRun {
   #callIds = new Set<string>();
   #callCounter = 0;
   #deadline: NodeJS.Timeout | undefined;
+  readonly #closers: Array<() => void> = [];
   readonly #queue: EventQueue;
   /** Stores events (when there is a store) before the reader sees them. Shared with child runs. */
   readonly writer: EventWriter;
@@ -197,9 +198,15 @@ export class ActiveRun {
     return new ActiveRun(agent, options, this.#queue, { run: this, callId });
   }
 
-  /** Releases timers; called once the run has stopped. */
+  /** Runs `fn` when the run stops (host watches, timers). */
+  onClose(fn: () => void): void {
+    this.#closers.push(fn);
+  }
+
+  /** Releases timers and watches; called once the run has stopped. */
   close(): void {
     clearTimeout(this.#deadline);
+    for (const fn of this.#closers.splice(0)) fn();
   }
 
   /** The provider's id when it is new to this run, else a fresh one (the original kept as `providerCallId`). */

@@ -294,6 +294,7 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
         ? agent.config.tools
         : [agent.config.tools];
   const toolset = new Toolset([...tools, ...handoffs], run.signal);
+  run.onClose(() => toolset.close());
   await toolset.refresh();
   for (const tool of toolset.tools) {
     if (tool.strictWarning)

@@ -40,13 +40,16 @@ type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean
 export class Toolset {
   readonly #sources: Array<Tool | ToolHost>;
   readonly #hosts = new Map<ToolHost, HostEntry>();
-  readonly #signal: AbortSignal;
+  /** Ends host watches when the run ends (not only when it is cancelled). */
+  readonly #lifetime = new AbortController();
+  readonly #signal = this.#lifetime.signal;
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
   constructor(tools: AgentTools | undefined, signal: AbortSignal) {
     this.#sources = tools === undefined ? [] : Array.isArray(tools) ? tools : [tools];
-    this.#signal = signal;
+    if (signal.aborted) this.#lifetime.abort(signal.reason);
+    else signal.addEventListener("abort", () => this.#lifetime.abort(signal.reason), { once: true });
     for (const source of this.#sources) {
       if (!(source instanceof Tool) && !isToolHost(source)) {
         throw new UserError(
@@ -87,7 +90,8 @@ export class Toolset {
     let entry = this.#hosts.get(host);
     if (entry?.watching && !entry.dirty) return false;
     const listed = await host.listTools(this.#signal);
-    const key = JSON.stringify(listed.map((t) => (t instanceof Tool ? t.name : t)));
+    // A Tool is keyed by identity: one replaced under the same name must not stay cached.
+    const key = JSON.stringify(listed.map((t) => (t instanceof Tool ? `tool#${identity(t)}` : t)));
     if (entry && entry.key === key) {
       entry.dirty = false;
       return false;
@@ -117,6 +121,11 @@ export class Toolset {
     return true;
   }
 
+  /** Stops watching hosts: the run that used this toolset is over. */
+  close(): void {
+    this.#lifetime.abort(new Error("the run ended"));
+  }
+
   get(name: string): Tool | undefined {
     return this.#byName.get(name);
   }
@@ -135,4 +144,15 @@ function describe(value: unknown): string {
   if (typeof value === "function")
     return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
   return typeof value;
+}
+
+const identities = new WeakMap<Tool, number>();
+let nextIdentity = 0;
+function identity(tool: Tool): number {
+  let id = identities.get(tool);
+  if (id === undefined) {
+    id = ++nextIdentity;
+    identities.set(tool, id);
+  }
+  return id;
 }

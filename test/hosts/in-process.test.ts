@@ -1,5 +1,6 @@
 import {
   Agent,
+  InProcessToolHost,
   InvalidToolArguments,
   type RunContext,
   type RunEvent,
@@ -11,7 +12,6 @@ import {
 } from "quiver";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { InProcessToolHost } from "../../src/hosts/in-process.js";
 
 const makeEcho = (name: string, prefix = "") =>
   tool({
@@ -190,5 +190,62 @@ describe("InProcessToolHost in a run", () => {
     await expect(
       Runner.run(new Agent({ name: "a", model, tools: [makeEcho("echo"), host] }), "go"),
     ).rejects.toThrow(UserError);
+  });
+});
+
+describe("a tool replaced under the same name", () => {
+  it("is picked up from the next model request, not served from a stale listing", async () => {
+    const host = new InProcessToolHost([makeEcho("greet", "v1:")]);
+    const swap = tool({
+      name: "upgrade",
+      description: "Swap greet for v2.",
+      parameters: z.object({}),
+      parallel: false,
+      execute: async () => {
+        host.unregister("greet");
+        host.register(makeEcho("greet", "v2:"));
+        return "upgraded";
+      },
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: "greet", args: { text: "a" } },
+          { name: "upgrade", args: {} },
+        ],
+      },
+      { toolCalls: [{ name: "greet", args: { text: "b" } }] },
+      { text: "done" },
+    ]);
+    const result = await Runner.run(new Agent({ name: "a", model, tools: [host, swap] }), "go");
+    expect(result.toolCalls.map((r) => r.output)).toEqual(["v1:a", "upgraded", "v2:b"]);
+  });
+});
+
+describe("host watches", () => {
+  it("end when the run ends, not only when it is cancelled", async () => {
+    let live = 0;
+    const inner = new InProcessToolHost([makeEcho("echo")]);
+    const host = {
+      listTools: (signal?: AbortSignal) => inner.listTools(signal),
+      call: (name: string, args: unknown, ctx: Parameters<typeof inner.call>[2]) =>
+        inner.call(name, args, ctx),
+      async *watch(signal?: AbortSignal) {
+        live++;
+        try {
+          yield* inner.watch(signal);
+        } finally {
+          live--;
+        }
+      },
+    };
+    for (let i = 0; i < 3; i++) {
+      await Runner.run(
+        new Agent({ name: "a", model: new ScriptedModel([{ text: "hi" }]), tools: host }),
+        "go",
+      );
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    expect(live).toBe(0);
   });
 });
