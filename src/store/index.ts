@@ -1,0 +1,21 @@
+/**
+ * `quiver/store`: where runs are kept. Importing it loads no database driver; `SqliteStore`
+ * loads better-sqlite3 and `PostgresStore` loads pg when one is constructed.
+ */
+export { MemoryStore } from "./memory-store.js";
+export {
+  type PostgresClient,
+  type PostgresPool,
+  PostgresStore,
+  type PostgresStoreOptions,
+} from "./postgres-store.js";
+export { SqliteStore, type SqliteStoreOptions } from "./sqlite-store.js";
+export {
+  EVENT_SCHEMA_VERSION,
+  type Lease,
+  LeaseConflict,
+  type RunStore,
+  type RunSummary,
+  type SessionSummary,
+  StoreError,
+} from "./types.js";

@@ -1,0 +1,257 @@
+/**
+ * The rules every store enforces, written once: how events are encoded and decoded, how
+ * `seq` must continue a log, who may write (leases), and how a run's summary follows from
+ * its events. The stores only differ in where rows live and how they lock.
+ */
+import type { RunEvent } from "../run/events.js";
+import { EVENT_SCHEMA_VERSION, type Lease, LeaseConflict, type RunSummary, StoreError } from "./types.js";
+
+/** One event as a store keeps it: its `seq`, the format version it was written in, and its JSON text. */
+export type StoredEvent = { seq: number; version: number; body: string };
+
+export function checkRunId(runId: unknown): asserts runId is string {
+  if (typeof runId !== "string" || runId === "") {
+    throw new StoreError(`a run id must be a non-empty string (got ${JSON.stringify(runId)})`);
+  }
+}
+
+export function checkArtifact(runId: string, key: unknown, text: unknown): void {
+  checkRunId(runId);
+  if (typeof key !== "string" || key === "") {
+    throw new StoreError(`run ${runId}: an artifact key must be a non-empty string`, { runId });
+  }
+  if (typeof text !== "string") {
+    throw new StoreError(`run ${runId}: artifact ${key} must be a string (got ${typeof text})`, { runId });
+  }
+}
+
+/** `read`'s `afterSeq`: absent means from the start; otherwise a whole number of at least 0. */
+export function checkAfterSeq(runId: string, afterSeq: unknown): number {
+  checkRunId(runId);
+  if (afterSeq === undefined) return 0;
+  if (typeof afterSeq !== "number" || !Number.isSafeInteger(afterSeq) || afterSeq < 0) {
+    throw new StoreError(
+      `run ${runId}: afterSeq must be a whole number of at least 0 (got ${String(afterSeq)})`,
+      {
+        runId,
+      },
+    );
+  }
+  return afterSeq;
+}
+
+export function checkLeaseRequest(runId: string, owner: unknown, ttlMs: unknown): void {
+  checkRunId(runId);
+  if (typeof owner !== "string" || owner === "") {
+    throw new StoreError(`run ${runId}: a lease owner must be a non-empty string, unique to its process`, {
+      runId,
+    });
+  }
+  if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new StoreError(`run ${runId}: a lease needs a positive ttlMs (got ${String(ttlMs)})`, { runId });
+  }
+}
+
+/**
+ * Checks that `stored` (the lease the store holds for the run, if any) lets `owner` take it at
+ * `now`: free, expired (its process died), or already `owner`'s. A live lease of another owner
+ * is a `LeaseConflict`.
+ */
+export function checkLeaseFree(runId: string, owner: string, stored: Lease | undefined, now: number): void {
+  if (stored !== undefined && stored.owner !== owner && stored.expiresAt > now) {
+    throw new LeaseConflict(runId, stored.owner, stored.expiresAt);
+  }
+}
+
+/**
+ * Checks that `lease` is still the run's current, unexpired lease, as writing and renewing
+ * need. An expired lease is refused even when nobody took it over: the holder was stalled past
+ * its ttl, so it must acquire again (and re-read the log) rather than assume nothing happened.
+ */
+export function checkLeaseHeld(lease: Lease, stored: Lease | undefined, now: number): void {
+  const { runId, owner } = lease;
+  if (stored === undefined) {
+    throw new StoreError(
+      `run ${runId}: ${owner} does not hold the run's lease (no lease is held); acquire it with acquireLease before writing`,
+      { runId },
+    );
+  }
+  if (stored.owner !== owner) {
+    if (stored.expiresAt > now) throw new LeaseConflict(runId, stored.owner, stored.expiresAt);
+    throw new StoreError(
+      `run ${runId}: the lease of ${owner} was taken over by ${stored.owner}; acquire it again and re-read the log before writing`,
+      { runId },
+    );
+  }
+  if (stored.expiresAt <= now) {
+    throw new StoreError(
+      `run ${runId}: the lease of ${owner} expired at ${new Date(stored.expiresAt).toISOString()}; ` +
+        "acquire it again (and renew it more often than its ttl) before writing",
+      { runId },
+    );
+  }
+}
+
+/**
+ * Checks that `events` belong to the run and continue its log (which ends at `lastSeq`; the
+ * first event of a run is seq 1) with no gap or repeat, and encodes them. Raw tool results
+ * (`tool_call_completed.result`) are dropped here: they are for live observers only, and the
+ * store is the last place that can make sure they are never persisted.
+ */
+export function encodeEvents(runId: string, lastSeq: number, events: readonly RunEvent[]): StoredEvent[] {
+  const rows: StoredEvent[] = [];
+  let expected = lastSeq + 1;
+  for (const event of events) {
+    if (event.runId !== runId) {
+      throw new StoreError(
+        `cannot append an event of run ${event.runId} (seq ${event.seq}) to run ${runId}`,
+        {
+          runId,
+        },
+      );
+    }
+    if (event.seq !== expected) {
+      const problem =
+        typeof event.seq === "number" && event.seq < expected
+          ? `repeats seq ${event.seq}`
+          : `would leave a gap (seq ${String(event.seq)})`;
+      throw new StoreError(
+        `run ${runId}: an appended event ${problem}; the log ends at seq ${expected - 1}, so the next event must be seq ${expected}`,
+        { runId },
+      );
+    }
+    rows.push({ seq: event.seq, version: EVENT_SCHEMA_VERSION, body: encodeEvent(runId, event) });
+    expected++;
+  }
+  return rows;
+}
+
+function encodeEvent(runId: string, event: RunEvent): string {
+  const persisted =
+    event.type === "tool_call_completed" && "result" in event ? { ...event, result: undefined } : event;
+  try {
+    return JSON.stringify(persisted);
+  } catch (cause) {
+    throw new StoreError(
+      `run ${runId}: event seq ${event.seq} (${event.type}) cannot be stored as JSON: ${(cause as Error).message}`,
+      { runId, cause },
+    );
+  }
+}
+
+/**
+ * Decodes the rows a read returned. They must be exactly seq `afterSeq + 1` … `lastSeq` (the
+ * end of the log as the run's summary records it): a missing row, a row of another schema
+ * version or a row that is not an event of this run is a `StoreError` naming the run and seq,
+ * never skipped, because a resumed run built on a partial log could repeat side effects.
+ */
+export function decodeEvents(
+  runId: string,
+  afterSeq: number,
+  lastSeq: number,
+  rows: readonly StoredEvent[],
+): RunEvent[] {
+  const events: RunEvent[] = [];
+  let expected = afterSeq + 1;
+  for (const row of rows) {
+    if (row.seq !== expected) throw missingEvent(runId, expected);
+    events.push(decodeEvent(runId, row));
+    expected++;
+  }
+  if (expected <= lastSeq) throw missingEvent(runId, expected);
+  return events;
+}
+
+function missingEvent(runId: string, seq: number): StoreError {
+  return new StoreError(
+    `run ${runId}: event seq ${seq} is missing from the store; the run's log is damaged`,
+    {
+      runId,
+    },
+  );
+}
+
+function decodeEvent(runId: string, row: StoredEvent): RunEvent {
+  if (row.version !== EVENT_SCHEMA_VERSION) {
+    throw new StoreError(
+      `run ${runId}: event seq ${row.seq} is stored in event schema version ${row.version}, but this Quiver reads ` +
+        `version ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,
+      { runId },
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(row.body);
+  } catch (cause) {
+    throw new StoreError(
+      `run ${runId}: event seq ${row.seq} is damaged and cannot be decoded: ${(cause as Error).message}`,
+      { runId, cause },
+    );
+  }
+  const problem = eventShapeProblem(value, runId, row.seq);
+  if (problem !== undefined) {
+    throw new StoreError(`run ${runId}: event seq ${row.seq} is damaged: ${problem}`, { runId });
+  }
+  return value as RunEvent;
+}
+
+function eventShapeProblem(value: unknown, runId: string, seq: number): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "it is not an event object";
+  const event = value as Record<string, unknown>;
+  if (typeof event.type !== "string") return "it has no type";
+  if (event.runId !== runId) return `it belongs to run ${String(event.runId)}`;
+  if (event.seq !== seq) return `it carries seq ${String(event.seq)}`;
+  if (typeof event.at !== "number" || typeof event.agent !== "string") return "it lacks `at` or `agent`";
+  return undefined;
+}
+
+/**
+ * The run's summary after `events` are appended to a log summarised by `previous`. The agent,
+ * session and start time come from `run_started` (until it arrives, from the first event);
+ * the status changes only on `run_completed` / `run_failed`.
+ */
+export function summarize(
+  runId: string,
+  previous: RunSummary | undefined,
+  events: readonly RunEvent[],
+): RunSummary {
+  const first = events[0];
+  let summary: RunSummary | undefined = previous && { ...previous };
+  if (summary === undefined) {
+    if (first === undefined) throw new StoreError(`run ${runId}: nothing to summarise`, { runId });
+    summary = {
+      runId,
+      agent: first.agent,
+      startedAt: first.at,
+      updatedAt: first.at,
+      lastSeq: 0,
+      status: "running",
+    };
+  }
+  for (const event of events) {
+    summary.lastSeq = event.seq;
+    summary.updatedAt = Math.max(summary.updatedAt, event.at);
+    if (event.type === "run_started") {
+      summary.agent = event.agent;
+      summary.startedAt = event.at;
+      if (event.sessionId !== undefined) summary.sessionId = event.sessionId;
+    } else if (event.type === "run_completed") summary.status = "completed";
+    else if (event.type === "run_failed") summary.status = "failed";
+  }
+  return summary;
+}
+
+/** A failure of the database or driver, as a `StoreError` saying what the store was doing. */
+export function storeFailure(action: string, runId: string | undefined, error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const subject = runId === undefined ? "" : ` for run ${runId}`;
+  return new StoreError(
+    `${action}${subject} failed: ${message}`,
+    runId === undefined ? { cause: error } : { runId, cause: error },
+  );
+}
+
+export function closedStore(kind: string): StoreError {
+  return new StoreError(`this ${kind} is closed; open a new one to keep using the store`);
+}

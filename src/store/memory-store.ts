@@ -1,0 +1,163 @@
+import type { RunEvent } from "../run/events.js";
+import {
+  checkAfterSeq,
+  checkArtifact,
+  checkLeaseFree,
+  checkLeaseHeld,
+  checkLeaseRequest,
+  checkRunId,
+  closedStore,
+  decodeEvents,
+  encodeEvents,
+  type StoredEvent,
+  summarize,
+} from "./log-rules.js";
+import type { Lease, RunStore, RunSummary, SessionSummary } from "./types.js";
+
+/**
+ * A `RunStore` in this process's memory: for tests, demos and runs that need not outlive the
+ * process. It keeps events encoded exactly as the database stores do (JSON text with a schema
+ * version), so it enforces the same rules and hands out fresh copies: a caller that mutates a
+ * read event cannot change the log.
+ *
+ * @example
+ * const store = new MemoryStore();
+ * const lease = await store.acquireLease("run-1", "worker-a", 30_000);
+ * await store.append(lease, events);
+ * const log = await store.read("run-1");
+ */
+export class MemoryStore implements RunStore {
+  /** Each run's encoded log, in seq order. Protected so tests can damage a row on purpose. */
+  protected readonly logs = new Map<string, StoredEvent[]>();
+  readonly #runs = new Map<string, RunSummary>();
+  readonly #leases = new Map<string, Lease>();
+  readonly #artifacts = new Map<string, Map<string, string>>();
+  #closed = false;
+
+  // Every method is synchronous inside, so each one is atomic: no other call interleaves.
+
+  async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
+    this.#checkOpen();
+    checkRunId(lease.runId);
+    checkLeaseHeld(lease, this.#leases.get(lease.runId), Date.now());
+    if (events.length === 0) return;
+    const previous = this.#runs.get(lease.runId);
+    const rows = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
+    const log = this.logs.get(lease.runId) ?? [];
+    log.push(...rows);
+    this.logs.set(lease.runId, log);
+    this.#runs.set(lease.runId, summarize(lease.runId, previous, events));
+  }
+
+  async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
+    this.#checkOpen();
+    const after = checkAfterSeq(runId, afterSeq);
+    const log = this.logs.get(runId) ?? [];
+    // Rows are kept in seq order, so the first row after `after` is found by position
+    // when the log is intact; decodeEvents reports it if it is not.
+    const start = log.findIndex((row) => row.seq > after);
+    const rows = start === -1 ? [] : log.slice(start);
+    return decodeEvents(runId, after, this.#runs.get(runId)?.lastSeq ?? 0, rows);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
+    this.#checkOpen();
+    checkLeaseRequest(runId, owner, ttlMs);
+    const now = Date.now();
+    checkLeaseFree(runId, owner, this.#leases.get(runId), now);
+    const lease = { runId, owner, expiresAt: now + ttlMs };
+    this.#leases.set(runId, lease);
+    return { ...lease };
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    this.#checkOpen();
+    checkLeaseRequest(lease.runId, lease.owner, ttlMs);
+    const now = Date.now();
+    checkLeaseHeld(lease, this.#leases.get(lease.runId), now);
+    const renewed = { runId: lease.runId, owner: lease.owner, expiresAt: now + ttlMs };
+    this.#leases.set(lease.runId, renewed);
+    return { ...renewed };
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.#checkOpen();
+    // Releasing a lease that another owner has since taken over must not free theirs.
+    if (this.#leases.get(lease.runId)?.owner === lease.owner) this.#leases.delete(lease.runId);
+  }
+
+  async getRun(runId: string): Promise<RunSummary | undefined> {
+    this.#checkOpen();
+    const summary = this.#runs.get(runId);
+    return summary && { ...summary };
+  }
+
+  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
+    this.#checkOpen();
+    return [...this.#runs.values()]
+      .filter((run) => filter.sessionId === undefined || run.sessionId === filter.sessionId)
+      .sort((a, b) => a.startedAt - b.startedAt || compareText(a.runId, b.runId))
+      .map((run) => ({ ...run }));
+  }
+
+  async listSessions(): Promise<SessionSummary[]> {
+    this.#checkOpen();
+    const sessions = new Map<string, SessionSummary>();
+    for (const run of this.#runs.values()) {
+      if (run.sessionId === undefined) continue;
+      const session = sessions.get(run.sessionId);
+      if (session === undefined) {
+        sessions.set(run.sessionId, {
+          sessionId: run.sessionId,
+          runs: 1,
+          startedAt: run.startedAt,
+          updatedAt: run.updatedAt,
+        });
+      } else {
+        session.runs++;
+        session.startedAt = Math.min(session.startedAt, run.startedAt);
+        session.updatedAt = Math.max(session.updatedAt, run.updatedAt);
+      }
+    }
+    return [...sessions.values()].sort(
+      (a, b) => a.startedAt - b.startedAt || compareText(a.sessionId, b.sessionId),
+    );
+  }
+
+  async clearSession(sessionId: string): Promise<void> {
+    this.#checkOpen();
+    for (const run of [...this.#runs.values()]) {
+      if (run.sessionId !== sessionId) continue;
+      this.logs.delete(run.runId);
+      this.#leases.delete(run.runId);
+      this.#artifacts.delete(run.runId);
+      this.#runs.delete(run.runId);
+    }
+  }
+
+  async putArtifact(runId: string, key: string, text: string): Promise<void> {
+    this.#checkOpen();
+    checkArtifact(runId, key, text);
+    const artifacts = this.#artifacts.get(runId) ?? new Map<string, string>();
+    artifacts.set(key, text);
+    this.#artifacts.set(runId, artifacts);
+  }
+
+  async getArtifact(runId: string, key: string): Promise<string | undefined> {
+    this.#checkOpen();
+    return this.#artifacts.get(runId)?.get(key);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw closedStore("MemoryStore");
+  }
+}
+
+/** The order SQL's `ORDER BY` gives plain ASCII ids, so every store lists ties the same way. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,348 @@
+import type * as Pg from "pg";
+import { UserError } from "../errors.js";
+import type { RunEvent } from "../run/events.js";
+import {
+  checkAfterSeq,
+  checkArtifact,
+  checkLeaseFree,
+  checkLeaseHeld,
+  checkLeaseRequest,
+  checkRunId,
+  closedStore,
+  decodeEvents,
+  encodeEvents,
+  storeFailure,
+  summarize,
+} from "./log-rules.js";
+import { loadOptionalPackage } from "./optional-package.js";
+import {
+  createTables,
+  NOW_MS,
+  type PostgresClient,
+  type PostgresPool,
+  type PostgresTables,
+  tableNames,
+} from "./postgres-tables.js";
+import {
+  type RunRow,
+  runRowValues,
+  type SessionRow,
+  toLease,
+  toRunSummary,
+  toSessionSummary,
+  toStoredEvent,
+} from "./sql-rows.js";
+import { type Lease, type RunStore, type RunSummary, type SessionSummary, StoreError } from "./types.js";
+
+export type { PostgresClient, PostgresPool } from "./postgres-tables.js";
+
+export type PostgresStoreOptions = (
+  | { connectionString: string; pool?: undefined }
+  /** A pool you own (a `pg.Pool`): the store uses it and leaves closing it to you. */
+  | { pool: PostgresPool; connectionString?: undefined }
+) & {
+  /** The schema that holds Quiver's tables (`quiver_runs`, `quiver_events`, …); created if missing. Default `"public"`. */
+  schema?: string;
+};
+
+/**
+ * A `RunStore` on PostgreSQL, for runs shared by many processes and machines. The tables are
+ * created on first use. Every write is one transaction that locks the run's lease row, and
+ * lease expiry is judged by the database's clock, so two processes can never both take a
+ * run's lease or append the same seq, however skewed their own clocks are.
+ *
+ * `pg` is an optional peer dependency (`npm install pg@8`), loaded when a store is constructed
+ * from a connection string.
+ *
+ * @example
+ * const store = new PostgresStore({ connectionString: process.env.DATABASE_URL! });
+ * const lease = await store.acquireLease(runId, `worker-${process.pid}`, 30_000);
+ * await store.append(lease, events);
+ * await store.close();
+ */
+export class PostgresStore implements RunStore {
+  readonly schema: string;
+  readonly #pool: PostgresPool;
+  readonly #ownsPool: boolean;
+  readonly #t: PostgresTables;
+  #ready: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    this.schema = options.schema ?? "public";
+    this.#t = tableNames(this.schema);
+    if (options.pool !== undefined) {
+      this.#pool = options.pool;
+      this.#ownsPool = false;
+    } else if (typeof options.connectionString === "string" && options.connectionString !== "") {
+      const pg = loadOptionalPackage<typeof Pg>("pg", "PostgresStore", "npm install pg@8");
+      const pool = new pg.Pool({ connectionString: options.connectionString });
+      // An idle connection the server drops emits "error" on the pool, which would crash the
+      // process if nobody listened; the next query reports the problem instead.
+      pool.on("error", () => {});
+      this.#pool = pool;
+      this.#ownsPool = true;
+    } else {
+      throw new UserError(
+        "PostgresStore needs { connectionString } (a postgres:// URL) or { pool } (a pg.Pool)",
+      );
+    }
+  }
+
+  async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
+    const { runId } = lease;
+    checkRunId(runId);
+    await this.#transaction("appending events", runId, async (client) => {
+      // Locking the lease row serialises this append with every other append, renewal and
+      // takeover of the run; the primary key on (run_id, seq) backs it up.
+      await this.#checkLease(client, lease);
+      if (events.length === 0) return;
+      const previousRow = (
+        await client.query(`SELECT * FROM ${this.#t.runs} WHERE run_id = $1 FOR UPDATE`, [runId])
+      ).rows[0] as RunRow | undefined;
+      const previous = previousRow && toRunSummary(previousRow);
+      const rows = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+      await client.query(
+        `INSERT INTO ${this.#t.events} (run_id, seq, version, body)
+         SELECT $1, seq, version, body FROM unnest($2::integer[], $3::integer[], $4::text[]) AS r(seq, version, body)`,
+        [runId, rows.map((r) => r.seq), rows.map((r) => r.version), rows.map((r) => r.body)],
+      );
+      await client.query(
+        `INSERT INTO ${this.#t.runs} (run_id, session_id, agent, started_at, updated_at, last_seq, status)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (run_id) DO UPDATE SET session_id = EXCLUDED.session_id, agent = EXCLUDED.agent,
+           started_at = EXCLUDED.started_at, updated_at = EXCLUDED.updated_at,
+           last_seq = EXCLUDED.last_seq, status = EXCLUDED.status`,
+        runRowValues(summarize(runId, previous, events)),
+      );
+    });
+  }
+
+  async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
+    const after = checkAfterSeq(runId, afterSeq);
+    // One statement, one snapshot: the rows and the run's lastSeq cannot disagree because an
+    // append committed between two queries.
+    const rows = await this.#query(
+      "reading events",
+      runId,
+      `SELECT r.last_seq, e.seq, e.version, e.body FROM ${this.#t.runs} r
+       LEFT JOIN ${this.#t.events} e ON e.run_id = r.run_id AND e.seq > $2
+       WHERE r.run_id = $1 ORDER BY e.seq`,
+      [runId, after],
+    );
+    const lastSeq = rows[0] === undefined ? 0 : Number(rows[0].last_seq);
+    const events = rows.filter((row) => row.seq !== null).map(toStoredEvent);
+    return decodeEvents(runId, after, lastSeq, events);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
+    checkLeaseRequest(runId, owner, ttlMs);
+    // One statement decides: the insert or takeover happens only if the lease is free, expired
+    // or already ours, and concurrent statements on the same run_id queue behind each other.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [taken] = await this.#query(
+        "acquiring the lease",
+        runId,
+        `INSERT INTO ${this.#t.leases} AS l (run_id, owner, expires_at) VALUES ($1, $2, ${NOW_MS} + $3)
+         ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE l.owner = EXCLUDED.owner OR l.expires_at <= ${NOW_MS}
+         RETURNING expires_at`,
+        [runId, owner, Math.ceil(ttlMs)],
+      );
+      if (taken !== undefined) return { runId, owner, expiresAt: Number(taken.expires_at) };
+      const [holder] = await this.#query(
+        "acquiring the lease",
+        runId,
+        `SELECT owner, expires_at, ${NOW_MS} AS now FROM ${this.#t.leases} WHERE run_id = $1`,
+        [runId],
+      );
+      // Throws LeaseConflict while the holder's lease is live; otherwise it was released or
+      // expired since the insert, so try again.
+      if (holder !== undefined) checkLeaseFree(runId, owner, toLease(runId, holder), Number(holder.now));
+    }
+    throw new StoreError(
+      `run ${runId}: could not acquire the lease; other processes keep taking and releasing it`,
+      {
+        runId,
+      },
+    );
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    checkLeaseRequest(lease.runId, lease.owner, ttlMs);
+    return this.#transaction("renewing the lease", lease.runId, async (client) => {
+      await this.#checkLease(client, lease);
+      const [renewed] = (
+        await client.query(
+          `UPDATE ${this.#t.leases} SET expires_at = ${NOW_MS} + $2 WHERE run_id = $1 RETURNING expires_at`,
+          [lease.runId, Math.ceil(ttlMs)],
+        )
+      ).rows;
+      return { runId: lease.runId, owner: lease.owner, expiresAt: Number(renewed.expires_at) };
+    });
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    // Only the owner's own lease is deleted: one taken over by another process stays theirs.
+    await this.#query(
+      "releasing the lease",
+      lease.runId,
+      `DELETE FROM ${this.#t.leases} WHERE run_id = $1 AND owner = $2`,
+      [lease.runId, lease.owner],
+    );
+  }
+
+  async getRun(runId: string): Promise<RunSummary | undefined> {
+    const [row] = await this.#query(
+      "reading the run",
+      runId,
+      `SELECT * FROM ${this.#t.runs} WHERE run_id = $1`,
+      [runId],
+    );
+    return row && toRunSummary(row as RunRow);
+  }
+
+  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
+    // COLLATE "C" orders ties by byte, as SQLite and MemoryStore do, whatever the database's locale.
+    const rows =
+      filter.sessionId === undefined
+        ? await this.#query(
+            "listing runs",
+            undefined,
+            `SELECT * FROM ${this.#t.runs} ORDER BY started_at, run_id COLLATE "C"`,
+          )
+        : await this.#query(
+            "listing runs",
+            undefined,
+            `SELECT * FROM ${this.#t.runs} WHERE session_id = $1 ORDER BY started_at, run_id COLLATE "C"`,
+            [filter.sessionId],
+          );
+    return (rows as RunRow[]).map(toRunSummary);
+  }
+
+  async listSessions(): Promise<SessionSummary[]> {
+    const rows = await this.#query(
+      "listing sessions",
+      undefined,
+      `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
+       FROM ${this.#t.runs} WHERE session_id IS NOT NULL
+       GROUP BY session_id ORDER BY min(started_at), session_id COLLATE "C"`,
+    );
+    return (rows as SessionRow[]).map(toSessionSummary);
+  }
+
+  async clearSession(sessionId: string): Promise<void> {
+    const inSession = `SELECT run_id FROM ${this.#t.runs} WHERE session_id = $1`;
+    await this.#transaction("clearing the session", undefined, async (client) => {
+      // The runs rows go last: the other deletes find their runs through them.
+      for (const table of [this.#t.events, this.#t.leases, this.#t.artifacts]) {
+        await client.query(`DELETE FROM ${table} WHERE run_id IN (${inSession})`, [sessionId]);
+      }
+      await client.query(`DELETE FROM ${this.#t.runs} WHERE session_id = $1`, [sessionId]);
+    });
+  }
+
+  async putArtifact(runId: string, key: string, text: string): Promise<void> {
+    checkArtifact(runId, key, text);
+    await this.#query(
+      "storing an artifact",
+      runId,
+      `INSERT INTO ${this.#t.artifacts} (run_id, key, text) VALUES ($1, $2, $3)
+       ON CONFLICT (run_id, key) DO UPDATE SET text = EXCLUDED.text`,
+      [runId, key, Buffer.from(text, "utf8")],
+    );
+  }
+
+  async getArtifact(runId: string, key: string): Promise<string | undefined> {
+    const [row] = await this.#query(
+      "reading an artifact",
+      runId,
+      `SELECT text FROM ${this.#t.artifacts} WHERE run_id = $1 AND key = $2`,
+      [runId, key],
+    );
+    return row === undefined ? undefined : (row.text as Buffer).toString("utf8");
+  }
+
+  /** Closes the pool the store created from a connection string; a pool passed in is left to its owner. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ownsPool) await this.#pool.end();
+  }
+
+  /** Locks the run's lease row for this transaction and checks that `lease` is still it. */
+  async #checkLease(client: PostgresClient, lease: Lease): Promise<void> {
+    const [row] = (
+      await client.query(
+        `SELECT owner, expires_at, ${NOW_MS} AS now FROM ${this.#t.leases} WHERE run_id = $1 FOR UPDATE`,
+        [lease.runId],
+      )
+    ).rows;
+    checkLeaseHeld(lease, toLease(lease.runId, row), row === undefined ? 0 : Number(row.now));
+  }
+
+  async #query(action: string, runId: string | undefined, text: string, values?: unknown[]): Promise<any[]> {
+    await this.#tables(action, runId);
+    try {
+      return (await this.#pool.query(text, values)).rows;
+    } catch (error) {
+      throw storeFailure(action, runId, error);
+    }
+  }
+
+  async #transaction<T>(
+    action: string,
+    runId: string | undefined,
+    body: (client: PostgresClient) => Promise<T>,
+  ): Promise<T> {
+    await this.#tables(action, runId);
+    return this.#inTransaction(action, runId, body);
+  }
+
+  async #inTransaction<T>(
+    action: string,
+    runId: string | undefined,
+    body: (client: PostgresClient) => Promise<T>,
+  ): Promise<T> {
+    let client: PostgresClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw storeFailure(action, runId, error);
+    }
+    try {
+      await client.query("BEGIN");
+      const result = await body(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      // A connection whose rollback fails is in an unknown state: destroy it, never reuse it.
+      await client.query("ROLLBACK").then(
+        () => client.release(),
+        () => client.release(true),
+      );
+      throw storeFailure(action, runId, error);
+    }
+  }
+
+  /** Creates the tables once per store, before its first statement; a failed attempt is retried by the next call. */
+  async #tables(action: string, runId: string | undefined): Promise<void> {
+    if (this.#closed) throw closedStore("PostgresStore");
+    this.#ready ??= this.#inTransaction("creating the tables", undefined, (client) =>
+      createTables(client, this.schema),
+    ).catch((error) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    try {
+      await this.#ready;
+    } catch (error) {
+      throw storeFailure(
+        `${action} (while creating the store's tables in schema ${this.schema})`,
+        runId,
+        error,
+      );
+    }
+  }
+}

@@ -1,0 +1,303 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type BetterSqlite3 from "better-sqlite3";
+import { UserError } from "../errors.js";
+import type { RunEvent } from "../run/events.js";
+import {
+  checkAfterSeq,
+  checkArtifact,
+  checkLeaseFree,
+  checkLeaseHeld,
+  checkLeaseRequest,
+  checkRunId,
+  closedStore,
+  decodeEvents,
+  encodeEvents,
+  storeFailure,
+  summarize,
+} from "./log-rules.js";
+import { loadOptionalPackage } from "./optional-package.js";
+import {
+  type EventRow,
+  type LeaseRow,
+  type RunRow,
+  runRowValues,
+  type SessionRow,
+  toLease,
+  toRunSummary,
+  toSessionSummary,
+  toStoredEvent,
+} from "./sql-rows.js";
+import { type Lease, type RunStore, type RunSummary, type SessionSummary, StoreError } from "./types.js";
+
+export type SqliteStoreOptions = {
+  /** The database file, created (with its directories) if missing. Default `.quiver/quiver.db`; `":memory:"` for a private in-memory database. */
+  path?: string;
+  /**
+   * How hard each commit waits for the disk. `"full"` (the default) survives power loss: a
+   * `tool_call_started` that was stored is still there after a reboot, so a finished call is
+   * never run twice. `"normal"` survives a crash of the process but may lose the last commits
+   * on power loss, and appends faster.
+   */
+  synchronous?: "full" | "normal";
+  /** How long a write waits for another process's transaction before failing. Default 5,000 ms. */
+  busyTimeoutMs?: number;
+};
+
+const DEFAULT_PATH = ".quiver/quiver.db";
+
+/** The version of the tables below, kept in SQLite's `user_version`: a newer file is refused, not misread. */
+const TABLES_VERSION = 1;
+
+const TABLES = `
+CREATE TABLE IF NOT EXISTS quiver_runs (
+  run_id TEXT PRIMARY KEY, session_id TEXT, agent TEXT NOT NULL, started_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON quiver_runs (session_id, started_at);
+CREATE TABLE IF NOT EXISTS quiver_events (
+  run_id TEXT NOT NULL, seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quiver_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS quiver_artifacts (
+  run_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, key));
+`;
+
+/**
+ * The embedded default `RunStore`: one SQLite file (better-sqlite3, WAL mode), shared safely
+ * by every process on the machine. Writes run in `BEGIN IMMEDIATE` transactions, so two
+ * processes can never both take a run's lease or both append the same seq.
+ *
+ * better-sqlite3 is an optional peer dependency (`npm install better-sqlite3@12`), loaded when
+ * the first `SqliteStore` is constructed.
+ *
+ * @example
+ * const store = new SqliteStore({ path: ".quiver/quiver.db" });
+ * const lease = await store.acquireLease(runId, `worker-${process.pid}`, 30_000);
+ * await store.append(lease, events);
+ * await store.close();
+ */
+export class SqliteStore implements RunStore {
+  /** The database file this store opened. */
+  readonly path: string;
+  readonly #db: BetterSqlite3.Database;
+  readonly #sql: ReturnType<typeof prepare>;
+  #closed = false;
+
+  constructor(options: SqliteStoreOptions = {}) {
+    this.path = options.path ?? DEFAULT_PATH;
+    const Database = loadOptionalPackage<typeof BetterSqlite3>(
+      "better-sqlite3",
+      "SqliteStore",
+      "npm install better-sqlite3@12",
+    );
+    this.#db = open(Database, this.path, options.busyTimeoutMs ?? 5_000);
+    try {
+      this.#db.pragma("journal_mode = WAL");
+      this.#db.pragma(`synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      createTables(this.#db, this.path);
+      this.#sql = prepare(this.#db);
+    } catch (error) {
+      this.#db.close();
+      throw storeFailure(`opening the SQLite store at ${this.path}`, undefined, error);
+    }
+  }
+
+  async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
+    checkRunId(lease.runId);
+    this.#write("appending events", lease.runId, () => {
+      // The clock is read inside the transaction: the lease must still be live once the
+      // write lock is ours, however long another process made us wait for it.
+      checkLeaseHeld(lease, this.#lease(lease.runId), Date.now());
+      if (events.length === 0) return;
+      const previous = this.#run(lease.runId);
+      for (const row of encodeEvents(lease.runId, previous?.lastSeq ?? 0, events)) {
+        this.#sql.insertEvent.run(lease.runId, row.seq, row.version, row.body);
+      }
+      this.#sql.upsertRun.run(...runRowValues(summarize(lease.runId, previous, events)));
+    });
+  }
+
+  async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
+    const after = checkAfterSeq(runId, afterSeq);
+    // One read transaction: the rows and the summary's lastSeq come from the same snapshot,
+    // so an append committing in between cannot look like a missing row.
+    const { rows, lastSeq } = this.#snapshot("reading events", runId, () => ({
+      rows: (this.#sql.readEvents.all(runId, after) as EventRow[]).map(toStoredEvent),
+      lastSeq: this.#run(runId)?.lastSeq ?? 0,
+    }));
+    return decodeEvents(runId, after, lastSeq, rows);
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
+    checkLeaseRequest(runId, owner, ttlMs);
+    return this.#write("acquiring the lease", runId, () => {
+      const now = Date.now();
+      checkLeaseFree(runId, owner, this.#lease(runId), now);
+      this.#sql.putLease.run(runId, owner, now + ttlMs);
+      return { runId, owner, expiresAt: now + ttlMs };
+    });
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
+    checkLeaseRequest(lease.runId, lease.owner, ttlMs);
+    return this.#write("renewing the lease", lease.runId, () => {
+      const now = Date.now();
+      checkLeaseHeld(lease, this.#lease(lease.runId), now);
+      this.#sql.putLease.run(lease.runId, lease.owner, now + ttlMs);
+      return { runId: lease.runId, owner: lease.owner, expiresAt: now + ttlMs };
+    });
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    // Only the owner's own lease is deleted: one taken over by another process stays theirs.
+    this.#write("releasing the lease", lease.runId, () =>
+      this.#sql.deleteLease.run(lease.runId, lease.owner),
+    );
+  }
+
+  async getRun(runId: string): Promise<RunSummary | undefined> {
+    return this.#snapshot("reading the run", runId, () => this.#run(runId));
+  }
+
+  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
+    return this.#snapshot("listing runs", undefined, () => {
+      const rows =
+        filter.sessionId === undefined
+          ? this.#sql.listRuns.all()
+          : this.#sql.listSessionRuns.all(filter.sessionId);
+      return (rows as RunRow[]).map(toRunSummary);
+    });
+  }
+
+  async listSessions(): Promise<SessionSummary[]> {
+    return this.#snapshot("listing sessions", undefined, () =>
+      (this.#sql.listSessions.all() as SessionRow[]).map(toSessionSummary),
+    );
+  }
+
+  async clearSession(sessionId: string): Promise<void> {
+    this.#write("clearing the session", undefined, () => {
+      for (const statement of this.#sql.clearSession) statement.run(sessionId);
+    });
+  }
+
+  async putArtifact(runId: string, key: string, text: string): Promise<void> {
+    checkArtifact(runId, key, text);
+    this.#write("storing an artifact", runId, () => this.#sql.putArtifact.run(runId, key, text));
+  }
+
+  async getArtifact(runId: string, key: string): Promise<string | undefined> {
+    return this.#snapshot("reading an artifact", runId, () => {
+      const row = this.#sql.getArtifact.get(runId, key) as { text: string } | undefined;
+      return row?.text;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  #lease(runId: string): Lease | undefined {
+    return toLease(runId, this.#sql.getLease.get(runId) as LeaseRow | undefined);
+  }
+
+  #run(runId: string): RunSummary | undefined {
+    const row = this.#sql.getRun.get(runId) as RunRow | undefined;
+    return row && toRunSummary(row);
+  }
+
+  /** Runs `body` in a write transaction that holds SQLite's write lock from its first statement. */
+  #write<T>(action: string, runId: string | undefined, body: () => T): T {
+    if (this.#closed) throw closedStore("SqliteStore");
+    try {
+      return this.#db.transaction(body).immediate();
+    } catch (error) {
+      throw storeFailure(action, runId, error);
+    }
+  }
+
+  /** Runs `body` in a read transaction (one consistent snapshot in WAL mode). */
+  #snapshot<T>(action: string, runId: string | undefined, body: () => T): T {
+    if (this.#closed) throw closedStore("SqliteStore");
+    try {
+      return this.#db.transaction(body).deferred();
+    } catch (error) {
+      throw storeFailure(action, runId, error);
+    }
+  }
+}
+
+function open(Database: typeof BetterSqlite3, path: string, timeout: number): BetterSqlite3.Database {
+  if (path !== ":memory:") mkdirSync(dirname(resolve(path)), { recursive: true });
+  try {
+    return new Database(path, { timeout });
+  } catch (error) {
+    const message = (error as Error).message;
+    // A native module built for another Node version fails here, not at require time.
+    if (/bindings|NODE_MODULE_VERSION|compiled against|invalid ELF/i.test(message)) {
+      throw new UserError(
+        `SqliteStore could not load better-sqlite3's native module (${message}); run \`npm rebuild better-sqlite3\` ` +
+          "or reinstall it with `npm install better-sqlite3@12`",
+        { cause: error },
+      );
+    }
+    throw storeFailure(`opening the SQLite store at ${path}`, undefined, error);
+  }
+}
+
+function createTables(db: BetterSqlite3.Database, path: string): void {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > TABLES_VERSION) {
+    throw new StoreError(
+      `the SQLite store at ${path} was created by a newer Quiver (tables version ${version}, this one knows ${TABLES_VERSION}); upgrade Quiver to open it`,
+    );
+  }
+  db.transaction(() => {
+    db.exec(TABLES);
+    db.pragma(`user_version = ${TABLES_VERSION}`);
+  }).immediate();
+}
+
+function prepare(db: BetterSqlite3.Database) {
+  const inSession = "SELECT run_id FROM quiver_runs WHERE session_id = ?";
+  return {
+    insertEvent: db.prepare("INSERT INTO quiver_events (run_id, seq, version, body) VALUES (?, ?, ?, ?)"),
+    readEvents: db.prepare(
+      "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",
+    ),
+    getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
+    upsertRun: db.prepare(
+      `INSERT INTO quiver_runs (run_id, session_id, agent, started_at, updated_at, last_seq, status)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, agent = excluded.agent,
+         started_at = excluded.started_at, updated_at = excluded.updated_at,
+         last_seq = excluded.last_seq, status = excluded.status`,
+    ),
+    listRuns: db.prepare("SELECT * FROM quiver_runs ORDER BY started_at, run_id"),
+    listSessionRuns: db.prepare("SELECT * FROM quiver_runs WHERE session_id = ? ORDER BY started_at, run_id"),
+    listSessions: db.prepare(
+      `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
+       FROM quiver_runs WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,
+    ),
+    getLease: db.prepare("SELECT owner, expires_at FROM quiver_leases WHERE run_id = ?"),
+    putLease: db.prepare(
+      `INSERT INTO quiver_leases (run_id, owner, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`,
+    ),
+    deleteLease: db.prepare("DELETE FROM quiver_leases WHERE run_id = ? AND owner = ?"),
+    putArtifact: db.prepare(
+      `INSERT INTO quiver_artifacts (run_id, key, text) VALUES (?, ?, ?)
+       ON CONFLICT (run_id, key) DO UPDATE SET text = excluded.text`,
+    ),
+    getArtifact: db.prepare("SELECT text FROM quiver_artifacts WHERE run_id = ? AND key = ?"),
+    // The runs row goes last: the others find their runs through it.
+    clearSession: [
+      db.prepare(`DELETE FROM quiver_events WHERE run_id IN (${inSession})`),
+      db.prepare(`DELETE FROM quiver_leases WHERE run_id IN (${inSession})`),
+      db.prepare(`DELETE FROM quiver_artifacts WHERE run_id IN (${inSession})`),
+      db.prepare("DELETE FROM quiver_runs WHERE session_id = ?"),
+    ],
+  };
+}

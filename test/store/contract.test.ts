@@ -1,0 +1,346 @@
+/**
+ * The RunStore contract, run against every store: the same test, three implementations.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RunEvent } from "quiver";
+import { EVENT_SCHEMA_VERSION, LeaseConflict, type RunStore, StoreError } from "quiver/store";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  completed,
+  event,
+  failed,
+  memoryHarness,
+  postgresHarness,
+  type StoreHarness,
+  sqliteHarness,
+  started,
+} from "./harnesses.js";
+
+const LONG = 60_000;
+
+describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
+  "$name keeps the RunStore contract",
+  (harness: StoreHarness) => {
+    const opened: RunStore[] = [];
+    const open = async () => {
+      const store = await harness.open();
+      opened.push(store);
+      return store;
+    };
+    const sibling = async (store: RunStore) => {
+      const other = await harness.openSibling(store);
+      opened.push(other);
+      return other;
+    };
+    /** A store holding run `r` with events 1…n, and the lease that wrote them. */
+    const storeWithRun = async (n: number, runId = "r") => {
+      const store = await open();
+      const lease = await store.acquireLease(runId, "writer", LONG);
+      await store.append(lease, [started(runId), ...range(2, n).map((seq) => event(runId, seq))]);
+      return { store, lease };
+    };
+
+    beforeAll(() => harness.setUp(), 60_000);
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((store) => store.close()));
+    });
+    afterAll(() => harness.tearDown());
+
+    describe("the event log", () => {
+      it("reads back what was appended, in order, and from after a seq", async () => {
+        const { store, lease } = await storeWithRun(3);
+        await store.append(lease, [event("r", 4)]);
+        const all = await store.read("r");
+        expect(all.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect(all[0]).toEqual(started("r"));
+        expect((await store.read("r", 2)).map((e) => e.seq)).toEqual([3, 4]);
+        expect(await store.read("r", 4)).toEqual([]);
+        expect(await store.read("unknown")).toEqual([]);
+      });
+
+      it("never stores a call's raw result, and hands out copies", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "writer", LONG);
+        const call = { id: "c1", name: "add", args: { a: 1 } };
+        const done: RunEvent = {
+          ...{ type: "tool_call_completed", runId: "r", seq: 2, at: 5, agent: "assistant" },
+          ...{ call, ok: true, output: "2", result: { secret: "raw" }, durationMs: 1 },
+        };
+        await store.append(lease, [started("r"), done]);
+        const [, read] = await store.read("r");
+        expect(read).toEqual({ ...done, result: undefined });
+        expect(read).not.toHaveProperty("result");
+        (read as { output: string }).output = "changed";
+        expect((await store.read("r"))[1]).toMatchObject({ output: "2" });
+      });
+
+      it("refuses a gap or a repeat in seq, and stores nothing of a refused batch", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "writer", LONG);
+        await expect(store.append(lease, [event("r", 2)])).rejects.toThrow(/gap.*next event must be seq 1/);
+        await store.append(lease, [started("r"), event("r", 2)]);
+        await expect(store.append(lease, [event("r", 2)])).rejects.toThrow(/repeats seq 2/);
+        await expect(store.append(lease, [event("r", 3), event("r", 5)])).rejects.toThrow(StoreError);
+        await expect(store.append(lease, [event("r", 3), event("r", 3)])).rejects.toThrow(/repeats seq 3/);
+        expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2]);
+        expect((await store.getRun("r"))?.lastSeq).toBe(2);
+        await store.append(lease, [event("r", 3)]);
+        expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+      });
+
+      it("refuses events of another run", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "writer", LONG);
+        await expect(store.append(lease, [started("other")])).rejects.toThrow(
+          /event of run other .* to run r/,
+        );
+      });
+
+      it("refuses a bad afterSeq", async () => {
+        const { store } = await storeWithRun(1);
+        await expect(store.read("r", -1)).rejects.toThrow(StoreError);
+        await expect(store.read("r", 1.5)).rejects.toThrow(StoreError);
+      });
+    });
+
+    describe("damaged rows are errors naming the run and seq, never skipped", () => {
+      const expectDamage = async (store: RunStore, pattern: RegExp) => {
+        const error = await store.read("r").catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreError);
+        expect((error as StoreError).runId).toBe("r");
+        expect((error as Error).message).toMatch(pattern);
+        // Reading from before the damage fails too; from after it, the intact rows still read.
+        await expect(store.read("r", 1)).rejects.toThrow(StoreError);
+        expect((await store.read("r", 2)).map((e) => e.seq)).toEqual([3]);
+      };
+
+      it("a row that cannot be decoded", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 2, { body: '{"type":"text_del' });
+        await expectDamage(store, /run r: event seq 2 is damaged and cannot be decoded/);
+      });
+
+      it("a row of an unknown schema version", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 2, { version: EVENT_SCHEMA_VERSION + 1 });
+        await expectDamage(store, /run r: event seq 2 is stored in event schema version 2/);
+      });
+
+      it("a row that decodes to something other than this event", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 2, { body: JSON.stringify(event("r", 7)) });
+        await expectDamage(store, /run r: event seq 2 is damaged: it carries seq 7/);
+        await harness.damage(store, "r", 2, { body: "[1,2]" });
+        await expectDamage(store, /run r: event seq 2 is damaged: it is not an event object/);
+      });
+
+      it("a missing row", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 2, { remove: true });
+        await expectDamage(store, /run r: event seq 2 is missing/);
+      });
+
+      it("a missing last row", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 3, { remove: true });
+        await expect(store.read("r")).rejects.toThrow(/run r: event seq 3 is missing/);
+      });
+    });
+
+    describe("leases: one writer per run", () => {
+      it("refuses a second owner while the first holds the lease, and lets the holder re-acquire", async () => {
+        const store = await open();
+        const first = await store.acquireLease("r", "a", LONG);
+        expect(first).toMatchObject({ runId: "r", owner: "a" });
+        expect(first.expiresAt).toBeGreaterThan(Date.now() + LONG - 5_000);
+        const conflict = await store.acquireLease("r", "b", LONG).catch((e: unknown) => e);
+        expect(conflict).toBeInstanceOf(LeaseConflict);
+        expect(conflict).toMatchObject({ runId: "r", owner: "a", expiresAt: first.expiresAt });
+        expect((conflict as Error).message).toMatch(
+          /run r is being driven by another process \(lease owner a/,
+        );
+        await expect(store.acquireLease("r", "a", LONG)).resolves.toMatchObject({ owner: "a" });
+        await expect(store.acquireLease("other-run", "b", LONG)).resolves.toMatchObject({ owner: "b" });
+      });
+
+      it("needs the current lease to append", async () => {
+        const store = await open();
+        const fake = { runId: "r", owner: "a", expiresAt: Date.now() + LONG };
+        await expect(store.append(fake, [started("r")])).rejects.toThrow(/a does not hold the run's lease/);
+        await expect(store.append(fake, [])).rejects.toThrow(StoreError);
+        await store.acquireLease("r", "b", LONG);
+        await expect(store.append(fake, [started("r")])).rejects.toThrow(LeaseConflict);
+        expect(await store.read("r")).toEqual([]);
+      });
+
+      it("lets an expired lease be taken over, after which the old holder cannot write", async () => {
+        const store = await open();
+        const old = await store.acquireLease("r", "crashed", 30);
+        await store.append(old, [started("r")]);
+        await sleep(80);
+        const taken = await store.acquireLease("r", "rescuer", LONG);
+        await expect(store.append(old, [event("r", 2)])).rejects.toThrow(LeaseConflict);
+        await expect(store.renewLease(old, LONG)).rejects.toThrow(LeaseConflict);
+        await store.append(taken, [event("r", 2)]);
+        expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2]);
+      });
+
+      it("refuses writes and renewal on an expired lease nobody took over", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "slow", 30);
+        await sleep(80);
+        await expect(store.append(lease, [started("r")])).rejects.toThrow(/lease of slow expired/);
+        await expect(store.renewLease(lease, LONG)).rejects.toThrow(/lease of slow expired/);
+        const again = await store.acquireLease("r", "slow", LONG);
+        await store.append(again, [started("r")]);
+      });
+
+      it("renews a lease for a new ttl", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "a", LONG);
+        const longer = await store.renewLease(lease, 2 * LONG);
+        expect(longer.expiresAt).toBeGreaterThan(lease.expiresAt);
+        const shorter = await store.renewLease(longer, 30);
+        expect(shorter.expiresAt).toBeLessThan(lease.expiresAt);
+        await sleep(80);
+        await expect(store.acquireLease("r", "b", LONG)).resolves.toMatchObject({ owner: "b" });
+      });
+
+      it("frees a released lease, and releasing someone else's lease does nothing", async () => {
+        const store = await open();
+        const a = await store.acquireLease("r", "a", LONG);
+        await store.releaseLease({ ...a, owner: "stranger" });
+        await expect(store.acquireLease("r", "b", LONG)).rejects.toThrow(LeaseConflict);
+        await store.releaseLease(a);
+        await expect(store.append(a, [started("r")])).rejects.toThrow(StoreError);
+        await expect(store.acquireLease("r", "b", LONG)).resolves.toMatchObject({ owner: "b" });
+      });
+
+      it("gives a lease to exactly one of many owners racing for it", async () => {
+        const store = await open();
+        const other = await sibling(store);
+        const attempts = range(1, 8).map((i) =>
+          (i % 2 ? store : other).acquireLease("r", `owner-${i}`, LONG),
+        );
+        const outcomes = await Promise.allSettled(attempts);
+        const won = outcomes.filter((o) => o.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(LeaseConflict);
+      });
+
+      it("refuses a lease without an owner or a positive ttl", async () => {
+        const store = await open();
+        await expect(store.acquireLease("r", "", LONG)).rejects.toThrow(StoreError);
+        await expect(store.acquireLease("r", "a", 0)).rejects.toThrow(/positive ttlMs/);
+        await expect(store.acquireLease("", "a", LONG)).rejects.toThrow(StoreError);
+      });
+    });
+
+    describe("runs and sessions", () => {
+      it("summarises a run from its events", async () => {
+        const store = await open();
+        expect(await store.getRun("r")).toBeUndefined();
+        const lease = await store.acquireLease("r", "w", LONG);
+        await store.append(lease, [started("r", { sessionId: "s", agent: "planner", at: 500 })]);
+        expect(await store.getRun("r")).toEqual({
+          ...{ runId: "r", sessionId: "s", agent: "planner" },
+          ...{ startedAt: 500, updatedAt: 500, lastSeq: 1, status: "running" },
+        });
+        await store.append(lease, [event("r", 2, 600), completed("r", 3, 700)]);
+        expect(await store.getRun("r")).toMatchObject({ lastSeq: 3, updatedAt: 700, status: "completed" });
+        const other = await store.acquireLease("f", "w", LONG);
+        await store.append(other, [started("f"), failed("f", 2)]);
+        const summary = await store.getRun("f");
+        expect(summary).toMatchObject({ status: "failed", agent: "assistant" });
+        expect(summary).not.toHaveProperty("sessionId");
+      });
+
+      it("lists runs oldest first, optionally of one session, and lists sessions", async () => {
+        const store = await open();
+        const runs = [
+          { runId: "b", sessionId: "s1", at: 300 },
+          { runId: "a", sessionId: "s2", at: 100 },
+          { runId: "c", sessionId: "s1", at: 200 },
+          { runId: "d", at: 50 },
+        ];
+        for (const { runId, sessionId, at } of runs) {
+          const lease = await store.acquireLease(runId, "w", LONG);
+          await store.append(lease, [
+            started(runId, { ...(sessionId && { sessionId }), at }),
+            event(runId, 2, at + 10),
+          ]);
+        }
+        expect((await store.listRuns()).map((r) => r.runId)).toEqual(["d", "a", "c", "b"]);
+        expect((await store.listRuns({ sessionId: "s1" })).map((r) => r.runId)).toEqual(["c", "b"]);
+        expect(await store.listRuns({ sessionId: "none" })).toEqual([]);
+        expect(await store.listSessions()).toEqual([
+          { sessionId: "s2", runs: 1, startedAt: 100, updatedAt: 110 },
+          { sessionId: "s1", runs: 2, startedAt: 200, updatedAt: 310 },
+        ]);
+      });
+
+      it("clears a session: its runs' events, leases and artifacts go, other runs stay", async () => {
+        const store = await open();
+        for (const [runId, sessionId] of [
+          ["x1", "s"],
+          ["x2", "s"],
+          ["y", "other"],
+        ] as const) {
+          const lease = await store.acquireLease(runId, "w", LONG);
+          await store.append(lease, [started(runId, { sessionId }), event(runId, 2)]);
+          await store.putArtifact(runId, "call-1", `full text of ${runId}`);
+        }
+        await store.clearSession("s");
+        expect(await store.listSessions()).toMatchObject([{ sessionId: "other", runs: 1 }]);
+        expect((await store.listRuns()).map((r) => r.runId)).toEqual(["y"]);
+        expect(await store.read("x1")).toEqual([]);
+        expect(await store.getRun("x2")).toBeUndefined();
+        expect(await store.getArtifact("x1", "call-1")).toBeUndefined();
+        // The lease went too: another owner may start the run afresh from seq 1.
+        const fresh = await store.acquireLease("x1", "someone-else", LONG);
+        await store.append(fresh, [started("x1")]);
+        expect(await store.getArtifact("y", "call-1")).toBe("full text of y");
+        expect(await store.read("y")).toHaveLength(2);
+        await store.clearSession("no-such-session");
+      });
+    });
+
+    describe("artifacts, sharing and closing", () => {
+      it("stores, overwrites and reads artifacts by run and key", async () => {
+        const store = await open();
+        const big = "x".repeat(300_000) + "é\u0000end";
+        await store.putArtifact("r", "c1", big);
+        await store.putArtifact("r", "c2", "second");
+        expect(await store.getArtifact("r", "c1")).toBe(big);
+        await store.putArtifact("r", "c2", "replaced");
+        expect(await store.getArtifact("r", "c2")).toBe("replaced");
+        expect(await store.getArtifact("r", "c3")).toBeUndefined();
+        expect(await store.getArtifact("other", "c1")).toBeUndefined();
+      });
+
+      it("shares one log between two stores on the same data", async () => {
+        const { store, lease } = await storeWithRun(2);
+        const other = await sibling(store);
+        expect((await other.read("r")).map((e) => e.seq)).toEqual([1, 2]);
+        await expect(other.acquireLease("r", "intruder", LONG)).rejects.toThrow(LeaseConflict);
+        await other.append(lease, [event("r", 3)]);
+        expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+      });
+
+      it("refuses every operation once closed", async () => {
+        const { store, lease } = await storeWithRun(1);
+        await store.close();
+        await store.close();
+        await expect(store.read("r")).rejects.toThrow(/closed/);
+        await expect(store.append(lease, [event("r", 2)])).rejects.toThrow(StoreError);
+        await expect(store.acquireLease("r2", "a", LONG)).rejects.toThrow(StoreError);
+        await expect(store.listRuns()).rejects.toThrow(StoreError);
+        await expect(store.getArtifact("r", "k")).rejects.toThrow(StoreError);
+      });
+    });
+  },
+);
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+}

@@ -1,0 +1,119 @@
+/**
+ * A throwaway PostgreSQL cluster for the store tests: `initdb` + `pg_ctl` in a temp dir,
+ * listening on 127.0.0.1 on a free port with its unix socket in the same dir, stopped and
+ * deleted afterwards. initdb refuses to run as root, so under root (as in CI) the server runs
+ * as the `postgres` OS user, which owns the temp dir.
+ */
+import { execFile, execFileSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+export type PostgresCluster = { connectionString: string; stop(): Promise<void> };
+
+export async function startPostgresCluster(): Promise<PostgresCluster> {
+  const bin = findBinDir();
+  const dir = mkdtempSync(join(tmpdir(), "quiver-pg-"));
+  const data = join(dir, "data");
+  const asUser = serverUser(dir);
+  const pg = (program: string, args: string[]) =>
+    asUser === undefined
+      ? run(join(bin, program), args, { timeout: 60_000 })
+      : run("runuser", ["-u", asUser, "--", join(bin, program), ...args], { timeout: 60_000 });
+  try {
+    await pg("initdb", ["-D", data, "-U", "quiver", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"]);
+    let lastError: unknown;
+    // The free port is found before the server binds it, so another process may take it in
+    // between: try a few.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = await freePort();
+      const settings = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+      try {
+        await pg("pg_ctl", [
+          "-D",
+          data,
+          "-l",
+          join(dir, "server.log"),
+          "-o",
+          settings,
+          "-w",
+          "-t",
+          "30",
+          "start",
+        ]);
+        return {
+          connectionString: `postgresql://quiver@127.0.0.1:${port}/postgres`,
+          stop: async () => {
+            await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
+            rmSync(dir, { recursive: true, force: true });
+          },
+        };
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw new Error(`could not start PostgreSQL: ${String(lastError)}\n${readLog(dir)}`);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** pg_config's bindir, else the newest Debian /usr/lib/postgresql/<version>/bin, else PATH. */
+function findBinDir(): string {
+  const candidates: string[] = [];
+  try {
+    candidates.push(execFileSync("pg_config", ["--bindir"], { encoding: "utf8" }).trim());
+  } catch {}
+  try {
+    const versions = readdirSync("/usr/lib/postgresql").sort((a, b) => Number(b) - Number(a));
+    candidates.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
+  } catch {}
+  candidates.push(...(process.env.PATH ?? "").split(":").filter(Boolean));
+  const found = candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+  if (found === undefined) {
+    throw new Error("PostgreSQL's initdb and pg_ctl were not found: install Debian's `postgresql` package");
+  }
+  return found;
+}
+
+/** Under root, the OS user that runs the server (given the temp dir); otherwise undefined. */
+function serverUser(dir: string): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const user = process.env.QUIVER_TEST_PG_USER ?? "postgres";
+  let ids: string[];
+  try {
+    ids = execFileSync("id", [user], { encoding: "utf8" }).match(/\d+/g) ?? [];
+  } catch {
+    throw new Error(
+      `running as root, PostgreSQL needs a non-root OS user "${user}" (create it, or set QUIVER_TEST_PG_USER)`,
+    );
+  }
+  chownSync(dir, Number(ids[0]), Number(ids[1]));
+  return user;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+function readLog(dir: string): string {
+  try {
+    return readFileSync(join(dir, "server.log"), "utf8").slice(-2000);
+  } catch {
+    return "";
+  }
+}
