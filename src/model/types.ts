@@ -91,9 +91,12 @@ export type ModelStreamEvent =
   | { type: "text_delta"; delta: string }
   | { type: "reasoning_delta"; delta: string; providerData?: Record<string, unknown> }
   | { type: "tool_call_delta"; index: number; id?: string; name?: string; argsDelta: string }
-  | { type: "tool_call"; index?: number; id: string; name: string; args: string }
+  /** `repairs` lists what a provider fixed in malformed argument JSON (`args` is the repaired text). */
+  | { type: "tool_call"; index?: number; id: string; name: string; args: string; repairs?: string[] }
   | { type: "usage"; usage: Partial<Usage> }
   | { type: "reset"; reason: string }
+  /** Something the provider had to degrade (a schema it cannot express, an unsupported setting). */
+  | { type: "warning"; message: string; code?: string }
   | { type: "finish"; reason: FinishReason; providerData?: Record<string, unknown> };
 
 /**

@@ -46,8 +46,13 @@ export async function* streamTurn(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const { provider } = settings;
-  const warn: Warn = (message, tool) =>
+  // Degradations found while encoding reach the caller twice: as `onWarning` and as stream
+  // events, which the runner turns into `warning` events of the run.
+  const warnings: string[] = [];
+  const warn: Warn = (message, tool) => {
+    warnings.push(message);
     settings.onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
+  };
   let encoded: EncodedRequest;
   let body: string;
   try {
@@ -56,6 +61,7 @@ export async function* streamTurn(
   } catch (error) {
     throw encodingError(provider, error);
   }
+  for (const message of warnings) yield { type: "warning", message, code: `${provider}_degraded` };
   yield* retryingStream(settings, request.signal, async function* () {
     const decoder = wire.decoder();
     const progress = { outputStarted: false };

@@ -31,7 +31,8 @@ type Body =
   | { type: "text_delta"; delta: string }
   | { type: "reasoning_delta"; delta: string }
   | { type: "message"; message: Message }
-  | { type: "tool_call_requested"; call: ToolCall; index: number }
+  /** `repairs`: what the provider fixed in malformed argument JSON before it could be parsed. */
+  | { type: "tool_call_requested"; call: ToolCall; index: number; repairs?: string[] }
   | { type: "tool_call_input_delta"; index: number; callId?: string; name?: string; delta: string }
   | {
       type: "approval_required";

@@ -17,7 +17,7 @@ import {
 import type { Toolset } from "./toolset.js";
 
 /** A call the model requested, with its JSON parse failure if any. */
-export type RequestedCall = { call: ToolCall; parseError?: string };
+export type RequestedCall = { call: ToolCall; parseError?: string; repairs?: string[] };
 
 /** What one turn's calls came to. `results` is in request order. */
 export type TurnExecution = {

@@ -183,8 +183,9 @@ export async function turns(
       return stop(run, "completed", run.lastText);
     }
 
-    for (const [index, { call }] of requested.entries())
-      run.emit({ type: "tool_call_requested", call, index });
+    for (const [index, { call, repairs }] of requested.entries()) {
+      run.emit({ type: "tool_call_requested", call, index, ...(repairs && { repairs }) });
+    }
     const outcome = await runCalls(run, state, turn.text, requested, turn.finish);
     if (outcome) return outcome;
   }

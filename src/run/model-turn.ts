@@ -4,7 +4,7 @@ import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage }
 import type { ActiveRun } from "./active-run.js";
 
 /** A requested call as the model sent it, before the runner gives it a run-unique id. */
-export type RawCall = { providerId?: string; name: string; args: string };
+export type RawCall = { providerId?: string; name: string; args: string; repairs?: string[] };
 
 /** One model turn, assembled from its stream. */
 export type ModelTurn = {
@@ -16,7 +16,7 @@ export type ModelTurn = {
   providerData?: Record<string, unknown>;
 };
 
-type PartialCall = { id?: string; name?: string; args: string; complete: boolean };
+type PartialCall = { id?: string; name?: string; args: string; complete: boolean; repairs?: string[] };
 
 /**
  * Streams one model turn, forwarding deltas as events, and assembles text, reasoning and
@@ -76,9 +76,18 @@ export async function streamModelTurn(
         }
         case "tool_call": {
           const index = event.index ?? nextFreeIndex(calls);
-          calls.set(index, { id: event.id, name: event.name, args: event.args, complete: true });
+          calls.set(index, {
+            id: event.id,
+            name: event.name,
+            args: event.args,
+            complete: true,
+            ...(event.repairs?.length && { repairs: event.repairs }),
+          });
           break;
         }
+        case "warning":
+          run.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
+          break;
         case "usage":
           Object.assign(turn.usage, event.usage);
           break;
@@ -113,6 +122,7 @@ export async function streamModelTurn(
       ...(call.id !== undefined && { providerId: call.id }),
       name: call.name ?? "",
       args: call.args,
+      ...(call.repairs && { repairs: call.repairs }),
     }));
   return turn;
 }
@@ -131,12 +141,17 @@ function nextFreeIndex(calls: Map<number, PartialCall>): number {
  * Turns the model's raw call into a stored `ToolCall`: a run-unique id, and arguments that
  * replay safely to any provider (`{}` plus `rawArgs` when the JSON did not parse).
  */
-export function toToolCall(run: ActiveRun, raw: RawCall): { call: ToolCall; parseError?: string } {
+export function toToolCall(
+  run: ActiveRun,
+  raw: RawCall,
+): { call: ToolCall; parseError?: string; repairs?: string[] } {
   const ids = run.claimCallId(raw.providerId);
   const text = raw.args.trim() === "" ? "{}" : raw.args;
   try {
     const args: unknown = JSON.parse(text);
-    return { call: { ...ids, name: raw.name, args } };
+    return raw.repairs
+      ? { call: { ...ids, name: raw.name, args }, repairs: raw.repairs }
+      : { call: { ...ids, name: raw.name, args } };
   } catch (error) {
     return {
       call: { ...ids, name: raw.name, args: {}, rawArgs: raw.args },

@@ -56,8 +56,11 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
   return {
     name: `${provider}:${model.modelId}`,
     stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-      const warn: Warn = (message, tool) =>
+      const warnings: string[] = [];
+      const warn: Warn = (message, tool) => {
+        warnings.push(message);
         onWarning(tool === undefined ? { provider, message } : { provider, message, tool });
+      };
       return (async function* () {
         let base: CallOptions;
         try {
@@ -66,6 +69,8 @@ export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions =
         } catch (error) {
           throw encodingError(provider, error);
         }
+        for (const message of warnings.splice(0))
+          yield { type: "warning", message, code: `${provider}_degraded` };
         yield* retryingStream(retry, request.signal, () =>
           attempt(model, base, version, request.signal, limits, warn),
         );
