@@ -1,12 +1,14 @@
 import { isAborted, raceAbort } from "../abort.js";
 import { BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
+import { StoreError } from "../store/types.js";
 import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
 import { approveCall } from "./approval-flow.js";
 import type { ApprovalOutcome } from "./approvals.js";
 import { runAttempts } from "./attempts.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
+import { recallNote, resultArtifactKey } from "./recall.js";
 import {
   type CallResult,
   DEFAULT_MAX_IMAGE_BYTES,
@@ -123,7 +125,7 @@ export async function executeTurn(
       ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
       signal: controller.signal,
-    }).then((outcome) => {
+    }).then(async (outcome) => {
       running.delete(index);
       run.signal.removeEventListener("abort", onRunAbort);
       const ms = Math.round(performance.now() - startedAt);
@@ -133,7 +135,24 @@ export async function executeTurn(
             maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
             maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
             ...(config.toolResultRenderer && { agentRenderer: config.toolResultRenderer }),
+            ...(run.store && { truncationNote: (head: number) => recallNote(call.id, head) }),
           });
+          if (result.fullText !== undefined && run.store) {
+            // Kept before the model sees the truncated text, so the recall it offers works.
+            try {
+              await run.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText);
+            } catch (error) {
+              const failure =
+                error instanceof StoreError
+                  ? error
+                  : new StoreError(`could not store the full output of ${call.id}`, {
+                      runId: run.runId,
+                      cause: error,
+                    });
+              run.controller.abort(failure);
+              return;
+            }
+          }
           finish(index, result, ms, outcome.value);
           if (!result.record.ok) {
             if (config.cancelSiblingsOnError) cancelSiblings(call);

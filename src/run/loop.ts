@@ -19,6 +19,7 @@ import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
 import { costOf } from "./pricing.js";
+import { recallTool } from "./recall.js";
 import type { RunResult } from "./result.js";
 import { type CallResult, errorResult } from "./tool-result.js";
 import { Toolset } from "./toolset.js";
@@ -294,7 +295,8 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
       : Array.isArray(agent.config.tools)
         ? agent.config.tools
         : [agent.config.tools];
-  const toolset = new Toolset([...tools, ...handoffs], run.signal);
+  const recall = run.store ? [recallTool(run.store)] : [];
+  const toolset = new Toolset([...tools, ...handoffs, ...recall], run.signal);
   run.onClose(() => toolset.close());
   await toolset.refresh();
   for (const tool of toolset.tools) {

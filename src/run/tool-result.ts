@@ -10,7 +10,13 @@ export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
 export const DEFAULT_MAX_IMAGE_BYTES = 5_000_000;
 
 /** A finished call: the record for results and events, and the message for the transcript. */
-export type CallResult = { record: ToolCallRecord; message: ToolMessage; details?: unknown };
+export type CallResult = {
+  record: ToolCallRecord;
+  message: ToolMessage;
+  details?: unknown;
+  /** The whole rendered text of a truncated result, for the store's artifacts. */
+  fullText?: string;
+};
 
 /** The text the model reads for a failed call. No stack traces, ever. */
 export function errorText(message: string, hint?: string): string {
@@ -29,6 +35,8 @@ export type RenderSettings = {
   agentRenderer?: ResultRenderer;
   maxOutputChars: number;
   maxImageBytes: number;
+  /** Said under the truncation marker (with a store: how to recall the rest from where the head ends). */
+  truncationNote?: (keptHead: number) => string;
 };
 
 /**
@@ -70,16 +78,19 @@ export function successResult(
     isError: false,
   };
   if (details !== undefined) message.details = details;
-  return details === undefined ? { record, message } : { record, message, details };
+  const result: CallResult = { record, message };
+  if (details !== undefined) result.details = details;
+  if (capped.fullText !== undefined) result.fullText = capped.fullText;
+  return result;
 }
 
 function capContent(
   content: string | ContentBlock[],
   settings: RenderSettings,
-): { content: string | ContentBlock[]; originalChars?: number } {
+): { content: string | ContentBlock[]; originalChars?: number; fullText?: string } {
   if (typeof content === "string") {
-    const cut = truncateMiddle(content, settings.maxOutputChars);
-    return cut ? { content: cut.text, originalChars: cut.originalChars } : { content };
+    const cut = truncateMiddle(content, settings.maxOutputChars, settings.truncationNote);
+    return cut ? { content: cut.text, originalChars: cut.originalChars, fullText: content } : { content };
   }
   const blocks: ContentBlock[] = [];
   let imageBytes = 0;
@@ -101,12 +112,13 @@ function capContent(
   }
   const text = blocks.filter((b) => b.type === "text").map((b) => (b as { text: string }).text);
   const totalText = text.join("\n");
-  const cut = truncateMiddle(totalText, settings.maxOutputChars);
+  const cut = truncateMiddle(totalText, settings.maxOutputChars, settings.truncationNote);
   if (!cut) return { content: blocks };
   // Over the cap: the text blocks become one truncated block, images stay after it.
   return {
     content: [{ type: "text", text: cut.text }, ...blocks.filter((b) => b.type !== "text")],
     originalChars: cut.originalChars,
+    fullText: totalText,
   };
 }
 

@@ -94,18 +94,21 @@ const numberFormat = new Intl.NumberFormat("en-US");
 export function truncateMiddle(
   text: string,
   maxChars: number,
+  note?: (keptHead: number) => string,
 ): { text: string; originalChars: number } | undefined {
   if (text.length <= maxChars) return undefined;
-  const marker = (kept: number) =>
-    `\n[... tool output truncated: kept ${numberFormat.format(kept)} of ${numberFormat.format(text.length)} chars ...]\n`;
-  const budget = Math.max(0, maxChars - marker(maxChars).length);
+  // `note` (e.g. how to recall the full text from where the head ends) sits under the marker,
+  // inside the budget; sized with `maxChars`, which has at least as many digits as the head.
+  const marker = (kept: number, head: number) =>
+    `\n[... tool output truncated: kept ${numberFormat.format(kept)} of ${numberFormat.format(text.length)} chars ...]\n${note ? `${note(head)}\n` : ""}`;
+  const budget = Math.max(0, maxChars - marker(maxChars, maxChars).length);
   let head = Math.floor(budget * 0.8);
   let tail = budget - head;
   // Never split a surrogate pair: a lone half is invalid UTF-16 in JSON for some providers.
   if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
   if (tail > 0 && isLowSurrogate(text.charCodeAt(text.length - tail))) tail--;
   return {
-    text: text.slice(0, head) + marker(head + tail) + text.slice(text.length - tail),
+    text: text.slice(0, head) + marker(head + tail, head) + text.slice(text.length - tail),
     originalChars: text.length,
   };
 }

@@ -1,0 +1,67 @@
+import { ToolError } from "../errors.js";
+import type { RunStore } from "../store/types.js";
+import { jsonSchema } from "../tool/json-schema.js";
+import { type Tool, tool } from "../tool/tool.js";
+
+export const RECALL_TOOL_NAME = "recall_tool_result";
+const DEFAULT_SLICE = 20_000;
+const MAX_SLICE = 100_000;
+
+/** The artifact key of a call's full output. */
+export function resultArtifactKey(callId: string): string {
+  return `tool-result:${callId}`;
+}
+
+/** What the truncation marker adds when the full text is stored. */
+export function recallNote(callId: string, keptHead: number): string {
+  return `[the full output is stored: call ${RECALL_TOOL_NAME} with call_id "${callId}" and offset ${keptHead} to read on]`;
+}
+
+type RecallArgs = { call_id: string; offset?: number; max_chars?: number };
+
+/**
+ * The tool a run gets when it has a store: it returns slices of tool results that were
+ * truncated for the model, whose full text the store kept — so a long output is never a dead end.
+ */
+export function recallTool(store: RunStore): Tool<RecallArgs> {
+  return tool({
+    name: RECALL_TOOL_NAME,
+    description:
+      "Read more of a tool result that was truncated. Give the call_id the truncation notice names and the " +
+      "character offset to start from; you get up to max_chars characters and the offset to continue with.",
+    parameters: jsonSchema<RecallArgs>({
+      type: "object",
+      properties: {
+        call_id: { type: "string", description: "The id of the call whose output was truncated." },
+        offset: {
+          type: "integer",
+          minimum: 0,
+          default: 0,
+          description: "Where to start reading, in characters.",
+        },
+        max_chars: { type: "integer", minimum: 1, maximum: MAX_SLICE, default: DEFAULT_SLICE },
+      },
+      required: ["call_id"],
+      additionalProperties: false,
+    }),
+    readOnly: true,
+    idempotent: true,
+    maxOutputChars: MAX_SLICE + 500,
+    execute: async ({ call_id, offset = 0, max_chars = DEFAULT_SLICE }, ctx) => {
+      const text = await store.getArtifact(ctx.runId, resultArtifactKey(call_id));
+      if (text === undefined) {
+        throw new ToolError(`no stored output for call ${call_id}`, {
+          hint: "Only results that were truncated are stored; use the call_id from a truncation notice.",
+        });
+      }
+      const slice = text.slice(offset, offset + max_chars);
+      const end = offset + slice.length;
+      const rest = text.length - end;
+      const notice =
+        rest > 0
+          ? `\n[... ${rest.toLocaleString("en-US")} more chars: continue with offset ${end}]`
+          : "\n[end of output]";
+      return `[chars ${offset}-${end} of ${text.length}]\n${slice}${notice}`;
+    },
+  });
+}
