@@ -338,10 +338,13 @@ export class PostgresStore implements RunStore {
     try {
       await this.#ready;
     } catch (error) {
+      // Name the step that failed (setting up the tables) and its root cause, not the wrapper.
+      const reason = error instanceof StoreError && error.cause !== undefined ? error.cause : error;
+      const message = reason instanceof Error ? reason.message : String(reason);
       throw storeFailure(
-        `${action} (while creating the store's tables in schema ${this.schema})`,
+        action,
         runId,
-        error,
+        new Error(`could not set up the tables in schema ${this.schema}: ${message}`, { cause: error }),
       );
     }
   }

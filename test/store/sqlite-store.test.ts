@@ -1,0 +1,134 @@
+/**
+ * What only SqliteStore does: a file that outlives the process, WAL mode, lazy loading, and
+ * processes racing on one file.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Database from "better-sqlite3";
+import { UserError } from "quiver";
+import { LeaseConflict, SqliteStore, StoreError } from "quiver/store";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadOptionalPackage } from "../../src/store/optional-package.js";
+import { completed, event, started } from "./harnesses.js";
+
+const run = promisify(execFile);
+const fixture = (name: string) => join(import.meta.dirname, "../fixtures/store", name);
+const tsx = (script: string, args: string[]) =>
+  run(process.execPath, ["--import", "tsx", fixture(script), ...args], { timeout: 30_000 });
+
+let dir = "";
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "quiver-sqlite-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("SqliteStore", () => {
+  it("keeps runs, leases and artifacts in its file across reopening", async () => {
+    const path = join(dir, "nested/deeper/runs.db");
+    const first = new SqliteStore({ path });
+    const lease = await first.acquireLease("r", "writer", 60_000);
+    await first.append(lease, [started("r", { sessionId: "s" }), event("r", 2), completed("r", 3)]);
+    await first.putArtifact("r", "call-1", "the whole output");
+    await first.close();
+    expect(existsSync(path)).toBe(true);
+
+    const reopened = new SqliteStore({ path });
+    expect(await reopened.read("r")).toEqual([
+      started("r", { sessionId: "s" }),
+      event("r", 2),
+      completed("r", 3),
+    ]);
+    expect(await reopened.getRun("r")).toMatchObject({ sessionId: "s", status: "completed", lastSeq: 3 });
+    expect(await reopened.listSessions()).toMatchObject([{ sessionId: "s", runs: 1 }]);
+    expect(await reopened.getArtifact("r", "call-1")).toBe("the whole output");
+    await expect(reopened.acquireLease("r", "other", 60_000)).rejects.toThrow(LeaseConflict);
+    await reopened.append(lease, [event("r", 4)]);
+    await reopened.close();
+  });
+
+  it("opens its file in WAL mode with the tables version recorded", async () => {
+    const path = join(dir, "wal.db");
+    await new SqliteStore({ path }).close();
+    const db = new Database(path);
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.pragma("user_version", { simple: true })).toBe(1);
+    db.close();
+  });
+
+  it("refuses a file written by a newer Quiver instead of misreading it", () => {
+    const path = join(dir, "newer.db");
+    const db = new Database(path);
+    db.pragma("user_version = 99");
+    db.close();
+    expect(() => new SqliteStore({ path })).toThrow(/created by a newer Quiver \(tables version 99/);
+  });
+
+  it("reports a file it cannot open as a StoreError naming the path", () => {
+    const path = join(dir, "a-directory.db");
+    mkdirSync(path);
+    expect(() => new SqliteStore({ path })).toThrow(StoreError);
+    expect(() => new SqliteStore({ path })).toThrow(/opening the SQLite store at .*a-directory\.db/);
+  });
+
+  it("works in memory with :memory:", async () => {
+    const store = new SqliteStore({ path: ":memory:" });
+    const lease = await store.acquireLease("r", "w", 1_000);
+    await store.append(lease, [started("r")]);
+    expect(await store.read("r")).toHaveLength(1);
+    await store.close();
+  });
+
+  it("loads better-sqlite3 only when constructed, and defaults to .quiver/quiver.db", async () => {
+    const cwd = join(dir, "default-path");
+    mkdirSync(cwd);
+    const { stdout } = await tsx("lazy-load.ts", [cwd]);
+    expect(JSON.parse(stdout)).toEqual({
+      afterImport: { sqlite: false, pg: false },
+      afterSqlite: { sqlite: true, pg: false },
+      afterPostgres: { sqlite: true, pg: true },
+      path: ".quiver/quiver.db",
+      created: true,
+    });
+  });
+
+  it("names the install command when an optional package is missing", () => {
+    const load = () =>
+      loadOptionalPackage("better-sqlite3-not-installed", "SqliteStore", "npm install better-sqlite3@12");
+    expect(load).toThrow(UserError);
+    expect(load).toThrow(
+      /SqliteStore needs .* better-sqlite3-not-installed.*run `npm install better-sqlite3@12`/,
+    );
+  });
+});
+
+describe("processes racing on one SQLite file", () => {
+  const race = async (mode: "leases" | "append", count: number, owners: string[]) => {
+    const path = join(dir, `race-${mode}.db`);
+    await new SqliteStore({ path }).close(); // tables exist before the race starts
+    const startAt = String(Date.now() + 1_500); // after every process has started
+    const outputs = await Promise.all(
+      owners.map((owner) => tsx("race-writers.ts", [path, owner, startAt, mode, `${count}`])),
+    );
+    return { path, results: outputs.map(({ stdout }) => JSON.parse(stdout)) };
+  };
+
+  it("gives each run's lease to exactly one process", async () => {
+    const { results } = await race("leases", 40, ["p1", "p2", "p3"]);
+    const won = (results as number[][]).flat().sort((a, b) => a - b);
+    expect(won).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  });
+
+  it("never lets two processes write the same seq", async () => {
+    // All three share one owner (so all pass the lease check) to race on seq alone.
+    const { path, results } = await race("append", 30, ["shared", "shared", "shared"]);
+    const store = new SqliteStore({ path });
+    const log = await store.read("shared");
+    expect(log.map((e) => e.seq)).toEqual(Array.from({ length: 90 }, (_, i) => i + 1));
+    expect(new Set(log.map((e) => e.agent)).size).toBe(3);
+    expect(results.every((retries) => typeof retries === "number")).toBe(true);
+    await store.close();
+  });
+});
