@@ -7,7 +7,7 @@ import { DEFAULT_MAX_TURNS } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import { runOf } from "./attempts.js";
 import type { Budget } from "./budget.js";
-import { LEASE_OWNER } from "./event-writer.js";
+
 import { markTainted } from "./executor.js";
 import { runLoop } from "./loop.js";
 
@@ -62,7 +62,7 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
         ctx.toolCallId,
       );
       let result: Awaited<ReturnType<typeof runLoop>>;
-      if (child.store) await child.writer.acquire(child.runId, LEASE_OWNER);
+      if (child.store) await child.writer.acquire(child.runId);
       try {
         result = await runLoop(child, input);
       } catch (error) {

@@ -7,8 +7,10 @@ import type { RunEvent } from "./events.js";
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
 
-/** Who holds leases from this process: enough to tell processes apart in an error message. */
-export const LEASE_OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+/** A lease owner id: the host and process (for error messages), and what tells drivers apart. */
+export function leaseOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
 
 /**
  * Where a run's events go: straight to the reader, or — with a store — to the store first and
@@ -97,10 +99,13 @@ export class EventWriter {
     });
   }
 
+  /** This driver's identity: two drivers of one run in the same process conflict too. */
+  readonly #owner = leaseOwner();
+
   /** Takes the run's lease (one writer per run) and keeps it renewed until `release`. */
-  async acquire(runId: string, owner: string): Promise<void> {
+  async acquire(runId: string): Promise<void> {
     if (!this.store) return;
-    const lease = await this.store.acquireLease(runId, owner, this.#leaseTtlMs);
+    const lease = await this.store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
     this.#leases.set(runId, lease);
     if (!this.#renewTimer) {
       this.#renewTimer = setInterval(

@@ -42,6 +42,8 @@ export type PriorTurn = {
   started: Set<string>;
   /** Stored approval decisions, by call id. */
   decisions: Map<string, { approved: boolean; by: string; reason?: string }>;
+  /** Calls whose tool message is already in the transcript (a crash while they were appended). */
+  appended?: Set<string>;
 };
 
 /**

@@ -97,8 +97,8 @@ export async function turns(
   while (true) {
     if (run.signal.aborted) return stopOnAbort(run);
     const overBudget = run.budgetExceeded();
-    if (overBudget) return stop(run, "budget", run.lastText, overBudget);
-    if (run.turn >= run.maxTurns) return stop(run, "max_turns", run.lastText);
+    if (overBudget) return finishRun(run, "budget", run.lastText, overBudget);
+    if (run.turn >= run.maxTurns) return finishRun(run, "max_turns", run.lastText);
     const ownBudget = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
     if (ownBudget && !ownBudget.turnsLeft()) {
       const error = new BudgetExceeded(
@@ -106,7 +106,7 @@ export async function turns(
         "maxTurns",
         `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
       );
-      return stop(run, "budget", run.lastText, error);
+      return finishRun(run, "budget", run.lastText, error);
     }
     deliverInbox(run);
 
@@ -173,7 +173,7 @@ export async function turns(
           });
           continue;
         }
-        if (!run.inbox.length && !run.followUps.length) return stop(run, "completed", checked.value);
+        if (!run.inbox.length && !run.followUps.length) return finishRun(run, "completed", checked.value);
       }
       // A message injected during this last turn, or a queued follow-up, keeps the run going.
       if (run.inbox.length) continue;
@@ -181,7 +181,7 @@ export async function turns(
         run.inbox.push(...run.followUps.splice(0));
         continue;
       }
-      return stop(run, "completed", run.lastText);
+      return finishRun(run, "completed", run.lastText);
     }
 
     for (const [index, { call, repairs }] of requested.entries()) {
@@ -217,18 +217,18 @@ async function runCalls(
   if (execution?.parked) return park(run, execution.parked, results);
   for (const result of results) {
     run.records.push(result.record);
-    append(run, result.message);
+    if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
   }
   run.emit({ type: "turn_completed", turn: run.turn });
 
   if (execution?.stop) {
     return execution.stop.reason === "budget"
-      ? stop(run, "budget", run.lastText, execution.stop.error)
+      ? finishRun(run, "budget", run.lastText, execution.stop.error)
       : stopOnAbort(run);
   }
   if (execution?.endedBy) {
     const ended = results.find((r) => r.record.ok && r.record.call.name === execution!.endedBy!.name);
-    return stop(run, "ends_turn", text || ended?.record.output || "");
+    return finishRun(run, "ends_turn", text || ended?.record.output || "");
   }
   if (execution?.handoff) {
     const { handoff, call } = execution.handoff;
@@ -371,11 +371,11 @@ function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<
   const reason = run.signal.reason;
   // The store failed: the run cannot go on without losing its log.
   if (reason instanceof StoreError) throw reason;
-  if (reason instanceof BudgetExceeded && run.owns(reason)) return stop(run, "budget", output, reason);
-  return stop(run, "cancelled", output);
+  if (reason instanceof BudgetExceeded && run.owns(reason)) return finishRun(run, "budget", output, reason);
+  return finishRun(run, "cancelled", output);
 }
 
-function stop(
+export function finishRun(
   run: ActiveRun,
   stopReason: StopReason,
   output: unknown,

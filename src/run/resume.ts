@@ -5,7 +5,7 @@ import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import type { PriorTurn, RequestedCall } from "./executor.js";
 import { Handoff } from "./handoff.js";
-import { prepareAgent, turns } from "./loop.js";
+import { type AgentSetup, finishRun, prepareAgent, turns } from "./loop.js";
 import { type RunState, replay } from "./replay.js";
 import type { RunResult } from "./result.js";
 import type { CallResult } from "./tool-result.js";
@@ -50,7 +50,8 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
     );
   }
   run.agent = speaker;
-  run.restore(state.lastSeq, state.callIds);
+  const assistantCallIds = state.openTurn?.assistant?.toolCalls?.map((c) => c.id) ?? [];
+  run.restore(state.lastSeq, [...state.callIds, ...assistantCallIds]);
   run.transcript.push(...state.messages);
   Object.assign(run.usage, state.usage);
   if (state.tainted) run.tainted = state.tainted;
@@ -70,13 +71,24 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
   run.emit({ type: "run_resumed", fromSeq: state.lastSeq });
 
   const setup = await prepareAgent(run, run.agent);
-  if (!open) return turns(run, setup);
+  if (!open) {
+    // Between turns. If the model's last word was its final answer, only run_completed was lost.
+    const last = state.messages.at(-1);
+    if (last?.role === "assistant" && !last.toolCalls?.length && !state.parked) {
+      return finalAnswer(run, setup, typeof last.content === "string" ? last.content : run.lastText);
+    }
+    return turns(run, setup);
+  }
   if (!open.assistant) {
     // The model turn itself was cut off: ask again, under the same turn number.
     run.turn = open.turn - 1;
     return turns(run, setup);
   }
-  const prior: PriorTurn = { results: new Map(), started: open.started, decisions: open.decisions };
+  const assistantAt = state.messages.lastIndexOf(open.assistant);
+  const appended = new Set(
+    state.messages.slice(assistantAt + 1).flatMap((m) => (m.role === "tool" ? [m.toolCallId] : [])),
+  );
+  const prior: PriorTurn = { results: new Map(), started: open.started, decisions: open.decisions, appended };
   for (const [id, logged] of open.completed) {
     const { record } = logged;
     const result: CallResult = {
@@ -92,11 +104,35 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
     };
     prior.results.set(id, result);
   }
-  const requested: RequestedCall[] = open.calls.map((call) =>
+  // The assistant message is the authority on what was requested: a crash may have come before
+  // its tool_call_requested events were stored.
+  const calls = open.assistant.toolCalls ?? [];
+  if (calls.length === 0) {
+    // The model had given its final answer; only the closing events were lost.
+    run.emit({ type: "turn_completed", turn: run.turn });
+    return finalAnswer(
+      run,
+      setup,
+      typeof open.assistant.content === "string" ? open.assistant.content : run.lastText,
+    );
+  }
+  for (const call of calls) {
+    if (!open.calls.some((c) => c.id === call.id))
+      run.emit({ type: "tool_call_requested", call, index: calls.indexOf(call) });
+  }
+  const requested: RequestedCall[] = calls.map((call) =>
     call.rawArgs !== undefined ? { call, parseError: "the arguments were not valid JSON" } : { call },
   );
   const text = typeof open.assistant.content === "string" ? open.assistant.content : "";
   return turns(run, setup, { text, requested, prior });
+}
+
+/** Ends a resumed run whose model had already answered (checked against `outputType` if set). */
+async function finalAnswer(run: ActiveRun, setup: AgentSetup, text: string): Promise<RunResult<any>> {
+  const checked = setup.contract ? await setup.contract.check(text) : undefined;
+  if (!checked) return finishRun(run, "completed", text);
+  if (checked.ok) return finishRun(run, "completed", checked.value);
+  return turns(run, setup);
 }
 
 /** The agent named `name`: `root` or one reachable through handoffs. */

@@ -3,7 +3,7 @@ import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { ActiveRun, type RunOptions } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import { EventQueue } from "./event-queue.js";
-import { LEASE_OWNER } from "./event-writer.js";
+import { leaseOwner } from "./event-writer.js";
 import type { RunEvent } from "./events.js";
 import { RunHandle } from "./handle.js";
 import { inputMessages, type RunInput, runLoop } from "./loop.js";
@@ -81,7 +81,7 @@ export const Runner = {
   ): Promise<void> {
     const { approved, reason } =
       typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
-    const lease = await store.acquireLease(runId, LEASE_OWNER, 10_000);
+    const lease = await store.acquireLease(runId, leaseOwner(), 10_000);
     try {
       const state = await loadRun(store, runId);
       const open = state.openTurn;
@@ -156,7 +156,7 @@ async function drive(run: ActiveRun, body: Body): Promise<RunResult<any>> {
   let leased = false;
   try {
     if (run.store) {
-      await run.writer.acquire(run.runId, LEASE_OWNER);
+      await run.writer.acquire(run.runId);
       leased = true;
     }
     const outcome = await body(run);
