@@ -53,9 +53,9 @@ export class MemoryStore implements RunStore {
     this.#checkOpen();
     const after = checkAfterSeq(runId, afterSeq);
     const log = this.logs.get(runId) ?? [];
-    // Rows are kept in seq order, so the first row after `after` is found by position
-    // when the log is intact; decodeEvents reports it if it is not.
-    const start = log.findIndex((row) => row.seq > after);
+    // In an intact log row i holds seq i + 1, so the rows after `after` start at index
+    // `after`; a damaged log is searched, and decodeEvents reports what is wrong with it.
+    const start = log[after]?.seq === after + 1 ? after : log.findIndex((row) => row.seq > after);
     const rows = start === -1 ? [] : log.slice(start);
     return decodeEvents(runId, after, this.#runs.get(runId)?.lastSeq ?? 0, rows);
   }
