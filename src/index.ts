@@ -64,7 +64,9 @@ export {
   type StandardPermissionsOptions,
 } from "./run/permissions.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
-export { type RunState, replay } from "./run/replay.js";
+export { RECALL_TOOL_NAME, recallTool } from "./run/recall.js";
+export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/replay.js";
+export { loadSession } from "./run/resume.js";
 export type { RunResult, ToolCallRecord } from "./run/result.js";
 export { Runner } from "./run/runner.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
