@@ -66,8 +66,8 @@ export {
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
 export { RECALL_TOOL_NAME, recallTool } from "./run/recall.js";
 export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/replay.js";
-export { loadSession } from "./run/resume.js";
 export type { RunResult, ToolCallRecord } from "./run/result.js";
+export { loadSession } from "./run/resume.js";
 export { Runner } from "./run/runner.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
 export type { InferArgs, ToolParameters } from "./tool/parameters.js";

@@ -1,7 +1,16 @@
+import {
+  Agent,
+  type Message,
+  type ModelRequest,
+  type RunEvent,
+  Runner,
+  ScriptedModel,
+  type ScriptedTurn,
+  tool,
+} from "quiver";
+import { LeaseConflict, MemoryStore } from "quiver/store";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent, type Message, type ModelRequest, type RunEvent, Runner, ScriptedModel, type ScriptedTurn, tool } from "quiver";
-import { LeaseConflict, MemoryStore } from "quiver/store";
 
 async function collect(handle: AsyncIterable<RunEvent>) {
   const events: RunEvent[] = [];
@@ -51,8 +60,17 @@ describe("a stored run", () => {
 
   it("is driven by one process at a time: a second driver gets LeaseConflict", async () => {
     const store = new MemoryStore();
-    const slow = tool({ name: "slow", description: "Slow.", parameters: z.object({}), execute: () => new Promise((r) => setTimeout(r, 100, "ok")) });
-    const agent = new Agent({ name: "a", model: transcriptModel([{ toolCalls: [{ name: "slow", args: {} }] }, { text: "done" }]), tools: [slow] });
+    const slow = tool({
+      name: "slow",
+      description: "Slow.",
+      parameters: z.object({}),
+      execute: () => new Promise((r) => setTimeout(r, 100, "ok")),
+    });
+    const agent = new Agent({
+      name: "a",
+      model: transcriptModel([{ toolCalls: [{ name: "slow", args: {} }] }, { text: "done" }]),
+      tools: [slow],
+    });
     const first = Runner.stream(agent, "go", { store, runId: "run-shared" });
     await new Promise((r) => setTimeout(r, 20));
     const second = Runner.resume(agent, "run-shared", { store });
@@ -70,23 +88,35 @@ describe("a stored run", () => {
     expect(second.messages).toHaveLength(4);
     expect((await store.listSessions()).map((s) => [s.sessionId, s.runs])).toEqual([["chat-1", 2]]);
     await store.clearSession("chat-1");
-    const third = await Runner.run(agent.clone({ model: new ScriptedModel([{ text: "Hello, stranger." }]) }), "Who am I?", {
-      store,
-      sessionId: "chat-1",
-    });
+    const third = await Runner.run(
+      agent.clone({ model: new ScriptedModel([{ text: "Hello, stranger." }]) }),
+      "Who am I?",
+      {
+        store,
+        sessionId: "chat-1",
+      },
+    );
     expect(third.messages.map((m) => m.content)).toEqual(["Who am I?", "Hello, stranger."]);
   });
 
   it("keeps a truncated result's full text, which recall_tool_result reads by call id and offset", async () => {
     const store = new MemoryStore();
     const full = Array.from({ length: 400 }, (_, i) => `line ${i}`).join("\n");
-    const big = tool({ name: "big", description: "Big.", parameters: z.object({}), maxOutputChars: 600, execute: async () => full });
+    const big = tool({
+      name: "big",
+      description: "Big.",
+      parameters: z.object({}),
+      maxOutputChars: 600,
+      execute: async () => full,
+    });
     const model = new ScriptedModel([
       { toolCalls: [{ id: "c1", name: "big", args: {} }] },
       (req) => {
         const notice = String(req.messages.at(-1)?.content);
         const offset = Number(/offset (\d+) to read on/.exec(notice)?.[1]);
-        return { toolCalls: [{ name: "recall_tool_result", args: { call_id: "c1", offset, max_chars: 30 } }] };
+        return {
+          toolCalls: [{ name: "recall_tool_result", args: { call_id: "c1", offset, max_chars: 30 } }],
+        };
       },
       { toolCalls: [{ name: "recall_tool_result", args: { call_id: "nope" } }] },
       { text: "done" },
@@ -95,7 +125,9 @@ describe("a stored run", () => {
     const first = result.toolCalls[0]!;
     expect(first.truncated).toEqual({ originalChars: full.length });
     expect(first.output.length).toBeLessThanOrEqual(600);
-    expect(first.output).toMatch(/\[the full output is stored: call recall_tool_result with call_id "c1" and offset \d+ to read on\]/);
+    expect(first.output).toMatch(
+      /\[the full output is stored: call recall_tool_result with call_id "c1" and offset \d+ to read on\]/,
+    );
     const head = first.output.slice(0, first.output.indexOf("\n[..."));
     const recalled = result.toolCalls[1]!.output;
     expect(recalled).toContain(full.slice(head.length, head.length + 30));
@@ -117,9 +149,19 @@ describe("approvals on a stored run", () => {
         return `refunded ${orderId}`;
       },
     });
-    const lookup = tool({ name: "lookup", description: "Lookup.", parameters: z.object({}), execute: async () => "order A1: paid" });
+    const lookup = tool({
+      name: "lookup",
+      description: "Lookup.",
+      parameters: z.object({}),
+      execute: async () => "order A1: paid",
+    });
     const model = transcriptModel([
-      { toolCalls: [{ id: "l1", name: "lookup", args: {} }, { id: "r1", name: "refund", args: { orderId: "A1" } }] },
+      {
+        toolCalls: [
+          { id: "l1", name: "lookup", args: {} },
+          { id: "r1", name: "refund", args: { orderId: "A1" } },
+        ],
+      },
       { text: "Done." },
     ]);
     return new Agent({ name: "support", model, tools: [refund, lookup] });
@@ -140,7 +182,9 @@ describe("approvals on a stored run", () => {
     }
     expect(ran).toEqual([]);
 
-    await expect(Runner.decide(store, runId, "nope", true)).rejects.toThrow(/no call nope waiting for approval/);
+    await expect(Runner.decide(store, runId, "nope", true)).rejects.toThrow(
+      /no call nope waiting for approval/,
+    );
     await Runner.decide(store, runId, "r1", true);
     const handle = Runner.resume(makeAgent(ran), runId, { store });
     const events = await collect(handle);
@@ -157,7 +201,10 @@ describe("approvals on a stored run", () => {
     ]);
     const log = await store.read(runId);
     expect(log.filter((e) => e.type === "tool_call_started" && e.call.id === "l1")).toHaveLength(1);
-    expect(log.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "approved", by: "decide" });
+    expect(log.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "approved",
+      by: "decide",
+    });
   });
 
   it("a denial decided from another process is what the model reads", async () => {
@@ -172,8 +219,14 @@ describe("approvals on a stored run", () => {
 
   it("resuming a finished run returns its stored result and emits nothing", async () => {
     const store = new MemoryStore();
-    const done = await Runner.run(new Agent({ name: "a", model: new ScriptedModel([{ text: "hi" }]) }), "go", { store });
-    const handle = Runner.resume(new Agent({ name: "a", model: new ScriptedModel([]) }), done.runId, { store });
+    const done = await Runner.run(
+      new Agent({ name: "a", model: new ScriptedModel([{ text: "hi" }]) }),
+      "go",
+      { store },
+    );
+    const handle = Runner.resume(new Agent({ name: "a", model: new ScriptedModel([]) }), done.runId, {
+      store,
+    });
     expect(await collect(handle)).toEqual([]);
     expect((await handle.result()).output).toBe("hi");
   });
@@ -182,7 +235,13 @@ describe("approvals on a stored run", () => {
 describe("resume after a crash at every boundary (in-process log cuts)", () => {
   it("never re-runs a completed call, re-runs idempotent interrupted ones, and ends with the uninterrupted transcript", async () => {
     const script: ScriptedTurn[] = [
-      { text: "Checking.", toolCalls: [{ id: "a", name: "count", args: { key: "a" } }, { id: "b", name: "count", args: { key: "b" } }] },
+      {
+        text: "Checking.",
+        toolCalls: [
+          { id: "a", name: "count", args: { key: "a" } },
+          { id: "b", name: "count", args: { key: "b" } },
+        ],
+      },
       { toolCalls: [{ id: "c", name: "count", args: { key: "c" } }] },
       { text: "All counted." },
     ];
@@ -208,11 +267,18 @@ describe("resume after a crash at every boundary (in-process log cuts)", () => {
       await store.append(lease, log.slice(0, cut));
       await store.releaseLease(lease);
       const prefix = log.slice(0, cut);
-      const completed = new Set(prefix.filter((e) => e.type === "tool_call_completed").map((e) => (e as { call: { id: string } }).call.id));
+      const completed = new Set(
+        prefix
+          .filter((e) => e.type === "tool_call_completed")
+          .map((e) => (e as { call: { id: string } }).call.id),
+      );
       runs.clear();
       const result = await Runner.resume(agent(), "ref", { store }).result();
-      expect(result.messages, `cut after event ${cut} (${log[cut - 1]!.type})`).toEqual(uninterrupted.messages);
-      for (const id of completed) expect(runs.get(id), `call ${id} ran again after cut ${cut}`).toBeUndefined();
+      expect(result.messages, `cut after event ${cut} (${log[cut - 1]!.type})`).toEqual(
+        uninterrupted.messages,
+      );
+      for (const id of completed)
+        expect(runs.get(id), `call ${id} ran again after cut ${cut}`).toBeUndefined();
       const final = await store.read("ref");
       expect(final.map((e) => e.seq)).toEqual(final.map((_, i) => i + 1));
     }
@@ -231,7 +297,10 @@ describe("resume after a crash at every boundary (in-process log cuts)", () => {
     });
     const script: ScriptedTurn[] = [{ toolCalls: [{ id: "p", name: "charge", args: {} }] }, { text: "ok" }];
     const reference = new MemoryStore();
-    await Runner.run(new Agent({ name: "a", model: transcriptModel(script), tools: [charge] }), "pay", { store: reference, runId: "r" });
+    await Runner.run(new Agent({ name: "a", model: transcriptModel(script), tools: [charge] }), "pay", {
+      store: reference,
+      runId: "r",
+    });
     const log = await reference.read("r");
     const cut = log.findIndex((e) => e.type === "tool_call_started") + 1;
     const store = new MemoryStore();
@@ -239,7 +308,11 @@ describe("resume after a crash at every boundary (in-process log cuts)", () => {
     await store.append(lease, log.slice(0, cut));
     await store.releaseLease(lease);
     charged = 0;
-    const result = await Runner.resume(new Agent({ name: "a", model: transcriptModel(script), tools: [charge] }), "r", { store }).result();
+    const result = await Runner.resume(
+      new Agent({ name: "a", model: transcriptModel(script), tools: [charge] }),
+      "r",
+      { store },
+    ).result();
     expect(charged).toBe(0);
     expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "interrupted" } });
     expect(result.toolCalls[0]?.output).toMatch(/not marked idempotent/);
