@@ -6,6 +6,13 @@
 import type { RunEvent } from "../run/events.js";
 import { EVENT_SCHEMA_VERSION, type Lease, LeaseConflict, type RunSummary, StoreError } from "./types.js";
 
+/**
+ * A run's summary as the stores keep it. `parentRunId` marks a child run (an agent used as a
+ * tool): it shares its parent's session, and whoever continues a session must skip it.
+ * `RunSummary` does not declare the field yet; the stores already return it.
+ */
+export type StoredRunSummary = RunSummary & { parentRunId?: string };
+
 /** One event as a store keeps it: its `seq`, the format version it was written in, and its JSON text. */
 export type StoredEvent = { seq: number; version: number; body: string };
 
@@ -208,15 +215,15 @@ function eventShapeProblem(value: unknown, runId: string, seq: number): string |
 /**
  * The run's summary after `events` are appended to a log summarised by `previous`. The agent,
  * session and start time come from `run_started` (until it arrives, from the first event);
- * the status changes only on `run_completed` / `run_failed`.
+ * the status changes only on `run_completed` / `run_failed`; `parentRunId` is that of the events.
  */
 export function summarize(
   runId: string,
-  previous: RunSummary | undefined,
+  previous: StoredRunSummary | undefined,
   events: readonly RunEvent[],
-): RunSummary {
+): StoredRunSummary {
   const first = events[0];
-  let summary: RunSummary | undefined = previous && { ...previous };
+  let summary: StoredRunSummary | undefined = previous && { ...previous };
   if (summary === undefined) {
     if (first === undefined) throw new StoreError(`run ${runId}: nothing to summarise`, { runId });
     summary = {
@@ -227,6 +234,7 @@ export function summarize(
       lastSeq: 0,
       status: "running",
     };
+    if (first.parentRunId !== undefined) summary.parentRunId = first.parentRunId;
   }
   for (const event of events) {
     summary.lastSeq = event.seq;
@@ -235,6 +243,7 @@ export function summarize(
       summary.agent = event.agent;
       summary.startedAt = event.at;
       if (event.sessionId !== undefined) summary.sessionId = event.sessionId;
+      if (event.parentRunId !== undefined) summary.parentRunId = event.parentRunId;
     } else if (event.type === "run_completed") summary.status = "completed";
     else if (event.type === "run_failed") summary.status = "failed";
   }

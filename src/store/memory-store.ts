@@ -10,6 +10,7 @@ import {
   decodeEvents,
   encodeEvents,
   type StoredEvent,
+  type StoredRunSummary,
   summarize,
 } from "./log-rules.js";
 import type { Lease, RunStore, RunSummary, SessionSummary } from "./types.js";
@@ -29,7 +30,7 @@ import type { Lease, RunStore, RunSummary, SessionSummary } from "./types.js";
 export class MemoryStore implements RunStore {
   /** Each run's encoded log, in seq order. Protected so tests can damage a row on purpose. */
   protected readonly logs = new Map<string, StoredEvent[]>();
-  readonly #runs = new Map<string, RunSummary>();
+  readonly #runs = new Map<string, StoredRunSummary>();
   readonly #leases = new Map<string, Lease>();
   readonly #artifacts = new Map<string, Map<string, string>>();
   #closed = false;

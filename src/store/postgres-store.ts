@@ -24,6 +24,8 @@ import {
   tableNames,
 } from "./postgres-tables.js";
 import {
+  RUN_COLUMNS,
+  RUN_UPDATE,
   type RunRow,
   runRowValues,
   type SessionRow,
@@ -108,11 +110,8 @@ export class PostgresStore implements RunStore {
         [runId, rows.map((r) => r.seq), rows.map((r) => r.version), rows.map((r) => r.body)],
       );
       await client.query(
-        `INSERT INTO ${this.#t.runs} (run_id, session_id, agent, started_at, updated_at, last_seq, status)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (run_id) DO UPDATE SET session_id = EXCLUDED.session_id, agent = EXCLUDED.agent,
-           started_at = EXCLUDED.started_at, updated_at = EXCLUDED.updated_at,
-           last_seq = EXCLUDED.last_seq, status = EXCLUDED.status`,
+        `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
         runRowValues(summarize(runId, previous, events)),
       );
     });

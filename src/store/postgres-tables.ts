@@ -55,7 +55,7 @@ export async function createTables(client: PostgresClient, schema: string): Prom
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(schema)}`);
   await client.query(`
     CREATE TABLE IF NOT EXISTS ${t.runs} (
-      run_id text PRIMARY KEY, session_id text, agent text NOT NULL, started_at bigint NOT NULL,
+      run_id text PRIMARY KEY, session_id text, parent_run_id text, agent text NOT NULL, started_at bigint NOT NULL,
       updated_at bigint NOT NULL, last_seq integer NOT NULL, status text NOT NULL);
     CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON ${t.runs} (session_id, started_at);
     CREATE TABLE IF NOT EXISTS ${t.events} (

@@ -2,12 +2,14 @@
  * The tables both SQL stores keep, and how their rows map to the store's types. Postgres hands
  * `bigint` columns back as strings, so every number goes through `Number()`.
  */
+import type { StoredRunSummary } from "./log-rules.js";
 import type { Lease, RunSummary, SessionSummary } from "./types.js";
 
 /** A row of the runs table: one run's summary, updated in the same transaction as its events. */
 export type RunRow = {
   run_id: string;
   session_id: string | null;
+  parent_run_id: string | null;
   agent: string;
   started_at: number | string;
   updated_at: number | string;
@@ -26,8 +28,8 @@ export type LeaseRow = { owner: string; expires_at: number | string };
 
 export type EventRow = { seq: number | string; version: number | string; body: string };
 
-export function toRunSummary(row: RunRow): RunSummary {
-  const summary: RunSummary = {
+export function toRunSummary(row: RunRow): StoredRunSummary {
+  const summary: StoredRunSummary = {
     runId: row.run_id,
     agent: row.agent,
     startedAt: Number(row.started_at),
@@ -36,16 +38,16 @@ export function toRunSummary(row: RunRow): RunSummary {
     status: row.status as RunSummary["status"],
   };
   if (row.session_id !== null) summary.sessionId = row.session_id;
+  if (row.parent_run_id !== null) summary.parentRunId = row.parent_run_id;
   return summary;
 }
 
-/** The values of a runs row in column order: run_id, session_id, agent, started_at, updated_at, last_seq, status. */
-export function runRowValues(
-  summary: RunSummary,
-): [string, string | null, string, number, number, number, string] {
+/** The values of a runs row in the order of RUN_COLUMNS. */
+export function runRowValues(summary: StoredRunSummary): unknown[] {
   return [
     summary.runId,
     summary.sessionId ?? null,
+    summary.parentRunId ?? null,
     summary.agent,
     summary.startedAt,
     summary.updatedAt,
@@ -53,6 +55,16 @@ export function runRowValues(
     summary.status,
   ];
 }
+
+/** The runs table's columns, as both SQL stores insert them (`runRowValues` gives the values). */
+export const RUN_COLUMNS =
+  "run_id, session_id, parent_run_id, agent, started_at, updated_at, last_seq, status";
+
+/** The update half of a runs upsert: every column but the key takes the new value. */
+export const RUN_UPDATE = RUN_COLUMNS.split(", ")
+  .slice(1)
+  .map((column) => `${column} = excluded.${column}`)
+  .join(", ");
 
 export function toSessionSummary(row: SessionRow): SessionSummary {
   return {

@@ -20,6 +20,8 @@ import { loadOptionalPackage } from "./optional-package.js";
 import {
   type EventRow,
   type LeaseRow,
+  RUN_COLUMNS,
+  RUN_UPDATE,
   type RunRow,
   runRowValues,
   type SessionRow,
@@ -51,7 +53,7 @@ const TABLES_VERSION = 1;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
-  run_id TEXT PRIMARY KEY, session_id TEXT, agent TEXT NOT NULL, started_at INTEGER NOT NULL,
+  run_id TEXT PRIMARY KEY, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL, started_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON quiver_runs (session_id, started_at);
 CREATE TABLE IF NOT EXISTS quiver_events (
@@ -269,11 +271,8 @@ function prepare(db: BetterSqlite3.Database) {
     ),
     getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
     upsertRun: db.prepare(
-      `INSERT INTO quiver_runs (run_id, session_id, agent, started_at, updated_at, last_seq, status)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, agent = excluded.agent,
-         started_at = excluded.started_at, updated_at = excluded.updated_at,
-         last_seq = excluded.last_seq, status = excluded.status`,
+      `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
     ),
     listRuns: db.prepare("SELECT * FROM quiver_runs ORDER BY started_at, run_id"),
     listSessionRuns: db.prepare("SELECT * FROM quiver_runs WHERE session_id = ? ORDER BY started_at, run_id"),

@@ -253,6 +253,15 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         const summary = await store.getRun("f");
         expect(summary).toMatchObject({ status: "failed", agent: "assistant" });
         expect(summary).not.toHaveProperty("sessionId");
+        expect(summary).not.toHaveProperty("parentRunId");
+      });
+
+      it("marks a child run with its parent, so a session can be continued from its root runs", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("child", "w", LONG);
+        await store.append(lease, [{ ...started("child", { sessionId: "s" }), parentRunId: "root" }]);
+        expect(await store.getRun("child")).toMatchObject({ sessionId: "s", parentRunId: "root" });
+        expect((await store.listRuns({ sessionId: "s" }))[0]).toMatchObject({ parentRunId: "root" });
       });
 
       it("lists runs oldest first, optionally of one session, and lists sessions", async () => {
