@@ -8,10 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
-import { UserError } from "quiver";
 import { LeaseConflict, SqliteStore, StoreError } from "quiver/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadOptionalPackage } from "../../src/store/optional-package.js";
 import { completed, event, started } from "./harnesses.js";
 
 const run = promisify(execFile);
@@ -94,13 +92,20 @@ describe("SqliteStore", () => {
     });
   });
 
-  it("names the install command when an optional package is missing", () => {
-    const load = () =>
-      loadOptionalPackage("better-sqlite3-not-installed", "SqliteStore", "npm install better-sqlite3@12");
-    expect(load).toThrow(UserError);
-    expect(load).toThrow(
-      /SqliteStore needs .* better-sqlite3-not-installed.*run `npm install better-sqlite3@12`/,
-    );
+  it("names the install command when a driver is not installed", async () => {
+    const { stdout } = await tsx("missing-drivers.ts", []);
+    expect(JSON.parse(stdout)).toEqual({
+      sqlite: {
+        name: "UserError",
+        message:
+          "SqliteStore needs the optional package better-sqlite3, which is not installed: run `npm install better-sqlite3@12`",
+      },
+      postgres: {
+        name: "UserError",
+        message:
+          "PostgresStore needs the optional package pg, which is not installed: run `npm install pg@8`",
+      },
+    });
   });
 });
 
