@@ -20,10 +20,11 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   const dir = mkdtempSync(join(tmpdir(), "quiver-pg-"));
   const data = join(dir, "data");
   const asUser = serverUser(dir);
-  const pg = (program: string, args: string[]) =>
+  const command = (program: string, args: string[]): [string, string[]] =>
     asUser === undefined
-      ? run(join(bin, program), args, { timeout: 60_000 })
-      : run("runuser", ["-u", asUser, "--", join(bin, program), ...args], { timeout: 60_000 });
+      ? [join(bin, program), args]
+      : ["runuser", ["-u", asUser, "--", join(bin, program), ...args]];
+  const pg = (program: string, args: string[]) => run(...command(program, args), { timeout: 60_000 });
   try {
     await pg("initdb", ["-D", data, "-U", "quiver", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"]);
     let lastError: unknown;
@@ -45,9 +46,22 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
           "30",
           "start",
         ]);
+        // The server outlives its starter: if the test process exits without calling stop()
+        // (a crash, a timeout), stop it on the way out rather than leave it running.
+        const stopNow = () => {
+          try {
+            execFileSync(...command("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]), {
+              stdio: "ignore",
+              timeout: 10_000,
+            });
+          } catch {}
+          rmSync(dir, { recursive: true, force: true });
+        };
+        process.once("exit", stopNow);
         return {
           connectionString: `postgresql://quiver@127.0.0.1:${port}/postgres`,
           stop: async () => {
+            process.off("exit", stopNow);
             await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
             rmSync(dir, { recursive: true, force: true });
           },
