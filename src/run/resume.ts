@@ -158,7 +158,8 @@ function findAgent(root: Agent<any, any>, name: string | undefined): Agent<any, 
  */
 export async function loadSession(store: RunStore, sessionId: string): Promise<Message[]> {
   const runs = await store.listRuns({ sessionId });
-  for (const summary of [...runs].reverse()) {
+  // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
+  for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
     const state = replay(await store.read(summary.runId));
     if (state.messages.length) return state.messages;
   }

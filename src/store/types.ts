@@ -12,6 +12,8 @@ export type RunSummary = {
   sessionId?: string;
   /** The agent that started the run. */
   agent: string;
+  /** Set on child runs (agents as tools): their parent's id. */
+  parentRunId?: string;
   startedAt: number;
   updatedAt: number;
   /** The highest seq stored. */

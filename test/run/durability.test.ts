@@ -99,6 +99,23 @@ describe("a stored run", () => {
     expect(third.messages.map((m) => m.content)).toEqual(["Who am I?", "Hello, stranger."]);
   });
 
+  it("continues a session from its top-level runs, not from an agent-as-tool's child run", async () => {
+    const store = new MemoryStore();
+    const helper = new Agent({ name: "helper", model: new ScriptedModel([{ text: "child answer" }]) });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: "helper", args: { input: "sub question" } }] },
+      { text: "first answer" },
+      { text: "second answer" },
+    ]);
+    const agent = new Agent({ name: "main", model, tools: [helper.asTool()] });
+    await Runner.run(agent, "first question", { store, sessionId: "s" });
+    await Runner.run(agent, "second question", { store, sessionId: "s" });
+    const history = model.requests[2]!.messages.map((m) => (typeof m.content === "string" ? m.content : ""));
+    expect(history[0]).toBe("first question");
+    expect(history).not.toContain("sub question");
+    expect(history.at(-1)).toBe("second question");
+  });
+
   it("keeps a truncated result's full text, which recall_tool_result reads by call id and offset", async () => {
     const store = new MemoryStore();
     const full = Array.from({ length: 400 }, (_, i) => `line ${i}`).join("\n");
