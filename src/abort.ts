@@ -56,3 +56,18 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/**
+ * A promise that resolves (to the `Aborted` marker) when `signal` aborts, with one listener for
+ * its whole life. Racing many waits against one `whenAborted` costs no listener per wait; call
+ * `dispose()` when done so a long-lived signal does not keep it.
+ */
+export function whenAborted(signal: AbortSignal): { promise: Promise<Aborted>; dispose(): void } {
+  if (signal.aborted) return { promise: Promise.resolve(ABORTED), dispose: () => {} };
+  let onAbort!: () => void;
+  const promise = new Promise<Aborted>((resolve) => {
+    onAbort = () => resolve(ABORTED);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return { promise, dispose: () => signal.removeEventListener("abort", onAbort) };
+}

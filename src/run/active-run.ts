@@ -157,13 +157,12 @@ export class ActiveRun {
 
   /** Stamps the common base on an event and hands it to the reader. */
   emit(body: EventBody): RunEvent {
-    const event = {
-      ...body,
-      runId: this.runId,
-      seq: ++this.#seq,
-      at: Date.now(),
-      agent: this.agent.name,
-    } as RunEvent;
+    // Every body is a fresh literal at its call site: stamping it in place saves a copy per event.
+    const event = body as RunEvent;
+    event.runId = this.runId;
+    event.seq = ++this.#seq;
+    event.at = Date.now();
+    event.agent = this.agent.name;
     if (this.parent) {
       event.path = this.path;
       event.parentRunId = this.parent.run.runId;

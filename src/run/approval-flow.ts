@@ -17,7 +17,19 @@ export const BUILTIN_EDIT_TOOLS = new WeakSet<Tool>();
  * asked) the pinned approval algorithm. Resolves to `undefined` when the call may run
  * without asking, else to the decision. Always fails closed.
  */
-export async function approveCall(
+export function approveCall(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+): ApprovalOutcome | undefined | Promise<ApprovalOutcome | undefined> {
+  // The common case — standard rules, a tool that is neither destructive nor gated — decides
+  // without building a context or awaiting anything.
+  if (!run.agent.config.permissions && !tool.destructive && !tool.needsApproval) return undefined;
+  return checkAndAsk(run, tool, call, args);
+}
+
+async function checkAndAsk(
   run: ActiveRun,
   tool: Tool,
   call: ToolCall,

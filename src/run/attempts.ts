@@ -1,4 +1,4 @@
-import { isAborted, raceAbort, sleep } from "../abort.js";
+import { type Aborted, isAborted, sleep } from "../abort.js";
 import {
   BudgetExceeded,
   InvalidToolArguments,
@@ -11,6 +11,7 @@ import type { Tool } from "../tool/tool.js";
 import type { RetryBackoff, ToolPolicy } from "../tool/types.js";
 import { runInWorker } from "../tool/worker.js";
 import type { ActiveRun } from "./active-run.js";
+import { CallContext } from "./call-context.js";
 import { type RunContext, withRunContext } from "./context.js";
 import { toolSemaphore } from "./semaphore.js";
 import { messageOf } from "./tool-result.js";
@@ -32,6 +33,8 @@ export type AttemptSettings = {
   turn: number;
   /** Aborted when this call must stop: the run stopped, or `cancelSiblingsOnError` fired. */
   signal: AbortSignal;
+  /** Resolves (to the Aborted marker) when `signal` aborts. */
+  stopped: Promise<Aborted>;
 };
 
 const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
@@ -104,20 +107,7 @@ async function runOneAttempt(
 ): Promise<OneAttempt> {
   const callSignal = settings.signal;
   if (callSignal.aborted) return { kind: "cancelled" };
-  const controller = new AbortController();
-  const onCallAbort = () => controller.abort(callSignal.reason);
-  callSignal.addEventListener("abort", onCallAbort, { once: true });
-  const ctx: RunContext = {
-    ...run.baseContext(),
-    turn: settings.turn,
-    signal: controller.signal,
-    toolCallId: call.id,
-    attempt,
-    idempotencyKey: `${run.runId}:${call.id}`,
-    update: (partial: unknown) => {
-      if (!controller.signal.aborted) run.emit({ type: "tool_call_update", call, partial });
-    },
-  };
+  const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
   runOfContext.set(ctx, run);
   let timer: NodeJS.Timeout | undefined;
   let release: (() => void) | undefined;
@@ -134,8 +124,7 @@ async function runOneAttempt(
     const stored = run.flushed();
     if (stored) await stored;
     if (callSignal.aborted) return { kind: "cancelled" };
-    const invoke = composePolicies(tool, args);
-    let work = withRunContext(ctx, () => invoke(args, ctx));
+    let work = withRunContext(ctx, () => invoke(tool, args, args, ctx, 0));
     if (release) {
       // The permit is held until the work really ends, even if the run stops waiting for it.
       const done = release;
@@ -147,13 +136,14 @@ async function runOneAttempt(
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
-          controller.abort(error);
+          ctx.abort(error);
           reject(error);
         }, ms);
       });
       work = Promise.race([work, timeout]);
     }
-    const value = await raceAbort(work, callSignal);
+    // One shared "stopped" promise per turn: no listener per call.
+    const value = await Promise.race([work, settings.stopped]);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
@@ -161,31 +151,41 @@ async function runOneAttempt(
   } finally {
     clearTimeout(timer);
     release?.();
-    callSignal.removeEventListener("abort", onCallAbort);
+    ctx.release();
   }
 }
 
-/** Composes `policies` (first = outermost) around `execute`; changed arguments are validated again. */
-function composePolicies(
+/**
+ * Policies (first = outermost) around `execute`, one step at a time: `invoke(args, ctx)` handed
+ * to policy `i` runs policy `i + 1`, and after the last one `execute`. Arguments a policy
+ * changed are validated again before `execute`.
+ */
+function invoke(
   tool: Tool,
   validated: unknown,
-): (args: unknown, ctx: RunContext) => Promise<unknown> {
-  const innermost = async (args: unknown, ctx: RunContext): Promise<unknown> => {
-    let finalArgs = args;
-    if (args !== validated) {
-      const check = await tool.validateArguments(args);
-      if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
-      finalArgs = check.value;
-    }
-    return tool.isolate === "worker"
-      ? runInWorker(tool.executeSource, finalArgs, ctx)
-      : tool.execute(finalArgs, ctx);
-  };
-  const policies: ToolPolicy[] = tool.policies ?? [];
-  return policies.reduceRight<(args: unknown, ctx: RunContext) => Promise<unknown>>(
-    (next, policy) => async (args, ctx) => policy(next, args, ctx),
-    innermost,
-  );
+  args: unknown,
+  ctx: RunContext,
+  index: number,
+): Promise<unknown> {
+  const policies = tool.policies;
+  if (policies && index < policies.length) {
+    const next = (nextArgs: unknown, nextCtx: RunContext) =>
+      invoke(tool, validated, nextArgs, nextCtx, index + 1);
+    return Promise.resolve().then(() => policies[index]!(next, args, ctx));
+  }
+  return execute(tool, validated, args, ctx);
+}
+
+async function execute(tool: Tool, validated: unknown, args: unknown, ctx: RunContext): Promise<unknown> {
+  let finalArgs = args;
+  if (args !== validated) {
+    const check = await tool.validateArguments(args);
+    if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
+    finalArgs = check.value;
+  }
+  return tool.isolate === "worker"
+    ? runInWorker(tool.executeSource, finalArgs, ctx)
+    : tool.execute(finalArgs, ctx);
 }
 
 function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {

@@ -1,4 +1,4 @@
-import { isAborted, raceAbort } from "../abort.js";
+import { type Aborted, isAborted, whenAborted } from "../abort.js";
 import { BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import { StoreError } from "../store/types.js";
@@ -59,6 +59,22 @@ export async function executeTurn(
   requested: RequestedCall[],
   prior?: PriorTurn,
 ): Promise<TurnExecution> {
+  // One "the run stopped" promise for the whole turn: every wait races it, none adds a listener.
+  const turnStopped = whenAborted(run.signal);
+  try {
+    return await runTurn(run, toolset, requested, prior, turnStopped);
+  } finally {
+    turnStopped.dispose();
+  }
+}
+
+async function runTurn(
+  run: ActiveRun,
+  toolset: Toolset,
+  requested: RequestedCall[],
+  prior: PriorTurn | undefined,
+  turnStopped: { promise: Promise<Aborted> },
+): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
   const running = new Map<number, AbortController>();
   const inFlight = new Set<Promise<void>>();
@@ -115,10 +131,23 @@ export async function executeTurn(
   const start = (index: number, tool: Tool, args: unknown): Promise<void> => {
     started.add(index);
     const { call } = requested[index]!;
-    const controller = new AbortController();
-    const onRunAbort = () => controller.abort(run.signal.reason);
-    run.signal.addEventListener("abort", onRunAbort, { once: true });
-    running.set(index, controller);
+    // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
+    let signal = run.signal;
+    let stopped = turnStopped.promise;
+    let unlink: (() => void) | undefined;
+    if (config.cancelSiblingsOnError) {
+      const controller = new AbortController();
+      const onRunAbort = () => controller.abort(run.signal.reason);
+      run.signal.addEventListener("abort", onRunAbort, { once: true });
+      running.set(index, controller);
+      const own = whenAborted(controller.signal);
+      signal = controller.signal;
+      stopped = own.promise;
+      unlink = () => {
+        run.signal.removeEventListener("abort", onRunAbort);
+        own.dispose();
+      };
+    }
     const startedAt = performance.now();
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
     return runAttempts(run, tool, call, args, {
@@ -126,10 +155,11 @@ export async function executeTurn(
       ...(timeoutMs !== undefined && { timeoutMs }),
       ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
-      signal: controller.signal,
+      signal,
+      stopped,
     }).then(async (outcome) => {
       running.delete(index);
-      run.signal.removeEventListener("abort", onRunAbort);
+      unlink?.();
       const ms = Math.round(performance.now() - startedAt);
       switch (outcome.kind) {
         case "value": {
@@ -186,7 +216,7 @@ export async function executeTurn(
     void promise.finally(() => inFlight.delete(promise));
   };
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
-    !isAborted(await raceAbort(promise, run.signal));
+    !isAborted(await Promise.race([promise, turnStopped.promise]));
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   const mustStop = (): string | undefined => {
     if (run.signal.aborted) return "the run stopped";
@@ -226,7 +256,8 @@ export async function executeTurn(
       );
       continue;
     }
-    const validation = await tool.parseArguments(call.args);
+    const parsed = tool.parseArguments(call.args);
+    const validation = parsed instanceof Promise ? await parsed : parsed;
     if (!validation.ok) {
       const error = new InvalidToolArguments(tool.name, validation.issues);
       finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
@@ -248,11 +279,13 @@ export async function executeTurn(
       continue;
     }
     // A call that had started was approved then (or needed no approval); a stored decision stands.
-    const approval = resumedStart
-      ? undefined
-      : decided
-        ? { ...decided, by: "decide" as const }
-        : await approveCall(run, tool, call, validation.value);
+    let approval: ApprovalOutcome | undefined;
+    if (resumedStart) approval = undefined;
+    else if (decided) approval = { ...decided, by: "decide" };
+    else {
+      const pending = approveCall(run, tool, call, validation.value);
+      approval = pending instanceof Promise ? await pending : pending;
+    }
     if (run.signal.aborted) break;
     if (approval?.parked) {
       execution.parked = []; // filled in below, once the calls already running have finished

@@ -114,7 +114,10 @@ export async function turns(
     for (const tracker of run.budgets) tracker.turns++;
     run.emit({ type: "turn_started", turn: run.turn });
     const { setup } = state;
-    if (run.turn > 1) await setup.toolset.refresh();
+    if (run.turn > 1) {
+      const relisted = setup.toolset.refresh();
+      if (relisted) await relisted;
+    }
 
     // Its own controller, so that `inject(…, { interrupt: true })` can abort just this request.
     const request = new AbortController();

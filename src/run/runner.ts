@@ -29,7 +29,7 @@ export const Runner = {
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): Promise<RunResult<Output>> {
-    return drain(start(agent, options, false, (run) => fresh(run, input)));
+    return start(agent, options, false, (run) => fresh(run, input)).result();
   },
 
   /**
@@ -132,6 +132,8 @@ function start<Deps, Output>(
   body: Body,
 ): RunHandle<Output> {
   const queue = new EventQueue();
+  // Runner.run() has no reader: its events go to the store (if any), never to a buffer.
+  if (!hasChannel) queue.detach();
   const run = new ActiveRun(agent, options, queue);
   run.hasChannel = hasChannel;
   const result = new Promise<RunResult<Output>>((resolve, reject) => {
@@ -173,18 +175,6 @@ async function drive(run: ActiveRun, body: Body): Promise<RunResult<any>> {
   } finally {
     if (leased) await run.writer.release(run.runId);
   }
-}
-
-async function drain<Output>(handle: RunHandle<Output>): Promise<RunResult<Output>> {
-  const events = handle[Symbol.asyncIterator]();
-  try {
-    while (!(await events.next()).done) {
-      // Drained as they come: nothing is buffered.
-    }
-  } catch {
-    // The same error rejects result() below.
-  }
-  return handle.result();
 }
 
 function failureKind(error: Error): string {

@@ -39,6 +39,8 @@ type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean
  */
 export class Toolset {
   readonly #sources: Array<Tool | ToolHost>;
+  readonly #hasHosts: boolean;
+  #listed = false;
   readonly #hosts = new Map<ToolHost, HostEntry>();
   /** Ends host watches when the run ends (not only when it is cancelled). */
   readonly #lifetime = new AbortController();
@@ -50,6 +52,7 @@ export class Toolset {
     this.#sources = tools === undefined ? [] : Array.isArray(tools) ? tools : [tools];
     if (signal.aborted) this.#lifetime.abort(signal.reason);
     else signal.addEventListener("abort", () => this.#lifetime.abort(signal.reason), { once: true });
+    this.#hasHosts = this.#sources.some((source) => !(source instanceof Tool));
     for (const source of this.#sources) {
       if (!(source instanceof Tool) && !isToolHost(source)) {
         throw new UserError(
@@ -60,8 +63,15 @@ export class Toolset {
   }
 
   /** Lists what needs listing and rebuilds the name index. Throws `UserError` on a name clash. */
-  async refresh(): Promise<void> {
-    let changed = this.#specs.length === 0 && this.#sources.length > 0;
+  /** Resolves at once (no promise) when there are no hosts: the common case costs nothing per turn. */
+  refresh(): Promise<void> | undefined {
+    if (this.#listed && !this.#hasHosts) return undefined;
+    return this.#refresh();
+  }
+
+  async #refresh(): Promise<void> {
+    let changed = !this.#listed;
+    this.#listed = true;
     for (const source of this.#sources) {
       if (source instanceof Tool) continue;
       if (await this.#listHost(source)) changed = true;

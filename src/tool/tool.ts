@@ -116,7 +116,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
    * Raw model arguments → validated arguments: `prepareArguments`, an object check, strict-mode
    * nulls back to "absent", conservative coercion, then validation.
    */
-  async parseArguments(raw: unknown): Promise<Validation> {
+  parseArguments(raw: unknown): Validation | Promise<Validation> {
     let prepared: unknown;
     try {
       prepared = this.prepareArguments(raw);
@@ -130,7 +130,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
   }
 
   /** Validation without `prepareArguments`; used again when a policy passes changed arguments. */
-  async validateArguments(args: unknown): Promise<Validation> {
+  validateArguments(args: unknown): Validation | Promise<Validation> {
     if (typeof args !== "object" || args === null || Array.isArray(args)) {
       const got = args === null ? "null" : Array.isArray(args) ? "an array" : typeof args;
       return { ok: false, issues: [{ path: "", message: `arguments must be a JSON object, got ${got}` }] };

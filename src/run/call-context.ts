@@ -1,0 +1,91 @@
+import type { Message, ToolCall, Usage } from "../model/types.js";
+import type { ActiveRun } from "./active-run.js";
+import type { RunContext } from "./context.js";
+
+/**
+ * The context of one attempt of one call. Its `signal` is created only when a tool reads it —
+ * most tools never do, and an AbortController plus its listeners is the largest fixed cost of
+ * a call. A timeout or a stop that happens before it is read still shows: the signal is born
+ * aborted.
+ */
+export class CallContext implements RunContext<any> {
+  readonly runId: string;
+  readonly parentRunId?: string;
+  readonly parentCallId?: string;
+  readonly path: readonly string[];
+  readonly sessionId?: string;
+  readonly userId?: string;
+  readonly deps: any;
+  readonly agent: string;
+  readonly turn: number;
+  readonly transcript: readonly Message[];
+  readonly usage: Readonly<Usage>;
+  readonly toolCallId: string;
+  readonly attempt: number;
+  readonly idempotencyKey: string;
+  readonly #run: ActiveRun;
+  readonly #callSignal: AbortSignal;
+  #controller: AbortController | undefined;
+  #abortedWith: unknown;
+  #aborted = false;
+  #unlink: (() => void) | undefined;
+
+  readonly #call: ToolCall;
+
+  constructor(run: ActiveRun, callSignal: AbortSignal, call: ToolCall, attempt: number, turn: number) {
+    this.#run = run;
+    this.#call = call;
+    this.#callSignal = callSignal;
+    this.runId = run.runId;
+    if (run.parent) {
+      this.parentRunId = run.parent.run.runId;
+      this.parentCallId = run.parent.callId;
+    }
+    this.path = run.path;
+    if (run.options.sessionId !== undefined) this.sessionId = run.options.sessionId;
+    if (run.options.userId !== undefined) this.userId = run.options.userId;
+    this.deps = run.options.deps;
+    this.agent = run.agent.name;
+    this.turn = turn;
+    this.transcript = run.transcript;
+    this.usage = run.usage;
+    this.toolCallId = call.id;
+    this.attempt = attempt;
+    this.idempotencyKey = `${run.runId}:${call.id}`;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      if (this.#aborted) controller.abort(this.#abortedWith);
+      else if (this.#callSignal.aborted) controller.abort(this.#callSignal.reason);
+      else {
+        const call = this.#callSignal;
+        const onAbort = () => controller.abort(call.reason);
+        call.addEventListener("abort", onAbort, { once: true });
+        this.#unlink = () => call.removeEventListener("abort", onAbort);
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts this attempt (a timeout). */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#abortedWith = reason;
+    this.#controller?.abort(reason);
+  }
+
+  /** The attempt is over: stop following the call's signal. */
+  release(): void {
+    this.#unlink?.();
+    this.#unlink = undefined;
+  }
+
+  update(partial: unknown): void {
+    if (this.#aborted || this.#callSignal.aborted) return;
+    this.#run.emit({ type: "tool_call_update", call: this.#call, partial });
+  }
+}
