@@ -71,3 +71,52 @@ export function whenAborted(signal: AbortSignal): { promise: Promise<Aborted>; d
   });
   return { promise, dispose: () => signal.removeEventListener("abort", onAbort) };
 }
+
+/**
+ * Races promises against one signal with a single listener for the signal's whole life: each
+ * wait costs a Set entry, not an `addEventListener` (slow on Node's EventTarget) nor a reaction
+ * that piles up on a never-settling promise. When the signal aborts, every pending race
+ * resolves to the `Aborted` marker; the losing promise's rejection is swallowed.
+ */
+export class Stopper {
+  readonly signal: AbortSignal;
+  readonly #waiters = new Set<() => void>();
+
+  constructor(signal: AbortSignal) {
+    this.signal = signal;
+    if (!signal.aborted) {
+      signal.addEventListener(
+        "abort",
+        () => {
+          for (const stop of this.#waiters) stop();
+          this.#waiters.clear();
+        },
+        { once: true },
+      );
+    }
+  }
+
+  race<T>(promise: Promise<T>): Promise<T | Aborted> {
+    if (this.signal.aborted) {
+      promise.catch(() => {});
+      return Promise.resolve(ABORTED);
+    }
+    return new Promise<T | Aborted>((resolve, reject) => {
+      const stop = () => {
+        promise.catch(() => {});
+        resolve(ABORTED);
+      };
+      this.#waiters.add(stop);
+      promise.then(
+        (value) => {
+          this.#waiters.delete(stop);
+          resolve(value);
+        },
+        (error) => {
+          this.#waiters.delete(stop);
+          reject(error);
+        },
+      );
+    });
+  }
+}

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { Stopper } from "../abort.js";
 import { BudgetExceeded } from "../errors.js";
 import type { Message, Usage } from "../model/types.js";
 import type { RunStore } from "../store/types.js";
@@ -48,6 +49,8 @@ export class ActiveRun {
   readonly runId: string;
   readonly options: RunOptions<any>;
   readonly controller = new AbortController();
+  /** Races waits against the run's signal with one listener for the run's life. */
+  readonly stopper = new Stopper(this.controller.signal);
   readonly transcript: Message[] = [];
   readonly records: ToolCallRecord[] = [];
   readonly usage = emptyUsage();
@@ -71,8 +74,9 @@ export class ActiveRun {
   readonly followUps: Message[] = [];
   /** The budget that stopped the run (its own or an ancestor's), for agents-as-tools to report. */
   budgetStop: BudgetExceeded | undefined;
-  /** Aborts the model request in flight (`inject(message, { interrupt: true })`). */
-  modelRequest: AbortController | undefined;
+  /** True while a model turn streams (an interrupt only aborts that). */
+  modelStreaming = false;
+  #model: { controller: AbortController; stopper: Stopper; unlink: () => void } | undefined;
   #seq = 0;
   #callIds = new Set<string>();
   #callCounter = 0;
@@ -195,6 +199,42 @@ export class ActiveRun {
   /** A child run (agent as tool) sharing this run's event stream and approval channel. */
   child(agent: Agent<any, any>, options: RunOptions<any>, callId: string): ActiveRun {
     return new ActiveRun(agent, options, this.#queue, { run: this, callId });
+  }
+
+  /**
+   * The signal model requests get: the run's own, plus interrupts from `inject(…, { interrupt })`.
+   * One controller serves every turn until an interrupt uses it up — none per turn — and
+   * `Runner.run()` runs, which cannot be interrupted, use the run's signal as it is.
+   */
+  modelSignal(): AbortSignal {
+    return this.modelStopper().signal;
+  }
+
+  /** A stopper on `modelSignal()`. */
+  modelStopper(): Stopper {
+    if (!this.hasChannel) return this.stopper;
+    if (!this.#model) {
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(this.signal.reason);
+      if (this.signal.aborted) controller.abort(this.signal.reason);
+      else this.signal.addEventListener("abort", onAbort, { once: true });
+      this.#model = {
+        controller,
+        stopper: new Stopper(controller.signal),
+        unlink: () => this.signal.removeEventListener("abort", onAbort),
+      };
+      this.onClose(() => this.#model?.unlink());
+    }
+    return this.#model.stopper;
+  }
+
+  /** Aborts the model turn that is streaming, if one is (a steering message with `interrupt`). */
+  interruptModel(reason: unknown): void {
+    if (!this.modelStreaming || !this.#model) return;
+    const { controller, unlink } = this.#model;
+    this.#model = undefined;
+    unlink();
+    controller.abort(reason);
   }
 
   /** Runs `fn` when the run stops (host watches, timers). */

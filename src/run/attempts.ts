@@ -1,4 +1,4 @@
-import { type Aborted, isAborted, sleep } from "../abort.js";
+import { isAborted, type Stopper, sleep } from "../abort.js";
 import {
   BudgetExceeded,
   InvalidToolArguments,
@@ -31,10 +31,8 @@ export type AttemptSettings = {
   timeoutMs?: number;
   backoff?: RetryBackoff;
   turn: number;
-  /** Aborted when this call must stop: the run stopped, or `cancelSiblingsOnError` fired. */
-  signal: AbortSignal;
-  /** Resolves (to the Aborted marker) when `signal` aborts. */
-  stopped: Promise<Aborted>;
+  /** Its signal aborts when this call must stop: the run stopped, or `cancelSiblingsOnError` fired. */
+  stopper: Stopper;
 };
 
 const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
@@ -80,7 +78,7 @@ export async function runAttempts(
       error: { kind: outcome.errorKind, message: outcome.message },
     });
     try {
-      await sleep(delayMs, settings.signal);
+      await sleep(delayMs, settings.stopper.signal);
     } catch {
       return { kind: "cancelled" };
     }
@@ -105,7 +103,7 @@ async function runOneAttempt(
   attempt: number,
   settings: AttemptSettings,
 ): Promise<OneAttempt> {
-  const callSignal = settings.signal;
+  const callSignal = settings.stopper.signal;
   if (callSignal.aborted) return { kind: "cancelled" };
   const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
   runOfContext.set(ctx, run);
@@ -142,8 +140,7 @@ async function runOneAttempt(
       });
       work = Promise.race([work, timeout]);
     }
-    // One shared "stopped" promise per turn: no listener per call.
-    const value = await Promise.race([work, settings.stopped]);
+    const value = await settings.stopper.race(work);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {

@@ -1,4 +1,4 @@
-import { type Aborted, isAborted, whenAborted } from "../abort.js";
+import { isAborted, Stopper } from "../abort.js";
 import { BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import { StoreError } from "../store/types.js";
@@ -59,22 +59,6 @@ export async function executeTurn(
   requested: RequestedCall[],
   prior?: PriorTurn,
 ): Promise<TurnExecution> {
-  // One "the run stopped" promise for the whole turn: every wait races it, none adds a listener.
-  const turnStopped = whenAborted(run.signal);
-  try {
-    return await runTurn(run, toolset, requested, prior, turnStopped);
-  } finally {
-    turnStopped.dispose();
-  }
-}
-
-async function runTurn(
-  run: ActiveRun,
-  toolset: Toolset,
-  requested: RequestedCall[],
-  prior: PriorTurn | undefined,
-  turnStopped: { promise: Promise<Aborted> },
-): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
   const running = new Map<number, AbortController>();
   const inFlight = new Set<Promise<void>>();
@@ -132,21 +116,15 @@ async function runTurn(
     started.add(index);
     const { call } = requested[index]!;
     // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
-    let signal = run.signal;
-    let stopped = turnStopped.promise;
+    let stopper = run.stopper;
     let unlink: (() => void) | undefined;
     if (config.cancelSiblingsOnError) {
       const controller = new AbortController();
       const onRunAbort = () => controller.abort(run.signal.reason);
       run.signal.addEventListener("abort", onRunAbort, { once: true });
       running.set(index, controller);
-      const own = whenAborted(controller.signal);
-      signal = controller.signal;
-      stopped = own.promise;
-      unlink = () => {
-        run.signal.removeEventListener("abort", onRunAbort);
-        own.dispose();
-      };
+      stopper = new Stopper(controller.signal);
+      unlink = () => run.signal.removeEventListener("abort", onRunAbort);
     }
     const startedAt = performance.now();
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
@@ -155,8 +133,7 @@ async function runTurn(
       ...(timeoutMs !== undefined && { timeoutMs }),
       ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
-      signal,
-      stopped,
+      stopper,
     }).then(async (outcome) => {
       running.delete(index);
       unlink?.();
@@ -216,7 +193,7 @@ async function runTurn(
     void promise.finally(() => inFlight.delete(promise));
   };
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
-    !isAborted(await Promise.race([promise, turnStopped.promise]));
+    !isAborted(await run.stopper.race(promise));
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   const mustStop = (): string | undefined => {
     if (run.signal.aborted) return "the run stopped";

@@ -70,7 +70,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   inject(message: string | Message, options: { interrupt?: boolean } = {}): void {
     this.#assertRunning("inject");
     this.#run.inbox.push(toMessage(message));
-    if (options.interrupt) this.#run.modelRequest?.abort(new Error("interrupted by a new user message"));
+    if (options.interrupt) this.#run.interruptModel(new Error("interrupted by a new user message"));
   }
 
   /** Queues a user message for when the run would otherwise stop: it then goes on with it. */

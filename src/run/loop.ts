@@ -119,20 +119,15 @@ export async function turns(
       if (relisted) await relisted;
     }
 
-    // Its own controller, so that `inject(…, { interrupt: true })` can abort just this request.
-    const request = new AbortController();
-    const onRunAbort = () => request.abort(run.signal.reason);
-    run.signal.addEventListener("abort", onRunAbort, { once: true });
-    run.modelRequest = request;
+    run.modelStreaming = true;
     const turn = await streamModelTurn(run, setup.model, {
       ...(setup.system !== undefined && { system: setup.system }),
       messages: run.transcript,
       tools: offeredSpecs(setup),
       settings: setup.settings,
-      signal: request.signal,
+      signal: run.modelSignal(),
     }).finally(() => {
-      run.modelRequest = undefined;
-      run.signal.removeEventListener("abort", onRunAbort);
+      run.modelStreaming = false;
     });
     if (!turn) {
       if (run.signal.aborted) return stopOnAbort(run);

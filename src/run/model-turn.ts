@@ -1,4 +1,4 @@
-import { isAborted, raceAbort } from "../abort.js";
+import { isAborted } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage } from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
@@ -29,14 +29,15 @@ export async function streamModelTurn(
   model: Model,
   request: ModelRequest & { signal: AbortSignal },
 ): Promise<ModelTurn | undefined> {
-  const signal = request.signal;
+  const stopper = run.modelStopper();
+  const signal = stopper.signal;
   const iterator = model.stream(request)[Symbol.asyncIterator]();
   let turn = freshTurn();
   let calls = new Map<number, PartialCall>();
   let finished = false;
   try {
     while (true) {
-      const step = await raceAbort(iterator.next(), signal);
+      const step = await stopper.race(iterator.next());
       if (isAborted(step)) return undefined;
       if (step.done) break;
       const event = step.value;

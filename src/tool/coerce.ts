@@ -64,7 +64,10 @@ function descend(value: unknown, actual: string, schema: JSONSchema, root: JSONS
         ? (branch.additionalProperties as JSONSchema)
         : undefined;
     let out: Record<string, unknown> | undefined;
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
+      const item = record[key];
       const itemSchema = Object.hasOwn(properties, key) ? properties[key] : extra;
       if (!itemSchema) continue;
       const coerced = coerce(item, itemSchema, root);

@@ -17,8 +17,26 @@ export function deref(schema: JSONSchema, root: JSONSchema): JSONSchema {
   return current;
 }
 
+// Schemas are fixed once a tool is defined, so what a node admits is worked out once: coercion
+// runs on every call and must not rebuild these sets each time.
+const typeCache = new WeakMap<JSONSchema, WeakMap<JSONSchema, Set<string> | null>>();
+const branchCache = new WeakMap<JSONSchema, WeakMap<JSONSchema, Map<string, JSONSchema | null>>>();
+
 /** The JSON types a schema admits, or undefined when it does not say (any type). */
 export function typesOf(schema: JSONSchema, root: JSONSchema): Set<string> | undefined {
+  let perRoot = typeCache.get(root);
+  if (!perRoot) {
+    perRoot = new WeakMap();
+    typeCache.set(root, perRoot);
+  }
+  const cached = perRoot.get(schema);
+  if (cached !== undefined) return cached ?? undefined;
+  const types = computeTypes(schema, root);
+  perRoot.set(schema, types ?? null);
+  return types;
+}
+
+function computeTypes(schema: JSONSchema, root: JSONSchema): Set<string> | undefined {
   const resolved = deref(schema, root);
   if (typeof resolved.type === "string") return new Set([resolved.type]);
   if (Array.isArray(resolved.type)) return new Set(resolved.type as string[]);
@@ -48,6 +66,24 @@ export function jsonTypeOf(value: unknown): string {
 
 /** The branch of a union that describes objects/arrays, when exactly one does. */
 export function soleBranch(schema: JSONSchema, root: JSONSchema, type: string): JSONSchema | undefined {
+  let perRoot = branchCache.get(root);
+  if (!perRoot) {
+    perRoot = new WeakMap();
+    branchCache.set(root, perRoot);
+  }
+  let perNode = perRoot.get(schema);
+  if (!perNode) {
+    perNode = new Map();
+    perRoot.set(schema, perNode);
+  }
+  const cached = perNode.get(type);
+  if (cached !== undefined) return cached ?? undefined;
+  const branch = computeSoleBranch(schema, root, type);
+  perNode.set(type, branch ?? null);
+  return branch;
+}
+
+function computeSoleBranch(schema: JSONSchema, root: JSONSchema, type: string): JSONSchema | undefined {
   const resolved = deref(schema, root);
   const branches = (resolved.anyOf ?? resolved.oneOf) as JSONSchema[] | undefined;
   if (!Array.isArray(branches)) return resolved;
