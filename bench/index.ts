@@ -1,11 +1,126 @@
-/** `npm run bench`: every benchmark in this folder, one after another. */
-import { readdir } from "node:fs/promises";
+/**
+ * `npm run bench` (which builds dist/ first): the loop workloads of issue 9, each in its own
+ * child process, as one markdown table on stdout and in bench/RESULTS.md; then every other
+ * `bench/*.ts` that exports `main()`, each in a child process too, its output appended.
+ *
+ *   npx tsx bench/index.ts                      # measure dist/ as built
+ *   BENCH_SOURCE=src npx tsx bench/index.ts     # measure src/ without building (dev loop only)
+ *   BENCH_ONLY=loop,scale npx tsx bench/index.ts                    # some workloads; no RESULTS.md
+ *   BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npx tsx bench/index.ts   # profile them
+ */
+import { execFileSync } from "node:child_process";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
+import { compileWorkloads } from "./compile.js";
+import { fmt, inChildWithLog, mb, type Row, root } from "./harness.js";
+import * as bigOutput from "./workloads/big-output.js";
+import * as concurrency from "./workloads/concurrency.js";
+import * as loop from "./workloads/loop.js";
+import * as scale from "./workloads/scale.js";
+import * as startup from "./workloads/startup.js";
 
-const here = import.meta.dirname;
-const files = (await readdir(here)).filter((f) => f.endsWith(".ts") && f !== "index.ts").sort();
-console.log(`Node ${process.version}, ${new Date().toISOString()}`);
-for (const file of files) {
-  const mod: { main?: () => Promise<void> } = await import(`./${file}`);
-  if (typeof mod.main !== "function") throw new Error(`bench/${file} must export main()`);
-  await mod.main();
+const WORKLOADS = { loop, concurrency, "big-output": bigOutput, scale, startup };
+const only = process.env.BENCH_ONLY?.split(",");
+const NOT_BENCHMARKS = new Set(["index.ts", "harness.ts", "compile.ts"]);
+
+const started = performance.now();
+const loads = [os.loadavg()[0]!];
+const cores = os.availableParallelism();
+
+if (process.env.BENCH_SOURCE !== "src") compileWorkloads();
+const rows: Row[] = [];
+for (const [name, workload] of Object.entries(WORKLOADS)) {
+  if (only && !only.includes(name)) continue;
+  console.error(`bench: ${name}…`);
+  rows.push(...(await workload.rows()));
+  loads.push(os.loadavg()[0]!);
+}
+const table = renderTable(rows);
+console.log(`\n${table}\n`);
+if (only) process.exit(0);
+
+const others: string[] = [];
+for (const file of (await readdir(import.meta.dirname)).filter((f) => f.endsWith(".ts")).sort()) {
+  if (NOT_BENCHMARKS.has(file)) continue;
+  const source = await readFile(`${import.meta.dirname}/${file}`, "utf8");
+  if (!/export (async )?function main\b/.test(source)) continue;
+  console.error(`bench: ${file}…`);
+  const { log } = await inChildWithLog(file, "main");
+  console.log(`\n${file}\n${log}`);
+  others.push(`### bench/${file}\n\n\`\`\`text\n${log}\n\`\`\``);
+  loads.push(os.loadavg()[0]!);
+}
+
+await writeFile(`${import.meta.dirname}/RESULTS.md`, results(table, others));
+console.log(`\nWrote bench/RESULTS.md in ${fmt((performance.now() - started) / 1000)} s`);
+
+function renderTable(all: Row[]): string {
+  const lines = [
+    "| workload | measure | quiver | baseline | ratio | target | met |",
+    "| --- | --- | --: | --: | --: | --- | :-: |",
+  ];
+  for (const r of all) {
+    const met = r.met === undefined ? "" : r.met ? "✓" : "✗";
+    lines.push(
+      `| ${r.workload} | ${r.measure} | ${r.quiver} | ${r.baseline ?? ""} | ${r.ratio ?? ""} | ${r.target ?? ""} | ${met} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function git(...args: string[]): string {
+  try {
+    return execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+function results(resultsTable: string, otherSections: string[]): string {
+  const cpu = os.cpus()[0]?.model ?? "unknown CPU";
+  const peakLoad = Math.max(...loads);
+  const busy = peakLoad > cores * 0.5;
+  const dirty = git("status", "--porcelain", "--", "src").length > 0;
+  const measured =
+    process.env.BENCH_SOURCE === "src" ? "src/ through tsx" : "the built dist/, workloads under plain node";
+  const met = rows.filter((r) => r.met === true).length;
+  const missed = rows.filter((r) => r.met === false);
+  return `# Benchmark results
+
+- Machine: ${cpu}, ${cores} cores, ${fmt(mb(os.totalmem()) / 1024)} GB memory, ${os.platform()} ${os.release()}
+- Node ${process.version}; ${new Date().toISOString()}
+- Quiver: ${measured}, commit ${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes in src/" : ""}
+- Load average (1 min): ${fmt(loads[0]!, 2)} at start, up to ${fmt(peakLoad, 2)} during the run, on ${cores} cores.${
+    busy
+      ? ` **The machine was busy** (other processes competed for the CPU): absolute times are pessimistic; ratios to the baseline, measured interleaved in the same process, hold up better.`
+      : ""
+  }
+- Command: \`npm run bench\` (builds dist/, then \`tsx bench/index.ts\`); ${fmt((performance.now() - started) / 1000)} s.
+- Targets met: ${met} of ${met + missed.length}.${missed.length ? ` Missed: ${missed.map((r) => `${r.workload} (${r.measure.split(";")[0]})`).join("; ")}.` : ""}
+
+${resultsTable}
+
+How to read it:
+- Every workload runs in its own child process (fresh heap) after warm-up rounds; times are
+  medians of ≥ 5 samples, Quiver and the baseline interleaved in the same process.
+- Per call = a sample's wall time ÷ the tool calls it made (several whole runs, final answer
+  turn included). The model is \`new ScriptedModel(turns, { record: false })\`, instant.
+- Baseline = a hand-written loop over the same ScriptedModel turns: parse the arguments,
+  \`safeParse\` with the same Zod schema, call the same function (a turn's calls with
+  Promise.all), append the assistant and tool messages. No events, ids, retries, timeouts,
+  truncation or cancellation — the floor, not a competitor. It includes the ScriptedModel's
+  own streaming (an async generator, arguments re-serialised per call), so it costs a few µs
+  per call, more than the ~1 µs of issue 9's loop: the 10× ratio is the looser W1 target,
+  the absolute ⅓ × 25 µs the binding one.
+- W1 stream() reads \`Runner.stream()\` event by event with \`for await\`, then awaits \`result()\`.
+- W3's ratio is to the nominal 50 ms call; the baseline column shows how late timers fire here.
+- W4 step = one turn whose call returns 1 MiB (20 in a run); "event log" is every event as JSON
+  without the live-only raw \`result\`, as a store keeps it.
+- W5 runs each have their own ScriptedModel and Agent; RSS and heap are read after \`global.gc()\`.
+  RSS also follows the heap V8 chooses to keep reserved (heapTotal), which grows for a while
+  in any long-lived process: the baseline loop, run the same 10,000 times in its own child, is
+  the control. Heap used per run is the leak signal.
+- W6 times \`await import()\` inside fresh plain \`node\` processes (median of 11) on dist/;
+  "loads" lists the node_modules packages that import pulled in (from a resolve hook).
+${otherSections.length ? `\n## Other benchmarks\n\n${otherSections.join("\n\n")}\n` : ""}`;
 }

@@ -1,0 +1,130 @@
+/**
+ * The small machinery every workload shares: run a workload in a fresh child process, load
+ * Quiver in it, take medians, and print results as table rows.
+ *
+ * Why a child per workload: a fresh heap and a fresh JIT, so one workload's garbage, inline
+ * caches or peak RSS cannot skew the next.
+ *
+ * Why plain `node` on the built `dist/`: the code measured is the JavaScript users run (tsc's
+ * output), in a process with no loader. The workloads are TypeScript, type-checked against
+ * `src/` through the `quiver` path alias; `compile.ts` transpiles them to plain JS first.
+ * Running them under `--import tsx` instead would add its loader thread to every process:
+ * about 40 MB of RSS, which would distort W4 and W5. `BENCH_SOURCE=src` measures `src/`
+ * through tsx, for quick loops while optimizing without a build (not what RESULTS.md reports).
+ *
+ * The child side is `workloads/child.ts`.
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** The checkout. Compiled workloads live elsewhere, so `compile.ts` passes it on. */
+export const root = process.env.BENCH_ROOT ?? resolve(import.meta.dirname, "..");
+export const distEntry = resolve(root, "dist/index.js");
+
+/** One line of the results table. `met` is undefined when the number has no target. */
+export type Row = {
+  workload: string;
+  measure: string;
+  quiver: string;
+  baseline?: string;
+  ratio?: string;
+  target?: string;
+  met?: boolean;
+};
+
+/** The public API, from `dist/` (default) or from `src/` when `BENCH_SOURCE=src`. */
+export async function loadQuiver(): Promise<typeof import("quiver")> {
+  if (process.env.BENCH_SOURCE === "src") return import("quiver");
+  if (!existsSync(distEntry)) throw new Error("dist/ is missing: run `npm run build` first");
+  return import(pathToFileURL(distEntry).href);
+}
+
+export function median(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Milliseconds taken by `fn`. */
+export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await fn();
+  return performance.now() - started;
+}
+
+/**
+ * Runs each contender `samples` times, interleaved (A B A B …) so that a burst of load on a
+ * shared machine hits all of them alike, after `warmups` untimed rounds. Returns the median
+ * sample of each, in milliseconds.
+ */
+export async function compare<K extends string>(
+  contenders: Record<K, () => Promise<unknown>>,
+  { samples = 9, warmups = 2 }: { samples?: number; warmups?: number } = {},
+): Promise<Record<K, number>> {
+  const names = Object.keys(contenders) as K[];
+  const times = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
+  for (let round = 0; round < warmups + samples; round++) {
+    for (const name of names) {
+      const ms = await timeMs(contenders[name]);
+      if (round >= warmups) times[name].push(ms);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, median(times[n])])) as Record<K, number>;
+}
+
+export const mb = (bytes: number) => bytes / 1024 / 1024;
+export const peakRssBytes = () => process.resourceUsage().maxRSS * 1024;
+export const fmt = (n: number, digits = 1) => n.toFixed(digits);
+export const ratio = (n: number) => `${n.toFixed(2)}×`;
+
+/**
+ * Runs `exportName` of `module` (a path relative to bench/) in a fresh Node process and
+ * returns what it returned, and what it printed before that. `nodeFlags` go before the
+ * script (e.g. `--expose-gc`).
+ */
+export function inChildWithLog<T>(
+  module: string,
+  exportName: string,
+  args: unknown = {},
+  nodeFlags: string[] = [],
+): Promise<{ result: T; log: string }> {
+  // Workloads run compiled under plain node (see above); other benchmarks import src/ under tsx.
+  const compiled = process.env.BENCH_COMPILED;
+  const argv =
+    compiled && module.startsWith("workloads/")
+      ? [...nodeFlags, join(compiled, "workloads/child.js"), module.replace(/\.ts$/, ".js")]
+      : [...nodeFlags, "--import", "tsx", resolve(import.meta.dirname, "workloads/child.ts"), module];
+  argv.push(exportName, JSON.stringify(args));
+  // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reach every workload child.
+  argv.unshift(...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []));
+  return runNode(argv).then((stdout) => {
+    const lines = stdout.trimEnd().split("\n");
+    const result = JSON.parse(lines.pop() ?? "null") as T;
+    return { result, log: lines.join("\n").trim() };
+  });
+}
+
+/** `inChildWithLog` when only the result matters. */
+export async function inChild<T>(
+  module: string,
+  exportName: string,
+  args: unknown = {},
+  nodeFlags: string[] = [],
+) {
+  return (await inChildWithLog<T>(module, exportName, args, nodeFlags)).result;
+}
+
+/** Runs `node` with `argv` in the checkout and returns its stdout; a non-zero exit rejects with its stderr. */
+export function runNode(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return new Promise((done, fail) => {
+    execFile(
+      process.execPath,
+      argv,
+      { cwd: root, env, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        error ? fail(new Error(`node ${argv.join(" ")} failed:\n${stderr || error.message}`)) : done(stdout),
+    );
+  });
+}

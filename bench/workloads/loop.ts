@@ -1,0 +1,142 @@
+/**
+ * W1 (sequential: one call per turn, 20 and 500 turns) and W2 (fan-out: 8 calls per turn,
+ * 100 turns). Per-call cost = a sample's wall time / the tool calls it made, for
+ * `Runner.run()`, for `Runner.stream()` read event by event, and for the baseline loop, all
+ * in one child process and interleaved. A sample is several whole runs back to back, long
+ * enough (~3,000 calls) that timer resolution and one stray GC do not decide the median.
+ */
+import { compare, fmt, inChild, loadQuiver, type Row, ratio } from "../harness.js";
+import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+
+type LoopArgs = { turns: number; callsPerTurn: number; runsPerSample: number; samples: number };
+type LoopResult = { runUs: number; streamUs: number; baselineUs: number; eventsPerRun: number };
+
+/** Child side: medians of per-call µs for the three contenders. */
+export async function loop({ turns, callsPerTurn, runsPerSample, samples }: LoopArgs): Promise<LoopResult> {
+  const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
+  const add = tool({
+    name: "add",
+    description: "Add two numbers.",
+    parameters: addArgs,
+    execute: addNumbers,
+  });
+  const turnsPerSample = script({ turns, callsPerTurn, runs: runsPerSample });
+  const agentFor = () =>
+    new Agent({ name: "bench", model: new ScriptedModel(turnsPerSample, { record: false }), tools: [add] });
+  const maxTurns = turns + 1;
+
+  // Check once, outside timing, that Quiver really ran every call (validated, succeeded).
+  const check = await Runner.run(agentFor(), "go", { maxTurns });
+  const okCalls = check.toolCalls.filter((c) => c.ok).length;
+  if (check.stopReason !== "completed" || okCalls !== turns * callsPerTurn) {
+    throw new Error(`quiver run did not complete: ${check.stopReason}, ${okCalls} ok calls`);
+  }
+  let eventsPerRun = 0;
+
+  const ms = await compare(
+    {
+      run: async () => {
+        const agent = agentFor();
+        for (let i = 0; i < runsPerSample; i++) await Runner.run(agent, "go", { maxTurns });
+      },
+      stream: async () => {
+        const agent = agentFor();
+        let events = 0;
+        for (let i = 0; i < runsPerSample; i++) {
+          const handle = Runner.stream(agent, "go", { maxTurns });
+          for await (const ev of handle) if (ev.type) events++;
+          await handle.result();
+        }
+        eventsPerRun = events / runsPerSample;
+      },
+      baseline: async () => {
+        const model = new ScriptedModel(turnsPerSample, { record: false });
+        for (let i = 0; i < runsPerSample; i++) await baselineRun(model, "go", [bareAdd]);
+      },
+    },
+    { samples },
+  );
+  const perCallUs = (sampleMs: number) => (sampleMs * 1000) / (runsPerSample * turns * callsPerTurn);
+  return {
+    runUs: perCallUs(ms.run),
+    streamUs: perCallUs(ms.stream),
+    baselineUs: perCallUs(ms.baseline),
+    eventsPerRun,
+  };
+}
+
+/** Target from issue 9: a third of the fastest TypeScript framework measured (~25 µs per call). */
+const PER_CALL_TARGET_US = 25 / 3;
+
+export async function rows(): Promise<Row[]> {
+  const w1Short = await inChild<LoopResult>("workloads/loop.ts", "loop", {
+    turns: 20,
+    callsPerTurn: 1,
+    runsPerSample: 150,
+    samples: 11,
+  });
+  const w1Long = await inChild<LoopResult>("workloads/loop.ts", "loop", {
+    turns: 500,
+    callsPerTurn: 1,
+    runsPerSample: 6,
+    samples: 11,
+  });
+  const w2 = await inChild<LoopResult>("workloads/loop.ts", "loop", {
+    turns: 100,
+    callsPerTurn: 8,
+    runsPerSample: 4,
+    samples: 11,
+  });
+
+  const out: Row[] = [];
+  for (const [path, key] of [
+    ["run()", "runUs"],
+    ["stream()", "streamUs"],
+  ] as const) {
+    const short = w1Short[key];
+    const long = w1Long[key];
+    out.push({
+      workload: `W1 ${path} 20 turns`,
+      measure: "µs per call",
+      quiver: fmt(short),
+      baseline: fmt(w1Short.baselineUs, 2),
+      ratio: ratio(short / w1Short.baselineUs),
+    });
+    out.push({
+      workload: `W1 ${path} 500 turns`,
+      measure: "µs per call",
+      quiver: fmt(long),
+      baseline: fmt(w1Long.baselineUs, 2),
+      ratio: ratio(long / w1Long.baselineUs),
+      target: `≤ 10× and ≤ ${fmt(PER_CALL_TARGET_US)} µs`,
+      met: long / w1Long.baselineUs <= 10 && long <= PER_CALL_TARGET_US,
+    });
+    out.push({
+      workload: `W1 ${path} growth`,
+      measure: "per call, 500 turns ÷ 20 turns",
+      quiver: ratio(long / short),
+      baseline: ratio(w1Long.baselineUs / w1Short.baselineUs),
+      target: "≤ 1.25×",
+      met: long / short <= 1.25,
+    });
+  }
+  out.push({
+    workload: "W2 run() 8 calls × 100 turns",
+    measure: "µs per call",
+    quiver: fmt(w2.runUs),
+    baseline: fmt(w2.baselineUs, 2),
+    ratio: ratio(w2.runUs / w2.baselineUs),
+    target: `≤ W1 run() 500 turns (${fmt(w1Long.runUs)} µs)`,
+    met: w2.runUs <= w1Long.runUs,
+  });
+  out.push({
+    workload: "W2 stream() 8 calls × 100 turns",
+    measure: `µs per call (${Math.round(w2.eventsPerRun)} events per run)`,
+    quiver: fmt(w2.streamUs),
+    baseline: fmt(w2.baselineUs, 2),
+    ratio: ratio(w2.streamUs / w2.baselineUs),
+    target: `≤ W1 stream() 500 turns (${fmt(w1Long.streamUs)} µs)`,
+    met: w2.streamUs <= w1Long.streamUs,
+  });
+  return out;
+}
