@@ -81,13 +81,17 @@ export function whenAborted(signal: AbortSignal): { promise: Promise<Aborted>; d
 export class Stopper {
   readonly signal: AbortSignal;
   readonly #waiters = new Set<() => void>();
+  /** `signal.aborted`, as a plain field: AbortSignal's getter is slow on Node's EventTarget. */
+  aborted: boolean;
 
   constructor(signal: AbortSignal) {
     this.signal = signal;
+    this.aborted = signal.aborted;
     if (!signal.aborted) {
       signal.addEventListener(
         "abort",
         () => {
+          this.aborted = true;
           for (const stop of this.#waiters) stop();
           this.#waiters.clear();
         },
@@ -97,7 +101,7 @@ export class Stopper {
   }
 
   race<T>(promise: Promise<T>): Promise<T | Aborted> {
-    if (this.signal.aborted) {
+    if (this.aborted) {
       promise.catch(() => {});
       return Promise.resolve(ABORTED);
     }

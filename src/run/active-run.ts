@@ -248,17 +248,17 @@ export class ActiveRun {
     for (const fn of this.#closers.splice(0)) fn();
   }
 
-  /** The provider's id when it is new to this run, else a fresh one (the original kept as `providerCallId`). */
-  claimCallId(providerId: string | undefined): { id: string; providerCallId?: string } {
+  /** The provider's id when it is new to this run, else a fresh one (the caller keeps the original as `providerCallId`). */
+  claimCallId(providerId: string | undefined): string {
     if (providerId && !this.#callIds.has(providerId)) {
       this.#callIds.add(providerId);
-      return { id: providerId };
+      return providerId;
     }
     let id: string;
     do id = `call_q${++this.#callCounter}`;
     while (this.#callIds.has(id));
     this.#callIds.add(id);
-    return providerId ? { id, providerCallId: providerId } : { id };
+    return id;
   }
 
   /** The parts of a `RunContext` that are the same for every call of this run. */

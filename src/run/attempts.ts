@@ -104,7 +104,7 @@ async function runOneAttempt(
   settings: AttemptSettings,
 ): Promise<OneAttempt> {
   const callSignal = settings.stopper.signal;
-  if (callSignal.aborted) return { kind: "cancelled" };
+  if (settings.stopper.aborted) return { kind: "cancelled" };
   const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
   runOfContext.set(ctx, run);
   let timer: NodeJS.Timeout | undefined;
@@ -121,7 +121,7 @@ async function runOneAttempt(
     // Write-ahead: a call with no stored `tool_call_started` provably never ran.
     const stored = run.flushed();
     if (stored) await stored;
-    if (callSignal.aborted) return { kind: "cancelled" };
+    if (settings.stopper.aborted) return { kind: "cancelled" };
     let work = withRunContext(ctx, () => invoke(tool, args, args, ctx, 0));
     if (release) {
       // The permit is held until the work really ends, even if the run stops waiting for it.

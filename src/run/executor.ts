@@ -78,7 +78,7 @@ export async function executeTurn(
     synthesised = false,
   ) => {
     // After a stop, a late completion is dropped: the call already has its synthesised result.
-    if (results[index] || (run.signal.aborted && !synthesised)) return;
+    if (results[index] || (run.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
     run.emit({
@@ -196,7 +196,7 @@ export async function executeTurn(
     !isAborted(await run.stopper.race(promise));
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   const mustStop = (): string | undefined => {
-    if (run.signal.aborted) return "the run stopped";
+    if (run.stopper.aborted) return "the run stopped";
     if (skipReason) return skipReason;
     if (run.inbox.length > 0) return "a new user message arrived";
     return undefined;
@@ -263,7 +263,7 @@ export async function executeTurn(
       const pending = approveCall(run, tool, call, validation.value);
       approval = pending instanceof Promise ? await pending : pending;
     }
-    if (run.signal.aborted) break;
+    if (run.stopper.aborted) break;
     if (approval?.parked) {
       execution.parked = []; // filled in below, once the calls already running have finished
       break;
@@ -281,11 +281,11 @@ export async function executeTurn(
       continue;
     }
     while (inFlight.size >= limit) if (!(await waitFor(Promise.race(inFlight)))) break;
-    if (run.signal.aborted) break;
+    if (run.stopper.aborted) break;
     track(start(index, tool, validation.value));
   }
   await waitFor(Promise.all(inFlight));
-  if (execution.parked && !run.signal.aborted) {
+  if (execution.parked && !run.stopper.aborted) {
     // Calls still without a result wait for the resumed run; the transcript gets this turn's
     // tool messages only once every call has one.
     execution.parked = requested.filter((_, i) => !results[i]).map((r) => r.call);
@@ -293,7 +293,7 @@ export async function executeTurn(
     return execution;
   }
 
-  if (run.signal.aborted) {
+  if (run.stopper.aborted) {
     const reason = run.signal.reason;
     execution.stop =
       reason instanceof BudgetExceeded && run.owns(reason)

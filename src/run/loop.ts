@@ -95,7 +95,7 @@ export async function turns(
   }
 
   while (true) {
-    if (run.signal.aborted) return stopOnAbort(run);
+    if (run.stopper.aborted) return stopOnAbort(run);
     const overBudget = run.budgetExceeded();
     if (overBudget) return finishRun(run, "budget", run.lastText, overBudget);
     if (run.turn >= run.maxTurns) return finishRun(run, "max_turns", run.lastText);
@@ -130,7 +130,7 @@ export async function turns(
       run.modelStreaming = false;
     });
     if (!turn) {
-      if (run.signal.aborted) return stopOnAbort(run);
+      if (run.stopper.aborted) return stopOnAbort(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
       run.emit({
         type: "warning",

@@ -146,17 +146,15 @@ export function toToolCall(
   run: ActiveRun,
   raw: RawCall,
 ): { call: ToolCall; parseError?: string; repairs?: string[] } {
-  const ids = run.claimCallId(raw.providerId);
-  const text = raw.args.trim() === "" ? "{}" : raw.args;
+  const id = run.claimCallId(raw.providerId);
+  const call: ToolCall = { id, name: raw.name, args: undefined };
+  if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
   try {
-    const args: unknown = JSON.parse(text);
-    return raw.repairs
-      ? { call: { ...ids, name: raw.name, args }, repairs: raw.repairs }
-      : { call: { ...ids, name: raw.name, args } };
+    call.args = JSON.parse(raw.args.trim() === "" ? "{}" : raw.args);
   } catch (error) {
-    return {
-      call: { ...ids, name: raw.name, args: {}, rawArgs: raw.args },
-      parseError: (error as Error).message,
-    };
+    call.args = {};
+    call.rawArgs = raw.args;
+    return { call, parseError: (error as Error).message };
   }
+  return raw.repairs ? { call, repairs: raw.repairs } : { call };
 }

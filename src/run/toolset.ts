@@ -42,16 +42,15 @@ export class Toolset {
   readonly #hasHosts: boolean;
   #listed = false;
   readonly #hosts = new Map<ToolHost, HostEntry>();
-  /** Ends host watches when the run ends (not only when it is cancelled). */
-  readonly #lifetime = new AbortController();
-  readonly #signal = this.#lifetime.signal;
+  /** Ends host listings and watches when the run ends (not only when it is cancelled); made only when there are hosts. */
+  #lifetime: AbortController | undefined;
+  readonly #runSignal: AbortSignal;
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
   constructor(tools: AgentTools | undefined, signal: AbortSignal) {
     this.#sources = tools === undefined ? [] : Array.isArray(tools) ? tools : [tools];
-    if (signal.aborted) this.#lifetime.abort(signal.reason);
-    else signal.addEventListener("abort", () => this.#lifetime.abort(signal.reason), { once: true });
+    this.#runSignal = signal;
     this.#hasHosts = this.#sources.some((source) => !(source instanceof Tool));
     for (const source of this.#sources) {
       if (!(source instanceof Tool) && !isToolHost(source)) {
@@ -131,9 +130,20 @@ export class Toolset {
     return true;
   }
 
+  get #signal(): AbortSignal {
+    if (!this.#lifetime) {
+      const lifetime = new AbortController();
+      const run = this.#runSignal;
+      if (run.aborted) lifetime.abort(run.reason);
+      else run.addEventListener("abort", () => lifetime.abort(run.reason), { once: true });
+      this.#lifetime = lifetime;
+    }
+    return this.#lifetime.signal;
+  }
+
   /** Stops watching hosts: the run that used this toolset is over. */
   close(): void {
-    this.#lifetime.abort(new Error("the run ended"));
+    this.#lifetime?.abort(new Error("the run ended"));
   }
 
   get(name: string): Tool | undefined {

@@ -10,6 +10,10 @@ import type { ToolOutput } from "./types.js";
  * toJsonText({ at: new Date(0), ids: new Set([1n]) }) // '{"at":"1970-01-01T00:00:00.000Z","ids":["1"]}'
  */
 export function toJsonText(value: unknown): string {
+  // Numbers, booleans and null need none of the walk below (the common result of small tools).
+  if (value === null || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) {
+    return String(value);
+  }
   const text = JSON.stringify(toPlain(value, new WeakSet()));
   return text === undefined ? "null" : text;
 }
