@@ -85,19 +85,29 @@ function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
     );
   }
   const canonical: JSONSchema = { type: "object", properties: {}, ...schema };
+  // The common mistakes are caught here, at definition time where they were made, without
+  // loading ajv (~100 ms): importing a module that defines JSON-Schema tools stays cheap.
+  // ajv compiles the schema on the first call and reports anything subtler then.
+  const mistake = structuralMistake(canonical, "");
+  if (mistake) throw new UserError(`tool "${toolName}": invalid JSON Schema: ${mistake}`);
   let validator: ReturnType<typeof compileJsonSchema> | undefined;
-  // Compiling eagerly surfaces a broken schema at definition time, where the mistake is.
-  try {
-    validator = compileJsonSchema(canonical);
-  } catch (error) {
-    throw new UserError(`tool "${toolName}": invalid JSON Schema: ${(error as Error).message}`);
-  }
+  const compiled = () => {
+    if (!validator) {
+      try {
+        validator = compileJsonSchema(canonical);
+      } catch (error) {
+        throw new UserError(`tool "${toolName}": invalid JSON Schema: ${(error as Error).message}`);
+      }
+    }
+    return validator;
+  };
   const { $schema: _dropped, ...wire } = canonical;
   return {
     jsonSchema: wire,
     validate(value) {
-      if (validator!(value)) return { ok: true, value };
-      return { ok: false, issues: (validator!.errors ?? []).map(fromAjvError) };
+      const check = compiled();
+      if (check(value)) return { ok: true, value };
+      return { ok: false, issues: (check.errors ?? []).map(fromAjvError) };
     },
   };
 }
@@ -122,4 +132,51 @@ function fromAjvError(error: {
 
 function decodePointer(segment: string): string {
   return segment.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+const JSON_TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+
+/** The mistakes people make in hand-written schemas: unknown types and malformed keywords. */
+function structuralMistake(node: unknown, path: string): string | undefined {
+  if (typeof node === "boolean") return undefined;
+  if (typeof node !== "object" || node === null || Array.isArray(node))
+    return `${path || "the schema"} must be an object`;
+  const schema = node as JSONSchema;
+  const at = (key: string) => (path ? `${path}.${key}` : key);
+  const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type];
+  for (const type of types) {
+    if (typeof type !== "string" || !JSON_TYPES.has(type))
+      return `${at("type")}: unknown type ${JSON.stringify(type)}`;
+  }
+  if (
+    schema.required !== undefined &&
+    (!Array.isArray(schema.required) || schema.required.some((r) => typeof r !== "string"))
+  ) {
+    return `${at("required")} must be an array of property names`;
+  }
+  for (const key of ["properties", "$defs", "definitions", "patternProperties"]) {
+    const group = schema[key];
+    if (group === undefined) continue;
+    if (typeof group !== "object" || group === null || Array.isArray(group))
+      return `${at(key)} must be an object`;
+    for (const [name, child] of Object.entries(group)) {
+      const found = structuralMistake(child, `${at(key)}.${name}`);
+      if (found) return found;
+    }
+  }
+  for (const key of ["items", "additionalProperties", "not", "contains", "propertyNames"]) {
+    if (schema[key] === undefined) continue;
+    const found = structuralMistake(schema[key], at(key));
+    if (found) return found;
+  }
+  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"]) {
+    const list = schema[key];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) return `${at(key)} must be an array`;
+    for (const [i, child] of list.entries()) {
+      const found = structuralMistake(child, `${at(key)}[${i}]`);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
