@@ -134,8 +134,10 @@ async function runOneAttempt(
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
-          ctx.abort(error);
+          // The timeout settles first, so a tool that rejects the moment its signal aborts
+          // still reads as a timeout, not as its own error.
           reject(error);
+          ctx.abort(error);
         }, ms);
       });
       work = Promise.race([work, timeout]);
@@ -173,16 +175,23 @@ function invoke(
   return execute(tool, validated, args, ctx);
 }
 
-async function execute(tool: Tool, validated: unknown, args: unknown, ctx: RunContext): Promise<unknown> {
-  let finalArgs = args;
-  if (args !== validated) {
-    const check = await tool.validateArguments(args);
-    if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
-    finalArgs = check.value;
+function execute(tool: Tool, validated: unknown, args: unknown, ctx: RunContext): Promise<unknown> {
+  if (args !== validated) return revalidateAndExecute(tool, args, ctx);
+  if (tool.isolate === "worker") return runInWorker(tool.executeSource, args, ctx);
+  // Not an async function: a plain call saves a promise and a tick per call. A sync execute's
+  // throw still becomes a rejection.
+  try {
+    const value = tool.execute(args, ctx);
+    return value instanceof Promise ? value : Promise.resolve(value);
+  } catch (error) {
+    return Promise.reject(error);
   }
-  return tool.isolate === "worker"
-    ? runInWorker(tool.executeSource, finalArgs, ctx)
-    : tool.execute(finalArgs, ctx);
+}
+
+async function revalidateAndExecute(tool: Tool, args: unknown, ctx: RunContext): Promise<unknown> {
+  const check = await tool.validateArguments(args);
+  if (!check.ok) throw new InvalidToolArguments(tool.name, check.issues);
+  return execute(tool, check.value, check.value, ctx);
 }
 
 function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {

@@ -61,7 +61,12 @@ export async function executeTurn(
 ): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
   const running = new Map<number, AbortController>();
-  const inFlight = new Set<Promise<void>>();
+  // Calls running now; `idle` resolves when the count drops to zero (no Promise.all per wait).
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+  const idle = (): Promise<void> =>
+    inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
+  const oneDone = (): Promise<void> => new Promise<void>((resolve) => idleWaiters.push(resolve));
   const started = new Set<number>();
   const execution: TurnExecution = { results: [] };
   const config = run.agent.config;
@@ -189,11 +194,22 @@ export async function executeTurn(
 
   const limit = config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
   const track = (promise: Promise<void>) => {
-    inFlight.add(promise);
-    void promise.finally(() => inFlight.delete(promise));
+    inFlight++;
+    const settled = () => {
+      inFlight--;
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      // Everyone waiting is told a call ended; those waiting for idle check the count again.
+      for (const wake of waiters) wake();
+    };
+    promise.then(settled, settled);
   };
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
     !isAborted(await run.stopper.race(promise));
+  const waitForIdle = async (): Promise<boolean> => {
+    while (inFlight > 0) if (!(await waitFor(idle()))) return false;
+    return true;
+  };
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   const mustStop = (): string | undefined => {
     if (run.stopper.aborted) return "the run stopped";
@@ -274,17 +290,17 @@ export async function executeTurn(
     }
     if (isHandoff) handoffAttempted = true;
     if (tool.parallel === false || isHandoff) {
-      if (!(await waitFor(Promise.all(inFlight)))) break;
+      if (!(await waitForIdle())) break;
       if (!(await waitFor(start(index, tool, validation.value)))) break;
       if (execution.handoff)
         skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
       continue;
     }
-    while (inFlight.size >= limit) if (!(await waitFor(Promise.race(inFlight)))) break;
+    while (inFlight >= limit) if (!(await waitFor(oneDone()))) break;
     if (run.stopper.aborted) break;
     track(start(index, tool, validation.value));
   }
-  await waitFor(Promise.all(inFlight));
+  await waitForIdle();
   if (execution.parked && !run.stopper.aborted) {
     // Calls still without a result wait for the resumed run; the transcript gets this turn's
     // tool messages only once every call has one.

@@ -119,15 +119,12 @@ export async function turns(
       if (relisted) await relisted;
     }
 
-    run.modelStreaming = true;
     const turn = await streamModelTurn(run, setup.model, {
       ...(setup.system !== undefined && { system: setup.system }),
       messages: run.transcript,
       tools: offeredSpecs(setup),
       settings: setup.settings,
       signal: run.modelSignal(),
-    }).finally(() => {
-      run.modelStreaming = false;
     });
     if (!turn) {
       if (run.stopper.aborted) return stopOnAbort(run);

@@ -35,6 +35,7 @@ export async function streamModelTurn(
   let turn = freshTurn();
   let calls = new Map<number, PartialCall>();
   let finished = false;
+  run.modelStreaming = true;
   try {
     while (true) {
       const step = await stopper.race(iterator.next());
@@ -109,6 +110,7 @@ export async function streamModelTurn(
       }
     }
   } finally {
+    run.modelStreaming = false;
     if (signal.aborted) iterator.return?.()?.catch?.(() => {});
   }
   if (!finished) {
