@@ -278,6 +278,7 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): CallResult[
 
 /** Messages `handle.inject()` queued go in before the next model request. */
 function deliverInbox(run: ActiveRun): void {
+  if (run.inbox.length === 0) return;
   for (const message of run.inbox.splice(0)) append(run, message);
 }
 
