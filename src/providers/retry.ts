@@ -66,22 +66,3 @@ export function retryDelayMs(
   // Jitter spreads the retries of many clients hit by the same outage over [base/2, base].
   return backoff.jitter === false ? base : base * (0.5 + Math.random() * 0.5);
 }
-
-/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}

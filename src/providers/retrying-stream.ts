@@ -3,10 +3,12 @@
  * fails retryably, wait (backoff, or what the server asked for) and run another, emitting
  * `reset` first if the failed attempt had already produced output.
  */
+
+import { sleep } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type { ModelStreamEvent } from "../model/types.js";
 import { abortedError } from "./http-stream.js";
-import { type RetryBackoff, retryDelayMs, sleep } from "./retry.js";
+import { type RetryBackoff, retryDelayMs } from "./retry.js";
 
 export type RetrySettings = {
   provider: string;
