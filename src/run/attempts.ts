@@ -8,7 +8,7 @@ import {
 } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { Tool } from "../tool/tool.js";
-import type { RetryBackoff, ToolPolicy } from "../tool/types.js";
+import type { RetryBackoff } from "../tool/types.js";
 import { runInWorker } from "../tool/worker.js";
 import type { ActiveRun } from "./active-run.js";
 import { CallContext } from "./call-context.js";
