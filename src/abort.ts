@@ -100,6 +100,22 @@ export class Stopper {
     }
   }
 
+  /**
+   * Waits for whoever `register` hands the wake-up function to, or for the signal: one promise,
+   * where `race(new Promise(register))` would take two.
+   */
+  wait(register: (wake: () => void) => void): Promise<void | Aborted> {
+    if (this.aborted) return Promise.resolve(ABORTED);
+    return new Promise<void | Aborted>((resolve) => {
+      const stop = () => resolve(ABORTED);
+      this.#waiters.add(stop);
+      register(() => {
+        this.#waiters.delete(stop);
+        resolve();
+      });
+    });
+  }
+
   race<T>(promise: Promise<T>): Promise<T | Aborted> {
     if (this.aborted) {
       promise.catch(() => {});

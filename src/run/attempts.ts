@@ -52,7 +52,25 @@ class AttemptTimeout extends Error {
  * policies around `execute`. Invalid arguments, cancellation and budget are never retried.
  * Resolves as soon as the call's signal aborts, even if the tool ignores it.
  */
-export async function runAttempts(
+export function runAttempts(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+  settings: AttemptSettings,
+): Promise<AttemptsOutcome> {
+  // Without retries there is nothing to loop over: skip the extra async frame.
+  if (settings.retries === 0) return runOneAttempt(run, tool, call, args, 1, settings).then(final);
+  return retrying(run, tool, call, args, settings);
+}
+
+function final(outcome: OneAttempt): AttemptsOutcome {
+  if (outcome.kind !== "error") return outcome;
+  const { retryable: _r, ...rest } = outcome;
+  return rest;
+}
+
+async function retrying(
   run: ActiveRun,
   tool: Tool,
   call: ToolCall,

@@ -64,9 +64,8 @@ export async function executeTurn(
   // Calls running now; `idle` resolves when the count drops to zero (no Promise.all per wait).
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
-  const idle = (): Promise<void> =>
-    inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
-  const oneDone = (): Promise<void> => new Promise<void>((resolve) => idleWaiters.push(resolve));
+  /** Resolves when some running call ends (or the run stops: then to the Aborted marker). */
+  const callEnded = () => run.stopper.wait((wake) => idleWaiters.push(wake));
   const started = new Set<number>();
   const execution: TurnExecution = { results: [] };
   const config = run.agent.config;
@@ -139,7 +138,7 @@ export async function executeTurn(
       ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
       stopper,
-    }).then(async (outcome) => {
+    }).then((outcome): Promise<void> | undefined => {
       running.delete(index);
       unlink?.();
       const ms = Math.round(performance.now() - startedAt);
@@ -151,11 +150,24 @@ export async function executeTurn(
             ...(config.toolResultRenderer && { agentRenderer: config.toolResultRenderer }),
             ...(run.store && { truncationNote: (head: number) => recallNote(call.id, head) }),
           });
-          if (result.fullText !== undefined && run.store) {
-            // Kept before the model sees the truncated text, so the recall it offers works.
-            try {
-              await run.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText);
-            } catch (error) {
+          const succeed = () => {
+            finish(index, result, ms, outcome.value);
+            if (!result.record.ok) {
+              if (config.cancelSiblingsOnError) cancelSiblings(call);
+              return;
+            }
+            if (tool.untrustedOutput && !run.tainted) markTainted(run, `${tool.name} output`, call);
+            if (tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
+            if (tool instanceof HandoffTool) execution.handoff = { handoff: tool.handoff, call };
+          };
+          if (result.fullText === undefined || !run.store) {
+            succeed();
+            return undefined;
+          }
+          // Kept before the model sees the truncated text, so the recall it offers works.
+          return run.store
+            .putArtifact(run.runId, resultArtifactKey(call.id), result.fullText)
+            .then(succeed, (error) => {
               const failure =
                 error instanceof StoreError
                   ? error
@@ -164,18 +176,7 @@ export async function executeTurn(
                       cause: error,
                     });
               run.controller.abort(failure);
-              return;
-            }
-          }
-          finish(index, result, ms, outcome.value);
-          if (!result.record.ok) {
-            if (config.cancelSiblingsOnError) cancelSiblings(call);
-            return;
-          }
-          if (tool.untrustedOutput && !run.tainted) markTainted(run, `${tool.name} output`, call);
-          if (tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
-          if (tool instanceof HandoffTool) execution.handoff = { handoff: tool.handoff, call };
-          return;
+            });
         }
         case "error":
           finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
@@ -207,7 +208,7 @@ export async function executeTurn(
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
     !isAborted(await run.stopper.race(promise));
   const waitForIdle = async (): Promise<boolean> => {
-    while (inFlight > 0) if (!(await waitFor(idle()))) return false;
+    while (inFlight > 0) if (isAborted(await callEnded())) return false;
     return true;
   };
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
@@ -296,7 +297,7 @@ export async function executeTurn(
         skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
       continue;
     }
-    while (inFlight >= limit) if (!(await waitFor(oneDone()))) break;
+    while (inFlight >= limit) if (isAborted(await callEnded())) break;
     if (run.stopper.aborted) break;
     track(start(index, tool, validation.value));
   }
