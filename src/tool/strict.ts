@@ -1,99 +1,23 @@
+import { toStrictSchema } from "../model/schema-lowering.js";
 import type { JSONSchema } from "../model/types.js";
 import { deref, soleBranch, typesOf } from "./schema-walk.js";
 
 export type StrictSchema = { ok: true; schema: JSONSchema } | { ok: false; reason: string };
 
 /**
- * Rewrites a JSON Schema into OpenAI's strict shape: every object closed
- * (`additionalProperties: false`), every property required, optional ones made nullable,
- * `default`s moved into the description (strict mode rejects the keyword). Records
- * (open-ended keys) cannot be strict: the result says why, and the tool is sent non-strict.
+ * Rewrites a JSON Schema into OpenAI's strict shape (one implementation, shared with the
+ * providers: `model/schema-lowering.ts`): every object closed, every property required,
+ * optional ones nullable, narrowing keywords strict mode rejects (`default`, `minLength`…)
+ * moved into the description. Records and other shapes strict mode cannot express are not
+ * strict: the result says why, and the tool is sent non-strict.
  *
  * @example
  * toStrict({ type: "object", properties: { q: { type: "string" }, n: { type: "integer" } }, required: ["q"] })
- * // n becomes { anyOf: [{ type: "integer" }, { type: "null" }] } and is required
+ * // n becomes { type: ["integer", "null"] } and is required
  */
 export function toStrict(schema: JSONSchema): StrictSchema {
-  try {
-    return { ok: true, schema: rewrite(schema, []) };
-  } catch (error) {
-    if (error instanceof NotStrict) return { ok: false, reason: error.message };
-    throw error;
-  }
-}
-
-class NotStrict extends Error {}
-
-function rewrite(node: JSONSchema, path: string[]): JSONSchema {
-  const out: JSONSchema = {};
-  for (const [key, value] of Object.entries(node)) {
-    if (key === "default") continue;
-    if (key === "properties") {
-      const properties: Record<string, JSONSchema> = {};
-      const requiredSet = new Set((node.required as string[] | undefined) ?? []);
-      for (const [name, child] of Object.entries(value as Record<string, JSONSchema>)) {
-        const strictChild = rewrite(child, [...path, name]);
-        properties[name] = requiredSet.has(name) ? strictChild : nullable(strictChild);
-      }
-      out.properties = properties;
-      out.required = Object.keys(properties);
-      continue;
-    }
-    if (key === "required") continue;
-    if (key === "additionalProperties" && value !== false) {
-      throw new NotStrict(`${where(path)} accepts arbitrary keys (a record)`);
-    }
-    if (key === "patternProperties" || key === "propertyNames") {
-      throw new NotStrict(`${where(path)} accepts arbitrary keys (a record)`);
-    }
-    if (key === "items" && typeof value === "object" && value !== null && !Array.isArray(value)) {
-      out.items = rewrite(value as JSONSchema, [...path, "[]"]);
-      continue;
-    }
-    if ((key === "anyOf" || key === "oneOf" || key === "allOf") && Array.isArray(value)) {
-      // Strict mode supports anyOf only; oneOf of disjoint object shapes means the same there.
-      out[key === "oneOf" ? "anyOf" : key] = (value as JSONSchema[]).map((b) => rewrite(b, path));
-      continue;
-    }
-    if ((key === "$defs" || key === "definitions") && typeof value === "object" && value !== null) {
-      out[key] = Object.fromEntries(
-        Object.entries(value as Record<string, JSONSchema>).map(([name, def]) => [
-          name,
-          rewrite(def, [name]),
-        ]),
-      );
-      continue;
-    }
-    out[key] = value;
-  }
-  const isObject = out.type === "object" || (out.properties !== undefined && out.type === undefined);
-  if (isObject) {
-    out.properties ??= {};
-    out.required ??= [];
-    out.additionalProperties = false;
-  }
-  if (node.default !== undefined) {
-    const note = `Default: ${JSON.stringify(node.default)}.`;
-    out.description = typeof out.description === "string" ? `${out.description} ${note}` : note;
-  }
-  return out;
-}
-
-function nullable(schema: JSONSchema): JSONSchema {
-  if (typeof schema.type === "string" && !schema.enum && !schema.const && !schema.anyOf) {
-    return schema.type === "null" ? schema : { ...schema, type: [schema.type, "null"] };
-  }
-  if (Array.isArray(schema.type) && !schema.enum) {
-    return schema.type.includes("null") ? schema : { ...schema, type: [...schema.type, "null"] };
-  }
-  const { description, ...rest } = schema;
-  const withNull: JSONSchema = { anyOf: [rest, { type: "null" }] };
-  if (description !== undefined) withNull.description = description;
-  return withNull;
-}
-
-function where(path: string[]): string {
-  return path.length ? `"${path.join(".")}"` : "the top-level object";
+  const lowered = toStrictSchema(schema);
+  return "schema" in lowered ? { ok: true, schema: lowered.schema } : { ok: false, reason: lowered.reason };
 }
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { objectRootSchema, toStrictSchema } from "../../src/model/schema-lowering.js";
 import { repairToolArguments } from "../../src/providers/json-repair.js";
 import { retryAfterMs } from "../../src/providers/retry.js";
 import { SseDecoder } from "../../src/providers/sse.js";
 import { safeCallId } from "../../src/providers/tool-call-ids.js";
-import { objectRootSchema, toStrictSchema } from "../../src/providers/tool-schemas.js";
 
 describe("SseDecoder", () => {
   it("decodes events split anywhere, with CRLF, CR, comments and multi-line data", () => {

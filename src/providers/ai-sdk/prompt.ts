@@ -9,11 +9,11 @@ import type {
   LanguageModelV3CallOptions,
   LanguageModelV3Prompt,
 } from "@ai-sdk/provider";
+import { objectRootSchema } from "../../model/schema-lowering.js";
 import type { AssistantMessage, ContentBlock, ModelRequest, ToolMessage } from "../../model/types.js";
 import { blocksOf, imagesOf, providerEntry, textOf } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
-import { objectRootSchema } from "../tool-schemas.js";
 
 export type SpecVersion = "v2" | "v3";
 export type CallOptions = LanguageModelV2CallOptions | LanguageModelV3CallOptions;

@@ -6,6 +6,8 @@
  * empty, system text lives outside the messages, and thinking blocks must come back exactly
  * as they were streamed (signature included) when a tool loop continues.
  */
+
+import { objectRootSchema } from "../../model/schema-lowering.js";
 import type {
   AssistantMessage,
   ContentBlock,
@@ -16,7 +18,6 @@ import type {
 import { blocksOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
-import { objectRootSchema } from "../tool-schemas.js";
 
 export const ANTHROPIC = "anthropic";
 

@@ -4,6 +4,8 @@
  * Quiver keeps the conversation itself (`store: false` by default), so reasoning survives
  * across turns as encrypted reasoning items that are sent back exactly as received.
  */
+
+import { objectRootSchema, toStrictSchema } from "../../model/schema-lowering.js";
 import type {
   AssistantMessage,
   ContentBlock,
@@ -14,7 +16,6 @@ import type {
 import { blocksOf, dataUrl, imagesOf, providerEntry, textOf } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
-import { objectRootSchema, toStrictSchema } from "../tool-schemas.js";
 
 export const OPENAI_RESPONSES = "openai-responses";
 

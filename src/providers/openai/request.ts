@@ -1,11 +1,12 @@
 /**
  * A `ModelRequest` as a Chat Completions request body (OpenAI and compatible servers).
  */
+
+import { objectRootSchema, toStrictSchema } from "../../model/schema-lowering.js";
 import type { AssistantMessage, Message, ModelRequest, ToolMessage, ToolSpec } from "../../model/types.js";
 import { dataUrl, imagesOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
-import { objectRootSchema, toStrictSchema } from "../tool-schemas.js";
 
 /** What differs between OpenAI itself and the servers that speak its format. */
 export type ChatDialect = {

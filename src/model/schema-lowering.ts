@@ -2,7 +2,7 @@
  * Lowering a tool's canonical JSON Schema to what an API accepts. Nothing here throws: a
  * schema an API cannot express is simplified for that one tool and the caller warns.
  */
-import type { JSONSchema } from "../model/types.js";
+import type { JSONSchema } from "./types.js";
 
 type Schema = { [key: string]: unknown };
 
