@@ -15,11 +15,12 @@ import { compileWorkloads } from "./compile.js";
 import { fmt, inChildWithLog, mb, type Row, root } from "./harness.js";
 import * as bigOutput from "./workloads/big-output.js";
 import * as concurrency from "./workloads/concurrency.js";
+import * as isolation from "./workloads/isolation.js";
 import * as loop from "./workloads/loop.js";
 import * as scale from "./workloads/scale.js";
 import * as startup from "./workloads/startup.js";
 
-const WORKLOADS = { loop, concurrency, "big-output": bigOutput, scale, startup };
+const WORKLOADS = { loop, concurrency, "big-output": bigOutput, scale, startup, isolation };
 const only = process.env.BENCH_ONLY?.split(",");
 const NOT_BENCHMARKS = new Set(["index.ts", "harness.ts", "compile.ts"]);
 
