@@ -1,13 +1,3 @@
-import { RunCancelled } from "./errors.js";
-
-/** The `RunCancelled` an aborted signal stands for (its reason when that already is one). */
-export function cancellationOf(signal: AbortSignal): RunCancelled {
-  const reason: unknown = signal.reason;
-  if (reason instanceof RunCancelled) return reason;
-  if (reason instanceof Error) return new RunCancelled(reason.message);
-  return new RunCancelled(reason === undefined ? "run cancelled" : String(reason));
-}
-
 const ABORTED: unique symbol = Symbol("aborted");
 export type Aborted = typeof ABORTED;
 export const isAborted = (value: unknown): value is Aborted => value === ABORTED;
@@ -58,21 +48,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * A promise that resolves (to the `Aborted` marker) when `signal` aborts, with one listener for
- * its whole life. Racing many waits against one `whenAborted` costs no listener per wait; call
- * `dispose()` when done so a long-lived signal does not keep it.
- */
-export function whenAborted(signal: AbortSignal): { promise: Promise<Aborted>; dispose(): void } {
-  if (signal.aborted) return { promise: Promise.resolve(ABORTED), dispose: () => {} };
-  let onAbort!: () => void;
-  const promise = new Promise<Aborted>((resolve) => {
-    onAbort = () => resolve(ABORTED);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  return { promise, dispose: () => signal.removeEventListener("abort", onAbort) };
-}
-
-/**
  * Races promises against one signal with a single listener for the signal's whole life: each
  * wait costs a Set entry, not an `addEventListener` (slow on Node's EventTarget) nor a reaction
  * that piles up on a never-settling promise. When the signal aborts, every pending race
@@ -104,14 +79,14 @@ export class Stopper {
    * Waits for whoever `register` hands the wake-up function to, or for the signal: one promise,
    * where `race(new Promise(register))` would take two.
    */
-  wait(register: (wake: () => void) => void): Promise<void | Aborted> {
+  wait(register: (wake: () => void) => void): Promise<undefined | Aborted> {
     if (this.aborted) return Promise.resolve(ABORTED);
-    return new Promise<void | Aborted>((resolve) => {
+    return new Promise<undefined | Aborted>((resolve) => {
       const stop = () => resolve(ABORTED);
       this.#waiters.add(stop);
       register(() => {
         this.#waiters.delete(stop);
-        resolve();
+        resolve(undefined);
       });
     });
   }
