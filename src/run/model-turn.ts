@@ -29,17 +29,37 @@ export async function streamModelTurn(
   model: Model,
   request: ModelRequest & { signal: AbortSignal },
 ): Promise<ModelTurn | undefined> {
+  // The whole turn races the signal once (not every stream event): a model that ignores its
+  // signal is abandoned at once, and the abandoned reader stops emitting.
   const stopper = run.modelStopper();
-  const signal = stopper.signal;
+  const reading = { abandoned: false };
+  run.modelStreaming = true;
+  try {
+    const turn = await stopper.race(readTurn(run, model, request, reading));
+    if (isAborted(turn)) {
+      reading.abandoned = true;
+      return undefined;
+    }
+    return turn;
+  } finally {
+    run.modelStreaming = false;
+  }
+}
+
+async function readTurn(
+  run: ActiveRun,
+  model: Model,
+  request: ModelRequest,
+  reading: { abandoned: boolean },
+): Promise<ModelTurn> {
   const iterator = model.stream(request)[Symbol.asyncIterator]();
   let turn = freshTurn();
   let calls = new Map<number, PartialCall>();
   let finished = false;
-  run.modelStreaming = true;
   try {
     while (true) {
-      const step = await stopper.race(iterator.next());
-      if (isAborted(step)) return undefined;
+      const step = await iterator.next();
+      if (reading.abandoned) return turn;
       if (step.done) break;
       const event = step.value;
       switch (event.type) {
@@ -110,8 +130,7 @@ export async function streamModelTurn(
       }
     }
   } finally {
-    run.modelStreaming = false;
-    if (signal.aborted) iterator.return?.()?.catch?.(() => {});
+    if (reading.abandoned) iterator.return?.()?.catch?.(() => {});
   }
   if (!finished) {
     throw new ProviderError(`model "${model.name}" ended its stream without a finish event`, {
