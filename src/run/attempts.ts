@@ -38,9 +38,8 @@ export type AttemptSettings = {
 const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
 
 /** The run a tool call belongs to, for code that starts child runs from inside a call (agents as tools). */
-const runOfContext = new WeakMap<RunContext, ActiveRun>();
 export function runOf(ctx: RunContext): ActiveRun | undefined {
-  return runOfContext.get(ctx);
+  return CallContext.runOf(ctx);
 }
 
 class AttemptTimeout extends Error {
@@ -124,7 +123,6 @@ async function runOneAttempt(
   const callSignal = settings.stopper.signal;
   if (settings.stopper.aborted) return { kind: "cancelled" };
   const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
-  runOfContext.set(ctx, run);
   let timer: NodeJS.Timeout | undefined;
   let release: (() => void) | undefined;
   try {

@@ -24,6 +24,10 @@ export class CallContext implements RunContext<any> {
   readonly attempt: number;
   readonly idempotencyKey: string;
   readonly #run: ActiveRun;
+  /** The run a context belongs to (agents as tools start their child runs from it); hidden from tools. */
+  static runOf(ctx: RunContext<any>): ActiveRun | undefined {
+    return #run in ctx ? (ctx as CallContext).#run : undefined;
+  }
   readonly #callSignal: AbortSignal;
   #controller: AbortController | undefined;
   #abortedWith: unknown;
