@@ -6,7 +6,8 @@ import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
 import { approveCall } from "./approval-flow.js";
 import type { ApprovalOutcome } from "./approvals.js";
-import { runAttempts } from "./attempts.js";
+import { type AttemptSettings, runAttempts } from "./attempts.js";
+import type { EventOf } from "./events.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
 import { recallNote, resultArtifactKey } from "./recall.js";
 import {
@@ -14,6 +15,7 @@ import {
   DEFAULT_MAX_IMAGE_BYTES,
   DEFAULT_MAX_TOOL_OUTPUT_CHARS,
   errorResult,
+  type RenderSettings,
   successResult,
 } from "./tool-result.js";
 import type { Toolset } from "./toolset.js";
@@ -85,18 +87,20 @@ export async function executeTurn(
     if (results[index] || (run.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
-    run.emit({
+    const event: EventOf<"tool_call_completed"> = {
       type: "tool_call_completed",
       call: record.call,
       ok: record.ok,
       output: record.output,
-      ...(value !== undefined && { result: value }),
-      ...(record.error && { error: record.error }),
-      ...(record.truncated && { truncated: record.truncated }),
-      ...(result.details !== undefined && { details: result.details }),
-      ...(typeof result.message.content !== "string" && { content: result.message.content }),
       durationMs,
-    });
+    } as EventOf<"tool_call_completed">;
+    // Assigned, not spread in: this runs once per call.
+    if (value !== undefined) event.result = value;
+    if (record.error) event.error = record.error;
+    if (record.truncated) event.truncated = record.truncated;
+    if (result.details !== undefined) event.details = result.details;
+    if (typeof result.message.content !== "string") event.content = result.message.content;
+    run.emit(event);
   };
 
   const cancelSiblings = (failed: ToolCall) => {
@@ -132,24 +136,26 @@ export async function executeTurn(
     }
     const startedAt = performance.now();
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
-    return runAttempts(run, tool, call, args, {
+    const settings: AttemptSettings = {
       retries: tool.retries ?? config.defaultToolRetries ?? 0,
-      ...(timeoutMs !== undefined && { timeoutMs }),
-      ...(tool.retryBackoff && { backoff: tool.retryBackoff }),
       turn,
       stopper,
-    }).then((outcome): Promise<void> | undefined => {
+    };
+    if (timeoutMs !== undefined) settings.timeoutMs = timeoutMs;
+    if (tool.retryBackoff) settings.backoff = tool.retryBackoff;
+    return runAttempts(run, tool, call, args, settings).then((outcome): Promise<void> | undefined => {
       running.delete(index);
       unlink?.();
       const ms = Math.round(performance.now() - startedAt);
       switch (outcome.kind) {
         case "value": {
-          const result = successResult(tool, call, outcome.value, outcome.ctx, {
+          const render: RenderSettings = {
             maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
             maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-            ...(config.toolResultRenderer && { agentRenderer: config.toolResultRenderer }),
-            ...(run.store && { truncationNote: (head: number) => recallNote(call.id, head) }),
-          });
+          };
+          if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
+          if (run.store) render.truncationNote = (head: number) => recallNote(call.id, head);
+          const result = successResult(tool, call, outcome.value, outcome.ctx, render);
           const succeed = () => {
             finish(index, result, ms, outcome.value);
             if (!result.record.ok) {
