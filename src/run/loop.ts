@@ -4,6 +4,7 @@ import type {
   ContentBlock,
   Message,
   Model,
+  ModelRequest,
   ModelSettings,
   ToolCall,
   ToolSpec,
@@ -11,7 +12,7 @@ import type {
 import { StoreError } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
-import type { StopReason } from "./events.js";
+import type { EventBody, StopReason } from "./events.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
@@ -119,13 +120,14 @@ export async function turns(
       if (relisted) await relisted;
     }
 
-    const turn = await streamModelTurn(run, setup.model, {
-      ...(setup.system !== undefined && { system: setup.system }),
+    const request: ModelRequest & { signal: AbortSignal } = {
       messages: run.transcript,
       tools: offeredSpecs(setup),
       settings: setup.settings,
       signal: run.modelSignal(),
-    });
+    };
+    if (setup.system !== undefined) request.system = setup.system;
+    const turn = await streamModelTurn(run, setup.model, request);
     if (!turn) {
       if (run.stopper.aborted) return stopOnAbort(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
@@ -180,7 +182,9 @@ export async function turns(
     }
 
     for (const [index, { call, repairs }] of requested.entries()) {
-      run.emit({ type: "tool_call_requested", call, index, ...(repairs && { repairs }) });
+      const requestedEvent: EventBody = { type: "tool_call_requested", call, index };
+      if (repairs) requestedEvent.repairs = repairs;
+      run.emit(requestedEvent);
     }
     const outcome = await runCalls(run, state, turn.text, requested, turn.finish);
     if (outcome) return outcome;

@@ -2,6 +2,7 @@ import { isAborted } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage } from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
+import type { EventOf } from "./events.js";
 
 /** A requested call as the model sent it, before the runner gives it a run-unique id. */
 export type RawCall = { providerId?: string; name: string; args: string; repairs?: string[] };
@@ -87,24 +88,21 @@ async function readTurn(
           if (event.id) call.id = event.id;
           if (event.name) call.name = (call.name ?? "") + event.name;
           call.args += event.argsDelta;
-          run.emit({
+          const delta: EventOf<"tool_call_input_delta"> = {
             type: "tool_call_input_delta",
             index: event.index,
             delta: event.argsDelta,
-            ...(call.id !== undefined && { callId: call.id }),
-            ...(call.name !== undefined && { name: call.name }),
-          });
+          } as EventOf<"tool_call_input_delta">;
+          if (call.id !== undefined) delta.callId = call.id;
+          if (call.name !== undefined) delta.name = call.name;
+          run.emit(delta);
           break;
         }
         case "tool_call": {
           const index = event.index ?? nextFreeIndex(calls);
-          calls.set(index, {
-            id: event.id,
-            name: event.name,
-            args: event.args,
-            complete: true,
-            ...(event.repairs?.length && { repairs: event.repairs }),
-          });
+          const complete: PartialCall = { id: event.id, name: event.name, args: event.args, complete: true };
+          if (event.repairs?.length) complete.repairs = event.repairs;
+          calls.set(index, complete);
           break;
         }
         case "warning":
@@ -138,14 +136,14 @@ async function readTurn(
       retryable: true,
     });
   }
-  turn.calls = [...calls.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([, call]) => ({
-      ...(call.id !== undefined && { providerId: call.id }),
-      name: call.name ?? "",
-      args: call.args,
-      ...(call.repairs && { repairs: call.repairs }),
-    }));
+  const indexes = [...calls.keys()].sort((a, b) => a - b);
+  turn.calls = indexes.map((index) => {
+    const call = calls.get(index)!;
+    const raw: RawCall = { name: call.name ?? "", args: call.args };
+    if (call.id !== undefined) raw.providerId = call.id;
+    if (call.repairs) raw.repairs = call.repairs;
+    return raw;
+  });
   return turn;
 }
 
