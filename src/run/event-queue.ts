@@ -1,12 +1,15 @@
 import type { RunEvent } from "./events.js";
 
+type PassWaiter = { event: RunEvent; delivered: boolean; resolve: () => void };
+
 /**
  * The handle's buffer: the run pushes, one consumer pulls. Unread events wait here (the run
  * never waits for a slow reader); a `for await` that breaks early just stops reading.
  *
  * It also tells the run when the consumer has moved past an event — asked for the next one
  * after receiving it — which is how an `approval_required` event's `approve()` is known to
- * have been called (or not) "before the consumer pulled the next event".
+ * have been called (or not) "before the consumer pulled the next event". Those waits are rare,
+ * so they cost nothing per event unless one is pending.
  */
 export class EventQueue {
   #items: RunEvent[] = [];
@@ -19,19 +22,15 @@ export class EventQueue {
   #reading = false;
   /** Consumers that stop reading let the run drop events instead of buffering them forever. */
   #detached = false;
-  /** Events of child runs share this queue, so order is counted here, not by their `seq`. */
-  #pushed = 0;
-  #ordinals = new WeakMap<RunEvent, number>();
-  #delivered = 0;
-  #passWaiters: Array<{ ordinal: number; resolve: () => void }> = [];
+  #lastDelivered: RunEvent | undefined;
+  #passWaiters: PassWaiter[] = [];
 
   push(event: RunEvent): void {
     if (this.#ended || this.#detached) return;
-    this.#ordinals.set(event, ++this.#pushed);
     if (this.#waiter) {
       const resolve = this.#waiter;
       this.#waiter = this.#failWaiter = undefined;
-      this.#delivered = this.#pushed;
+      this.#deliver(event);
       resolve({ value: event, done: false });
       return;
     }
@@ -53,7 +52,7 @@ export class EventQueue {
       if (this.#hasError) reject(this.#error);
       else resolve({ value: undefined, done: true });
     }
-    this.#releasePassWaiters(Number.POSITIVE_INFINITY);
+    this.#releaseAll();
   }
 
   /** True while a consumer iterates (and has not broken out of its loop). */
@@ -67,27 +66,43 @@ export class EventQueue {
 
   /**
    * Resolves once the consumer asks for the event after `event` (or stops reading). Resolves at
-   * once when nobody is reading.
+   * once when nobody is reading or the consumer is already past it.
    */
   whenPassed(event: RunEvent): Promise<void> {
     if (!this.reading || this.#ended) return Promise.resolve();
-    const ordinal = this.#ordinals.get(event);
-    if (ordinal === undefined || ordinal <= this.#delivered - 1) return Promise.resolve();
-    return new Promise((resolve) => this.#passWaiters.push({ ordinal, resolve }));
+    const delivered = this.#lastDelivered === event;
+    if (!delivered && !this.#items.includes(event, this.#head)) {
+      // Neither buffered nor the one just handed out: it went by earlier.
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#passWaiters.push({ event, delivered, resolve }));
   }
 
-  #releasePassWaiters(upTo: number): void {
+  #deliver(event: RunEvent): void {
+    this.#lastDelivered = event;
     if (this.#passWaiters.length === 0) return;
-    const still: Array<{ ordinal: number; resolve: () => void }> = [];
+    for (const waiter of this.#passWaiters) if (waiter.event === event) waiter.delivered = true;
+  }
+
+  /** The consumer asked for more: whoever waited for it to pass a delivered event is released. */
+  #releaseDelivered(): void {
+    if (this.#passWaiters.length === 0) return;
+    const still: PassWaiter[] = [];
     for (const waiter of this.#passWaiters) {
-      if (waiter.ordinal <= upTo) waiter.resolve();
+      if (waiter.delivered) waiter.resolve();
       else still.push(waiter);
     }
     this.#passWaiters = still;
   }
 
+  #releaseAll(): void {
+    const waiters = this.#passWaiters;
+    this.#passWaiters = [];
+    for (const waiter of waiters) waiter.resolve();
+  }
+
   next(): Promise<IteratorResult<RunEvent>> {
-    this.#releasePassWaiters(this.#delivered);
+    this.#releaseDelivered();
     if (this.#head < this.#items.length) {
       const value = this.#items[this.#head]!;
       this.#items[this.#head++] = undefined as unknown as RunEvent;
@@ -96,7 +111,7 @@ export class EventQueue {
         this.#items = this.#items.slice(this.#head);
         this.#head = 0;
       }
-      this.#delivered = this.#ordinals.get(value) ?? this.#delivered;
+      this.#deliver(value);
       return Promise.resolve({ value, done: false });
     }
     if (this.#ended) {
@@ -113,6 +128,6 @@ export class EventQueue {
     this.#detached = true;
     this.#items = [];
     this.#head = 0;
-    this.#releasePassWaiters(Number.POSITIVE_INFINITY);
+    this.#releaseAll();
   }
 }
