@@ -136,10 +136,16 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
       return { ok: false, issues: [{ path: "", message: `arguments must be a JSON object, got ${got}` }] };
     }
     const schema = this.#schema.jsonSchema;
-    let value: unknown = args;
-    if (this.strict) value = nullsToAbsent(value, schema);
-    value = coerce(value, schema);
-    return this.#schema.validate(value);
+    const value = this.strict ? nullsToAbsent(args, schema) : args;
+    // Coercion only ever touches values of the wrong type, which fail validation: arguments that
+    // validate as sent (the common case) skip the walk.
+    const first = this.#schema.validate(value);
+    const retry = (outcome: Validation): Validation | Promise<Validation> => {
+      if (outcome.ok) return outcome;
+      const coerced = coerce(value, schema);
+      return coerced === value ? outcome : this.#schema.validate(coerced);
+    };
+    return first instanceof Promise ? first.then(retry) : retry(first);
   }
 
   /**
