@@ -7,11 +7,11 @@ import {
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { ProviderError, UserError } from "../../src/errors.js";
-import type { Message, ModelRequest, ModelStreamEvent } from "../../src/model/types.js";
+import type { Message, ModelStreamEvent } from "../../src/model/types.js";
 import { fromAiSdk } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { collect, collectUntilError, fixture } from "./replay-server.js";
-import { PNG_1PX, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
+import { ask, ofType, PNG_1PX, text, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
 
 const parts = <T = LanguageModelV3StreamPart>(name: string) =>
   fixture(`ai-sdk/${name}.jsonl`).map((line) => JSON.parse(line) as T);
@@ -28,17 +28,6 @@ function stalling<T>(chunks: T[]) {
   };
 }
 
-const ask = (over: Partial<ModelRequest> = {}): ModelRequest => ({
-  system: "You are terse.",
-  messages: userAsks,
-  tools: [],
-  settings: {},
-  ...over,
-});
-const text = (events: ModelStreamEvent[]) =>
-  events.map((e) => (e.type === "text_delta" ? e.delta : "")).join("");
-const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
-  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 const quick = { retryBackoff: { initialMs: 5, maxMs: 10 }, onWarning: () => {} };
 
 describe("fromAiSdk() — AI SDK language models (specification v3)", () => {

@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ProviderError, UserError } from "../../src/errors.js";
-import type { AssistantMessage, Message, ModelRequest, ModelStreamEvent } from "../../src/model/types.js";
+import type { AssistantMessage, Message, ModelStreamEvent } from "../../src/model/types.js";
 import { anthropic } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import {
+  closedAfterEach,
   collect,
   collectUntilError,
   errorReply,
@@ -16,12 +17,9 @@ import {
   streamFixture,
   typedFrame,
 } from "./replay-server.js";
-import { PNG_1PX, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
+import { ask, ofType, PNG_1PX, text, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
 
-const servers: ReplayServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = closedAfterEach();
 
 async function serve(replies: Reply[]) {
   const server = await startReplayServer({
@@ -46,17 +44,6 @@ function model(server: ReplayServer, options: Partial<Parameters<typeof anthropi
     ...options,
   });
 }
-const ask = (over: Partial<ModelRequest> = {}): ModelRequest => ({
-  system: "You are terse.",
-  messages: userAsks,
-  tools: [],
-  settings: {},
-  ...over,
-});
-const text = (events: ModelStreamEvent[]) =>
-  events.map((e) => (e.type === "text_delta" ? e.delta : "")).join("");
-const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
-  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 
 describe("anthropic() — Messages API", () => {
   it("streams text and reports usage with cache reads and writes counted as input", async () => {

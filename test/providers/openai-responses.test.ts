@@ -1,11 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ProviderError } from "../../src/errors.js";
-import type { Message, ModelRequest, ModelStreamEvent } from "../../src/model/types.js";
+import type { Message, ModelStreamEvent } from "../../src/model/types.js";
 import { openaiResponses } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { rejectLikeOpenAI } from "./openai-chat-api.js";
 import { validateResponsesRequest } from "./openai-responses-api.js";
 import {
+  closedAfterEach,
   collect,
   collectUntilError,
   errorReply,
@@ -17,12 +18,9 @@ import {
   streamFixture,
   typedFrame,
 } from "./replay-server.js";
-import { PNG_1PX, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
+import { ask, ofType, PNG_1PX, text, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
 
-const servers: ReplayServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = closedAfterEach();
 async function serve(replies: Reply[]) {
   const server = await startReplayServer({
     replies,
@@ -46,17 +44,6 @@ function model(server: ReplayServer, options: Partial<Parameters<typeof openaiRe
     ...options,
   });
 }
-const ask = (over: Partial<ModelRequest> = {}): ModelRequest => ({
-  system: "You are terse.",
-  messages: userAsks,
-  tools: [],
-  settings: {},
-  ...over,
-});
-const text = (events: ModelStreamEvent[]) =>
-  events.map((e) => (e.type === "text_delta" ? e.delta : "")).join("");
-const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
-  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 
 describe("openaiResponses() — Responses API", () => {
   it("streams text with usage, statelessly (store: false, encrypted reasoning requested)", async () => {

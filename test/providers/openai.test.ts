@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ProviderError, UserError } from "../../src/errors.js";
-import type { ModelRequest, ModelStreamEvent } from "../../src/model/types.js";
 import { openai, openaiCompatible } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
 import {
+  closedAfterEach,
   collect,
   collectUntilError,
   errorReply,
@@ -14,12 +14,9 @@ import {
   startReplayServer,
   streamFixture,
 } from "./replay-server.js";
-import { timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
+import { ask, ofType, text, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
 
-const servers: ReplayServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = closedAfterEach();
 
 async function serve(replies: Reply[], expect: Parameters<typeof validateChatRequest>[1] = {}) {
   const server = await startReplayServer({
@@ -42,19 +39,6 @@ function model(server: ReplayServer, options: Partial<Parameters<typeof openai>[
     ...options,
   });
 }
-
-const ask = (over: Partial<ModelRequest> = {}): ModelRequest => ({
-  system: "You are terse.",
-  messages: userAsks,
-  tools: [],
-  settings: {},
-  ...over,
-});
-
-const text = (events: ModelStreamEvent[]) =>
-  events.map((e) => (e.type === "text_delta" ? e.delta : "")).join("");
-const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
-  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
 
 describe("openai() — Chat Completions", () => {
   it("streams plain text, then usage and finish", async () => {

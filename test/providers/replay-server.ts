@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach } from "vitest";
 
 export type RecordedRequest = {
   method: string;
@@ -172,4 +173,13 @@ export async function collectUntilError<T>(
     return { events, error };
   }
   return { events, error: undefined };
+}
+
+/** The servers a test file starts, closed after each test: push every server you start. */
+export function closedAfterEach(): ReplayServer[] {
+  const servers: ReplayServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return servers;
 }

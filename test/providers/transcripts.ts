@@ -1,5 +1,5 @@
 /** Transcripts shared by the provider tests: a tool round trip whose result holds an image. */
-import type { Message, ToolSpec } from "../../src/model/types.js";
+import type { Message, ModelRequest, ModelStreamEvent, ToolSpec } from "../../src/model/types.js";
 
 /** A 1×1 PNG. */
 export const PNG_1PX =
@@ -49,3 +49,20 @@ export function toolRoundTrip(callId = "call_Vq3kT8mZ2nXr5LpA7wYb1cDe"): Message
     },
   ];
 }
+
+/** The request most provider tests send: a terse system prompt and the weather question. */
+export const ask = (over: Partial<ModelRequest> = {}): ModelRequest => ({
+  system: "You are terse.",
+  messages: userAsks,
+  tools: [],
+  settings: {},
+  ...over,
+});
+
+/** The text a stream said. */
+export const text = (events: ModelStreamEvent[]) =>
+  events.map((e) => (e.type === "text_delta" ? e.delta : "")).join("");
+
+/** The events of one type. */
+export const ofType = <T extends ModelStreamEvent["type"]>(events: ModelStreamEvent[], type: T) =>
+  events.filter((e): e is Extract<ModelStreamEvent, { type: T }> => e.type === type);
