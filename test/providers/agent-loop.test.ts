@@ -44,19 +44,22 @@ const now = tool({
   execute: async () => "2025-06-01T10:00:00Z",
 });
 
+/** A Chat Completions replay server that "openai:…" model strings reach through the env. */
+async function serveChat(...fixtures: string[]) {
+  const server = await startReplayServer({
+    replies: fixtures.map((name) => streamFixture(fixture(name))),
+    validate: (req) => validateChatRequest(req),
+    reject: rejectLikeOpenAI,
+  });
+  servers.push(server);
+  process.env.OPENAI_API_KEY = "test-key";
+  process.env.OPENAI_BASE_URL = `${server.url}/v1`;
+  return server;
+}
+
 describe("providers in the agent loop", () => {
   it('runs new Agent({ model: "openai:gpt-4.1-mini" }) through a tool call to an answer', async () => {
-    const server = await startReplayServer({
-      replies: [
-        streamFixture(fixture("openai-chat/tool-call.jsonl")),
-        streamFixture(fixture("openai-chat/text.jsonl")),
-      ],
-      validate: (req) => validateChatRequest(req),
-      reject: rejectLikeOpenAI,
-    });
-    servers.push(server);
-    process.env.OPENAI_API_KEY = "test-key";
-    process.env.OPENAI_BASE_URL = `${server.url}/v1`;
+    const server = await serveChat("openai-chat/tool-call.jsonl", "openai-chat/text.jsonl");
     seen.length = 0;
     const agent = new Agent({
       name: "weather",
@@ -78,17 +81,7 @@ describe("providers in the agent loop", () => {
   });
 
   it("does not run calls cut off by the length limit, and tells the model why", async () => {
-    const server = await startReplayServer({
-      replies: [
-        streamFixture(fixture("openai-chat/length.jsonl")),
-        streamFixture(fixture("openai-chat/text.jsonl")),
-      ],
-      validate: (req) => validateChatRequest(req),
-      reject: rejectLikeOpenAI,
-    });
-    servers.push(server);
-    process.env.OPENAI_API_KEY = "test-key";
-    process.env.OPENAI_BASE_URL = `${server.url}/v1`;
+    const server = await serveChat("openai-chat/length.jsonl", "openai-chat/text.jsonl");
     let wrote = false;
     const writeFile = tool({
       name: "write_file",
