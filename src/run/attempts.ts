@@ -58,15 +58,10 @@ export function runAttempts(
   args: unknown,
   settings: AttemptSettings,
 ): Promise<AttemptsOutcome> {
-  // Without retries there is nothing to loop over: skip the extra async frame.
-  if (settings.retries === 0) return runOneAttempt(run, tool, call, args, 1, settings).then(final);
+  // Without retries there is nothing to loop over: skip the extra async frame. (An error
+  // outcome keeps its internal `retryable` flag; callers read only the fields they know.)
+  if (settings.retries === 0) return runOneAttempt(run, tool, call, args, 1, settings);
   return retrying(run, tool, call, args, settings);
-}
-
-function final(outcome: OneAttempt): AttemptsOutcome {
-  if (outcome.kind !== "error") return outcome;
-  const { retryable: _r, ...rest } = outcome;
-  return rest;
 }
 
 async function retrying(
@@ -79,13 +74,7 @@ async function retrying(
   const backoff = { ...DEFAULT_BACKOFF, ...settings.backoff };
   for (let attempt = 1; ; attempt++) {
     const outcome = await runOneAttempt(run, tool, call, args, attempt, settings);
-    if (outcome.kind !== "error" || !outcome.retryable || attempt > settings.retries) {
-      if (outcome.kind === "error") {
-        const { retryable: _r, ...rest } = outcome;
-        return rest;
-      }
-      return outcome;
-    }
+    if (outcome.kind !== "error" || !outcome.retryable || attempt > settings.retries) return outcome;
     const delayMs = backoffDelay(backoff, attempt);
     run.emit({
       type: "tool_call_retry",

@@ -6,7 +6,7 @@ import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
 import { approveCall } from "./approval-flow.js";
 import type { ApprovalOutcome } from "./approvals.js";
-import { type AttemptSettings, runAttempts } from "./attempts.js";
+import { type AttemptSettings, type AttemptsOutcome, runAttempts } from "./attempts.js";
 import type { EventOf } from "./events.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
 import { recallNote, resultArtifactKey } from "./recall.js";
@@ -66,6 +66,13 @@ export async function executeTurn(
   // Calls running now; `idle` resolves when the count drops to zero (no Promise.all per wait).
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
+  /** A call left the in-flight count: everyone waiting is told; those waiting for idle check again. */
+  const settled = () => {
+    inFlight--;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const wake of waiters) wake();
+  };
   /** Resolves when some running call ends (or the run stops: then to the Aborted marker). */
   const callEnded = () => run.stopper.wait((wake) => idleWaiters.push(wake));
   const started = new Set<number>();
@@ -120,8 +127,13 @@ export async function executeTurn(
     }
   };
 
+  /**
+   * Starts a call and counts it in flight until its result is in (and stored, when the run
+   * has a store). Never rejects: an unexpected failure after the call stops the run instead.
+   */
   const start = (index: number, tool: Tool, args: unknown): Promise<void> => {
     started.add(index);
+    inFlight++;
     const { call } = requested[index]!;
     // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
     let stopper = run.stopper;
@@ -143,7 +155,7 @@ export async function executeTurn(
     };
     if (timeoutMs !== undefined) settings.timeoutMs = timeoutMs;
     if (tool.retryBackoff) settings.backoff = tool.retryBackoff;
-    return runAttempts(run, tool, call, args, settings).then((outcome): Promise<void> | undefined => {
+    const conclude = (outcome: AttemptsOutcome): Promise<void> | undefined => {
       running.delete(index);
       unlink?.();
       const ms = Math.round(performance.now() - startedAt);
@@ -196,21 +208,24 @@ export async function executeTurn(
         case "cancelled":
           return;
       }
+    };
+    // One reaction per call: concluding and leaving the in-flight count share it.
+    return runAttempts(run, tool, call, args, settings).then((outcome) => {
+      let pending: Promise<void> | undefined;
+      try {
+        pending = conclude(outcome);
+      } catch (error) {
+        run.controller.abort(error);
+      }
+      if (!pending) return settled();
+      return pending.then(settled, (error) => {
+        run.controller.abort(error);
+        settled();
+      });
     });
   };
 
   const limit = config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
-  const track = (promise: Promise<void>) => {
-    inFlight++;
-    const settled = () => {
-      inFlight--;
-      const waiters = idleWaiters;
-      idleWaiters = [];
-      // Everyone waiting is told a call ended; those waiting for idle check the count again.
-      for (const wake of waiters) wake();
-    };
-    promise.then(settled, settled);
-  };
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
     !isAborted(await run.stopper.race(promise));
   const waitForIdle = async (): Promise<boolean> => {
@@ -305,7 +320,7 @@ export async function executeTurn(
     }
     while (inFlight >= limit) if (isAborted(await callEnded())) break;
     if (run.stopper.aborted) break;
-    track(start(index, tool, validation.value));
+    void start(index, tool, validation.value);
   }
   await waitForIdle();
   if (execution.parked && !run.stopper.aborted) {
