@@ -1,4 +1,4 @@
-const ABORTED: unique symbol = Symbol("aborted");
+export const ABORTED: unique symbol = Symbol("aborted");
 export type Aborted = typeof ABORTED;
 export const isAborted = (value: unknown): value is Aborted => value === ABORTED;
 
@@ -89,6 +89,18 @@ export class Stopper {
         resolve(undefined);
       });
     });
+  }
+
+  /**
+   * Calls `stop` once when the signal aborts, unless `unwatch(stop)` came first. For waits that
+   * build their own promise; check `aborted` before watching.
+   */
+  watch(stop: () => void): void {
+    this.#waiters.add(stop);
+  }
+
+  unwatch(stop: () => void): void {
+    this.#waiters.delete(stop);
   }
 
   race<T>(promise: Promise<T>): Promise<T | Aborted> {

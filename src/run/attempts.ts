@@ -1,4 +1,4 @@
-import { isAborted, type Stopper, sleep } from "../abort.js";
+import { ABORTED, isAborted, type Stopper, sleep } from "../abort.js";
 import {
   BudgetExceeded,
   InvalidToolArguments,
@@ -12,7 +12,7 @@ import type { RetryBackoff } from "../tool/types.js";
 import { runInWorker } from "../tool/worker.js";
 import type { ActiveRun } from "./active-run.js";
 import { CallContext } from "./call-context.js";
-import { type RunContext, withRunContext } from "./context.js";
+import { enterRunContext, leaveRunContext, type RunContext } from "./context.js";
 import { toolSemaphore } from "./semaphore.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";
@@ -112,7 +112,6 @@ async function runOneAttempt(
   const callSignal = settings.stopper.signal;
   if (settings.stopper.aborted) return { kind: "cancelled" };
   const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
-  let timer: NodeJS.Timeout | undefined;
   let release: (() => void) | undefined;
   try {
     if (tool.concurrency !== undefined) {
@@ -122,41 +121,86 @@ async function runOneAttempt(
         return { kind: "cancelled" };
       }
     }
-    run.emit({ type: "tool_call_started", call, attempt });
+    run.emit({ type: "tool_call_started", call, attempt, runId: "", seq: 0, at: 0, agent: "" });
     // Write-ahead: a call with no stored `tool_call_started` provably never ran.
     const stored = run.flushed();
     if (stored) await stored;
     if (settings.stopper.aborted) return { kind: "cancelled" };
-    let work = withRunContext(ctx, () => invoke(tool, args, args, ctx, 0));
-    if (release) {
-      // The permit is held until the work really ends, even if the run stops waiting for it.
-      const done = release;
-      release = undefined;
-      void work.then(done, done);
-    }
-    if (settings.timeoutMs !== undefined && settings.timeoutMs > 0) {
-      const ms = settings.timeoutMs;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
-          // The timeout settles first, so a tool that rejects the moment its signal aborts
-          // still reads as a timeout, not as its own error.
-          reject(error);
-          ctx.abort(error);
-        }, ms);
-      });
-      work = Promise.race([work, timeout]);
-    }
-    const value = await settings.stopper.race(work);
+    // The permit is held until the work really ends, even if the run stops waiting for it.
+    const permit = release;
+    release = undefined;
+    const value = await attemptOnce(tool, args, ctx, settings, permit);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
     return classify(run, error, callSignal);
   } finally {
-    clearTimeout(timer);
     release?.();
     ctx.release();
   }
+}
+
+/**
+ * One attempt as one promise: it settles with the tool's value or error, a timeout, or
+ * `Aborted` when the call's stopper fires, whichever comes first: one promise and one reaction
+ * per attempt. A tool that goes on after a timeout or an abort keeps its context (and its
+ * permit) until it really ends.
+ */
+function attemptOnce(
+  tool: Tool,
+  args: unknown,
+  ctx: CallContext,
+  settings: AttemptSettings,
+  permit: (() => void) | undefined,
+): Promise<unknown> {
+  const { stopper } = settings;
+  return new Promise<unknown>((resolve, reject) => {
+    if (stopper.aborted) {
+      permit?.();
+      return resolve(ABORTED);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      clearTimeout(timer);
+      resolve(ABORTED);
+    };
+    stopper.watch(stop);
+    const ms = settings.timeoutMs;
+    if (ms !== undefined && ms > 0) {
+      timer = setTimeout(() => {
+        stopper.unwatch(stop);
+        const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
+        // Settled before the signal aborts, so a tool that rejects the moment its signal
+        // aborts still reads as a timeout, not as its own error.
+        reject(error);
+        ctx.abort(error);
+      }, ms);
+    }
+    const ended = () => {
+      clearTimeout(timer);
+      stopper.unwatch(stop);
+      permit?.();
+    };
+    let work: Promise<unknown>;
+    try {
+      work = enterRunContext(ctx, () => invoke(tool, args, args, ctx, 0));
+    } catch (error) {
+      ended();
+      return reject(error);
+    }
+    work.then(
+      (value) => {
+        leaveRunContext();
+        ended();
+        resolve(value);
+      },
+      (error) => {
+        leaveRunContext();
+        ended();
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

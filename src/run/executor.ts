@@ -100,7 +100,11 @@ export async function executeTurn(
       ok: record.ok,
       output: record.output,
       durationMs,
-    } as EventOf<"tool_call_completed">;
+      runId: "",
+      seq: 0,
+      at: 0,
+      agent: "",
+    };
     // Assigned, not spread in: this runs once per call.
     if (value !== undefined) event.result = value;
     if (record.error) event.error = record.error;

@@ -12,7 +12,7 @@ import type {
 import { StoreError } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
-import type { EventBody, StopReason } from "./events.js";
+import type { EventOf, StopReason } from "./events.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
@@ -113,7 +113,7 @@ export async function turns(
 
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
-    run.emit({ type: "turn_started", turn: run.turn });
+    run.emit({ type: "turn_started", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
     const { setup } = state;
     if (run.turn > 1) {
       const relisted = setup.toolset.refresh();
@@ -136,7 +136,7 @@ export async function turns(
         code: "turn_interrupted",
         message: "the model turn was interrupted by a new user message",
       });
-      run.emit({ type: "turn_completed", turn: run.turn });
+      run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
       continue;
     }
 
@@ -150,7 +150,7 @@ export async function turns(
     if (turn.text) run.lastText = turn.text;
 
     if (requested.length === 0) {
-      run.emit({ type: "turn_completed", turn: run.turn });
+      run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
       if (setup.contract) {
         const checked = await setup.contract.check(turn.text);
         if (!checked.ok) {
@@ -182,7 +182,15 @@ export async function turns(
     }
 
     for (const [index, { call, repairs }] of requested.entries()) {
-      const requestedEvent: EventBody = { type: "tool_call_requested", call, index };
+      const requestedEvent: EventOf<"tool_call_requested"> = {
+        type: "tool_call_requested",
+        call,
+        index,
+        runId: "",
+        seq: 0,
+        at: 0,
+        agent: "",
+      };
       if (repairs) requestedEvent.repairs = repairs;
       run.emit(requestedEvent);
     }
@@ -218,7 +226,7 @@ async function runCalls(
     run.records.push(result.record);
     if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
   }
-  run.emit({ type: "turn_completed", turn: run.turn });
+  run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
 
   if (execution?.stop) {
     return execution.stop.reason === "budget"
@@ -364,7 +372,7 @@ function assistantMessage(
 
 function append(run: ActiveRun, message: Message): void {
   run.transcript.push(message);
-  run.emit({ type: "message", message });
+  run.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
 }
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {

@@ -1,4 +1,3 @@
-import { isAborted } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage } from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
@@ -25,7 +24,7 @@ type PartialCall = { id?: string; name?: string; args: string; complete: boolean
  * what the turn streamed so far. Returns `undefined` when `request.signal` aborted meanwhile
  * (the run was cancelled, or a steering message interrupted the turn).
  */
-export async function streamModelTurn(
+export function streamModelTurn(
   run: ActiveRun,
   model: Model,
   request: ModelRequest & { signal: AbortSignal },
@@ -33,18 +32,32 @@ export async function streamModelTurn(
   // The whole turn races the signal once (not every stream event): a model that ignores its
   // signal is abandoned at once, and the abandoned reader stops emitting.
   const stopper = run.modelStopper();
+  if (stopper.aborted) return Promise.resolve(undefined);
   const reading = { abandoned: false };
   run.modelStreaming = true;
-  try {
-    const turn = await stopper.race(readTurn(run, model, request, reading));
-    if (isAborted(turn)) {
+  return new Promise<ModelTurn | undefined>((resolve, reject) => {
+    const stop = () => {
       reading.abandoned = true;
-      return undefined;
-    }
-    return turn;
-  } finally {
-    run.modelStreaming = false;
-  }
+      run.modelStreaming = false;
+      resolve(undefined);
+    };
+    stopper.watch(stop);
+    // An abandoned reader settles late, maybe during a later turn: it must not touch the run.
+    readTurn(run, model, request, reading).then(
+      (turn) => {
+        if (reading.abandoned) return;
+        stopper.unwatch(stop);
+        run.modelStreaming = false;
+        resolve(turn);
+      },
+      (error) => {
+        if (reading.abandoned) return;
+        stopper.unwatch(stop);
+        run.modelStreaming = false;
+        reject(error);
+      },
+    );
+  });
 }
 
 async function readTurn(
@@ -66,7 +79,7 @@ async function readTurn(
       switch (event.type) {
         case "text_delta":
           turn.text += event.delta;
-          run.emit({ type: "text_delta", delta: event.delta });
+          run.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
           break;
         case "reasoning_delta": {
           const last = turn.reasoning.at(-1);
@@ -78,7 +91,7 @@ async function readTurn(
               text: event.delta,
               ...(event.providerData && { providerData: event.providerData }),
             });
-          run.emit({ type: "reasoning_delta", delta: event.delta });
+          run.emit({ type: "reasoning_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
           break;
         }
         case "tool_call_delta": {
@@ -92,7 +105,11 @@ async function readTurn(
             type: "tool_call_input_delta",
             index: event.index,
             delta: event.argsDelta,
-          } as EventOf<"tool_call_input_delta">;
+            runId: "",
+            seq: 0,
+            at: 0,
+            agent: "",
+          };
           if (call.id !== undefined) delta.callId = call.id;
           if (call.name !== undefined) delta.name = call.name;
           run.emit(delta);
