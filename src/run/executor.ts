@@ -1,4 +1,4 @@
-import { isAborted, Stopper } from "../abort.js";
+import { type Aborted, isAborted, Stopper } from "../abort.js";
 import { BudgetExceeded, InvalidToolArguments } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import { StoreError } from "../store/types.js";
@@ -232,9 +232,16 @@ export async function executeTurn(
   const limit = config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
   const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
     !isAborted(await run.stopper.race(promise));
-  const waitForIdle = async (): Promise<boolean> => {
-    while (inFlight > 0) if (isAborted(await callEnded())) return false;
-    return true;
+  /** Resolves once no call is running (at once if none is), or to `Aborted` when the run stops first. */
+  const idle = (): Promise<undefined | Aborted> | undefined => {
+    if (inFlight === 0) return undefined;
+    return run.stopper.wait((wake) => {
+      const check = () => {
+        if (inFlight === 0) wake();
+        else idleWaiters.push(check);
+      };
+      idleWaiters.push(check);
+    });
   };
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   const mustStop = (): string | undefined => {
@@ -316,7 +323,8 @@ export async function executeTurn(
     }
     if (isHandoff) handoffAttempted = true;
     if (tool.parallel === false || isHandoff) {
-      if (!(await waitForIdle())) break;
+      const calm = idle();
+      if (calm && isAborted(await calm)) break;
       if (!(await waitFor(start(index, tool, validation.value)))) break;
       if (execution.handoff)
         skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
@@ -326,7 +334,8 @@ export async function executeTurn(
     if (run.stopper.aborted) break;
     void start(index, tool, validation.value);
   }
-  await waitForIdle();
+  const calm = idle();
+  if (calm) await calm;
   if (execution.parked && !run.stopper.aborted) {
     // Calls still without a result wait for the resumed run; the transcript gets this turn's
     // tool messages only once every call has one.
