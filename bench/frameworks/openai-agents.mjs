@@ -3,7 +3,7 @@
  * tracing disabled, over a hand-written `Model` that plays the same script as the other
  * contenders (one `add` call per turn, then a final answer), instantly.
  */
-import { Agent, Runner, Usage, tool } from "@openai/agents-core";
+import { Agent, Runner, tool, Usage } from "@openai/agents-core";
 import { z } from "zod";
 
 export const label = "OpenAI Agents SDK 0.20 (Runner.run)";
@@ -15,9 +15,24 @@ function scriptedModel(turns) {
     const t = turn++;
     const item =
       t < turns
-        ? { type: "function_call", callId: `call_${t}`, name: "add", status: "completed", arguments: JSON.stringify({ a: t, b: 0 }) }
-        : { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] };
-    return { responseId: `resp_${t}`, output: [item], usage: new Usage({ requests: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 }) };
+        ? {
+            type: "function_call",
+            callId: `call_${t}`,
+            name: "add",
+            status: "completed",
+            arguments: JSON.stringify({ a: t, b: 0 }),
+          }
+        : {
+            type: "message",
+            role: "assistant",
+            status: "completed",
+            content: [{ type: "output_text", text: "done" }],
+          };
+    return {
+      responseId: `resp_${t}`,
+      output: [item],
+      usage: new Usage({ requests: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 }),
+    };
   };
   return {
     reset() {
@@ -31,7 +46,10 @@ function scriptedModel(turns) {
       yield { type: "response_started" };
       if (output[0].type === "message") yield { type: "output_text_delta", delta: "done" };
       const { requests, inputTokens, outputTokens, totalTokens } = usage;
-      yield { type: "response_done", response: { id: responseId, usage: { requests, inputTokens, outputTokens, totalTokens }, output } };
+      yield {
+        type: "response_done",
+        response: { id: responseId, usage: { requests, inputTokens, outputTokens, totalTokens }, output },
+      };
     },
   };
 }

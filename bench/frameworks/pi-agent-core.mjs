@@ -107,14 +107,22 @@ export async function setup({ turns, addNumbers }) {
 export async function setupStream({ turns, addNumbers }) {
   const tools = [addTool(addNumbers)];
   // The README's low-level example (and what `Agent` does by default): pass LLM messages through.
-  const convertToLlm = (messages) => messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role));
+  const convertToLlm = (messages) =>
+    messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role));
   const config = { model, convertToLlm };
   return async function runOnce() {
     const prompt = { role: "user", content: [{ type: "text", text: "go" }], timestamp: Date.now() };
-    const stream = agentLoop([prompt], { systemPrompt: "", messages: [], tools }, config, undefined, scriptedStreamFn(turns));
+    const stream = agentLoop(
+      [prompt],
+      { systemPrompt: "", messages: [], tools },
+      config,
+      undefined,
+      scriptedStreamFn(turns),
+    );
     let toolResults = 0;
     for await (const event of stream) {
-      if (event.type === "message_end" && event.message.role === "toolResult" && !event.message.isError) toolResults++;
+      if (event.type === "message_end" && event.message.role === "toolResult" && !event.message.isError)
+        toolResults++;
     }
     return toolResults;
   };
