@@ -251,7 +251,8 @@ export async function executeTurn(
     return undefined;
   };
 
-  for (const [index, { call, parseError }] of requested.entries()) {
+  for (let index = 0; index < requested.length; index++) {
+    const { call, parseError } = requested[index]!;
     const stored = prior?.results.get(call.id);
     if (stored) {
       // Completed before a restart: its result stands, and it is never run again.

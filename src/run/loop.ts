@@ -181,7 +181,8 @@ export async function turns(
       return finishRun(run, "completed", run.lastText);
     }
 
-    for (const [index, { call, repairs }] of requested.entries()) {
+    for (let index = 0; index < requested.length; index++) {
+      const { call, repairs } = requested[index]!;
       const requestedEvent: EventOf<"tool_call_requested"> = {
         type: "tool_call_requested",
         call,

@@ -153,14 +153,15 @@ async function readTurn(
       retryable: true,
     });
   }
-  const indexes = [...calls.keys()].sort((a, b) => a - b);
-  turn.calls = indexes.map((index) => {
+  // Calls in index order (providers number them; deltas may interleave).
+  const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
+  for (const index of indexes) {
     const call = calls.get(index)!;
     const raw: RawCall = { name: call.name ?? "", args: call.args };
     if (call.id !== undefined) raw.providerId = call.id;
     if (call.repairs) raw.repairs = call.repairs;
-    return raw;
-  });
+    turn.calls.push(raw);
+  }
   return turn;
 }
 
