@@ -351,6 +351,52 @@ describe("the run context", () => {
     });
     expect(() => getRunContext()).toThrow(/outside a tool call/);
   });
+
+  it("stays each call's own across concurrent runs, timers, and siblings that finish first", async () => {
+    // The context is switched on only while calls run: a call that ends must not take it
+    // away from one still running, in this run or another.
+    const seen: Array<[string, string | undefined]> = [];
+    const slow = tool({
+      name: "slow",
+      description: "Slow.",
+      parameters: z.object({ ms: z.number() }),
+      execute: async ({ ms }) => {
+        await wait(ms);
+        const afterAwait = getRunContext().toolCallId;
+        const inTimer = await new Promise<string>((resolve) =>
+          setTimeout(() => resolve(getRunContext().toolCallId), 1),
+        );
+        seen.push([afterAwait, getRunContext().userId]);
+        return `${afterAwait}/${inTimer}`;
+      },
+    });
+    const quick = tool({
+      name: "quick",
+      description: "Quick.",
+      parameters: z.object({}),
+      execute: () => getRunContext().toolCallId,
+    });
+    const runFor = (userId: string, ms: number) => {
+      const model = new ScriptedModel([
+        {
+          toolCalls: [
+            { id: `${userId}-quick`, name: "quick", args: {} },
+            { id: `${userId}-slow`, name: "slow", args: { ms } },
+          ],
+        },
+        { text: "done" },
+      ]);
+      return Runner.run(new Agent({ name: "a", model, tools: [slow, quick] }), "go", { userId });
+    };
+    const [a, b] = await Promise.all([runFor("ann", 15), runFor("bob", 5)]);
+    expect(a.toolCalls.map((c) => c.output)).toEqual(["ann-quick", "ann-slow/ann-slow"]);
+    expect(b.toolCalls.map((c) => c.output)).toEqual(["bob-quick", "bob-slow/bob-slow"]);
+    expect(seen).toEqual([
+      ["bob-slow", "bob"],
+      ["ann-slow", "ann"],
+    ]);
+    expect(() => getRunContext()).toThrow(/outside a tool call/);
+  });
 });
 
 describe("sync tools", () => {
