@@ -63,17 +63,21 @@ function w1(q: Quiver, stream: boolean): () => Promise<void> {
   };
 }
 
-export async function main(): Promise<void> {
+type Measured = { builtUs: number; withoutUs: number };
+
+export async function main(): Promise<{ run: Measured; stream: Measured; toggleUs: number }> {
   const built = (await import(pathToFileURL(join(root, "dist/index.js")).href)) as Quiver;
   const bypassed = (await import(pathToFileURL(join(withoutAsyncContext(), "index.js")).href)) as Quiver;
   const perCall = (ms: number) => (ms * 1000) / (TURNS * RUNS_PER_SAMPLE);
   console.log(`W1, ${TURNS} turns, µs per call (median of 11 interleaved samples)`);
+  const w1Results: Measured[] = [];
   for (const stream of [false, true]) {
     const ms = await compare({ built: w1(built, stream), bypassed: w1(bypassed, stream) }, { samples: 11 });
     const path = stream ? "stream()" : "run()   ";
     console.log(
       `  ${path}  as built ${fmt(perCall(ms.built), 2)}   without AsyncLocalStorage ${fmt(perCall(ms.bypassed), 2)}   difference ${fmt(perCall(ms.built - ms.bypassed), 2)}`,
     );
+    w1Results.push({ builtUs: perCall(ms.built), withoutUs: perCall(ms.bypassed) });
   }
 
   const storage = new AsyncLocalStorage<number>();
@@ -90,9 +94,11 @@ export async function main(): Promise<void> {
     for (let i = 0; i < n; i++) await call();
   };
   const ms = await compare({ toggled, plain }, { samples: 7 });
+  const toggleUs = ((ms.toggled - ms.plain) * 1000) / n;
   console.log(
-    `AsyncLocalStorage run() + disable() around one async call: ${fmt(((ms.toggled - ms.plain) * 1000) / n, 2)} µs more than the call alone`,
+    `AsyncLocalStorage run() + disable() around one async call: ${fmt(toggleUs, 2)} µs more than the call alone`,
   );
+  return { run: w1Results[0]!, stream: w1Results[1]!, toggleUs };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) await main();
