@@ -52,37 +52,7 @@ export class ScriptedModel implements Model {
    * promises per event (the loop's benchmarks run through this).
    */
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    let events: ModelStreamEvent[] | undefined;
-    let index = 0;
-    let done = false;
-    const iterator: AsyncIterator<ModelStreamEvent> = {
-      next: () => {
-        if (done) return Promise.resolve({ value: undefined, done: true });
-        if (!events) {
-          let delayMs: number | undefined;
-          try {
-            ({ events, delayMs } = this.#play(request));
-          } catch (error) {
-            done = true;
-            return Promise.reject(error);
-          }
-          if (delayMs) {
-            // `done` stays false across the wait: a `return()` meanwhile ends the stream.
-            return sleep(delayMs, request.signal).then(() => iterator.next());
-          }
-        }
-        if (index >= events.length) {
-          done = true;
-          return Promise.resolve({ value: undefined, done: true });
-        }
-        return Promise.resolve({ value: events[index++]!, done: false });
-      },
-      return: () => {
-        done = true;
-        return Promise.resolve({ value: undefined, done: true });
-      },
-    };
-    return { [Symbol.asyncIterator]: () => iterator };
+    return new ScriptedStream(request, (req) => this.#play(req));
   }
 
   /** Records the request and turns the next scripted turn into its stream events. */
@@ -105,7 +75,8 @@ export class ScriptedModel implements Model {
     if (turn.reasoning) events.push({ type: "reasoning_delta", delta: turn.reasoning });
     if (turn.text) events.push({ type: "text_delta", delta: turn.text });
     const calls = turn.toolCalls ?? [];
-    for (const [index, call] of calls.entries()) {
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index]!;
       const id = call.id ?? `call_${++this.#callCounter}`;
       const args = typeof call.args === "string" ? call.args : JSON.stringify(call.args ?? {});
       events.push({ type: "tool_call", index, id, name: call.name, args });
@@ -113,5 +84,52 @@ export class ScriptedModel implements Model {
     if (turn.usage) events.push({ type: "usage", usage: turn.usage });
     events.push({ type: "finish", reason: turn.finish ?? (calls.length ? "tool_calls" : "stop") });
     return turn.delayMs ? { events, delayMs: turn.delayMs } : { events };
+  }
+}
+
+/** One scripted turn as a stream: it is played on the first `next()`, like a provider's request. */
+class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<ModelStreamEvent> {
+  #events: ModelStreamEvent[] | undefined;
+  #index = 0;
+  #done = false;
+  readonly #request: ModelRequest;
+  readonly #play: (request: ModelRequest) => { events: ModelStreamEvent[]; delayMs?: number };
+
+  constructor(
+    request: ModelRequest,
+    play: (request: ModelRequest) => { events: ModelStreamEvent[]; delayMs?: number },
+  ) {
+    this.#request = request;
+    this.#play = play;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ModelStreamEvent> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ModelStreamEvent>> {
+    if (this.#done) return Promise.resolve({ value: undefined, done: true });
+    if (!this.#events) {
+      let played: { events: ModelStreamEvent[]; delayMs?: number };
+      try {
+        played = this.#play(this.#request);
+      } catch (error) {
+        this.#done = true;
+        return Promise.reject(error);
+      }
+      this.#events = played.events;
+      // `done` stays false across the wait: a `return()` meanwhile ends the stream.
+      if (played.delayMs) return sleep(played.delayMs, this.#request.signal).then(() => this.next());
+    }
+    if (this.#index >= this.#events.length) {
+      this.#done = true;
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    return Promise.resolve({ value: this.#events[this.#index++]!, done: false });
+  }
+
+  return(): Promise<IteratorResult<ModelStreamEvent>> {
+    this.#done = true;
+    return Promise.resolve({ value: undefined, done: true });
   }
 }
