@@ -106,8 +106,12 @@ export class EventQueue {
     if (this.#head < this.#items.length) {
       const value = this.#items[this.#head]!;
       this.#items[this.#head++] = undefined as unknown as RunEvent;
-      // Compact occasionally so a long run's buffer does not keep every event alive.
-      if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      if (this.#head === this.#items.length) {
+        // Drained (the usual case: a reader keeps up): start over at the front.
+        this.#items.length = 0;
+        this.#head = 0;
+      } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+        // A slow reader: compact now and then so the buffer does not keep every event alive.
         this.#items = this.#items.slice(this.#head);
         this.#head = 0;
       }
