@@ -82,16 +82,3 @@ export async function setup(options) {
     return countToolResults(result.newItems);
   };
 }
-
-/** Same, through the streaming run: every event is consumed before counting. */
-export async function setupStream(options) {
-  const { model, agent, runner, maxTurns } = build(options);
-  return async function runOnce() {
-    model.reset();
-    const result = await runner.run(agent, "go", { maxTurns, stream: true });
-    for await (const _event of result);
-    await result.completed;
-    if (result.finalOutput !== "done") throw new Error(`unexpected final output ${result.finalOutput}`);
-    return countToolResults(result.newItems);
-  };
-}

@@ -3,10 +3,9 @@
  * tool, over a custom `streamFn` that plays the same script as the other contenders (one `add`
  * call per turn, then a final answer), instantly: each call returns a pi-ai
  * `AssistantMessageEventStream` already filled with the events a real provider emits
- * (start, toolcall_start/delta/end or text_start/delta/end, done). `setupStream` measures the
- * low-level `agentLoop()` instead, draining its event stream with `for await`.
+ * (start, toolcall_start/delta/end or text_start/delta/end, done).
  */
-import { Agent, agentLoop } from "@mariozechner/pi-agent-core";
+import { Agent } from "@mariozechner/pi-agent-core";
 import { createAssistantMessageEventStream, Type } from "@mariozechner/pi-ai";
 
 export const label = "pi-agent-core 0.73 (Agent.prompt)";
@@ -100,30 +99,5 @@ export async function setup({ turns, addNumbers }) {
     const { messages, errorMessage } = agent.state;
     if (errorMessage) throw new Error(errorMessage);
     return countToolResults(messages);
-  };
-}
-
-/** @param {{ turns: number, addNumbers: (args: { a: number, b: number }) => Promise<number> }} options */
-export async function setupStream({ turns, addNumbers }) {
-  const tools = [addTool(addNumbers)];
-  // The README's low-level example (and what `Agent` does by default): pass LLM messages through.
-  const convertToLlm = (messages) =>
-    messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role));
-  const config = { model, convertToLlm };
-  return async function runOnce() {
-    const prompt = { role: "user", content: [{ type: "text", text: "go" }], timestamp: Date.now() };
-    const stream = agentLoop(
-      [prompt],
-      { systemPrompt: "", messages: [], tools },
-      config,
-      undefined,
-      scriptedStreamFn(turns),
-    );
-    let toolResults = 0;
-    for await (const event of stream) {
-      if (event.type === "message_end" && event.message.role === "toolResult" && !event.message.isError)
-        toolResults++;
-    }
-    return toolResults;
   };
 }
