@@ -6,13 +6,15 @@ const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 // Tests import the package by its public names, as users do, straight from the sources
 // (the same map as tsconfig.json's `paths` and package.json's `exports`).
 const entries: Record<string, string> = {
-  quiver: "./src/index.ts",
-  "quiver/tools": "./src/tools/index.ts",
-  "quiver/providers": "./src/providers/index.ts",
-  "quiver/mcp": "./src/hosts/mcp/index.ts",
-  "quiver/store": "./src/store/index.ts",
-  "quiver/workspace": "./src/workspace/index.ts",
-  "quiver/server": "./src/server/index.ts",
+  "quiver-agents": "./src/index.ts",
+  "quiver-agents/tools": "./src/tools/index.ts",
+  "quiver-agents/providers": "./src/providers/index.ts",
+  "quiver-agents/mcp": "./src/hosts/mcp/index.ts",
+  "quiver-agents/store": "./src/store/index.ts",
+  "quiver-agents/workspace": "./src/workspace/index.ts",
+  "quiver-agents/server": "./src/server/index.ts",
+  "quiver-agents/otel": "./src/otel/index.ts",
+  "quiver-agents/dbos": "./src/dbos/index.ts",
 };
 
 export default defineConfig({

@@ -35,7 +35,7 @@ function withoutAsyncContext(): string {
   return copy;
 }
 
-type Quiver = typeof import("quiver");
+type Quiver = typeof import("quiver-agents");
 
 function w1(q: Quiver, stream: boolean): () => Promise<void> {
   const add = q.tool({

@@ -7,7 +7,7 @@
  *
  * Why plain `node` on the built `dist/`: the code measured is the JavaScript users run (tsc's
  * output), in a process with no loader. The workloads are TypeScript, type-checked against
- * `src/` through the `quiver` path alias; `compile.ts` transpiles them to plain JS first.
+ * `src/` through the `quiver-agents` path alias; `compile.ts` transpiles them to plain JS first.
  * Running them under `--import tsx` instead would add its loader thread to every process:
  * about 40 MB of RSS, which would distort W4 and W5. `BENCH_SOURCE=src` measures `src/`
  * through tsx, for quick loops while optimizing without a build (not what RESULTS.md reports).
@@ -35,8 +35,8 @@ export type Row = {
 };
 
 /** The public API, from `dist/` (default) or from `src/` when `BENCH_SOURCE=src`. */
-export async function loadQuiver(): Promise<typeof import("quiver")> {
-  if (process.env.BENCH_SOURCE === "src") return import("quiver");
+export async function loadQuiver(): Promise<typeof import("quiver-agents")> {
+  if (process.env.BENCH_SOURCE === "src") return import("quiver-agents");
   if (!existsSync(distEntry)) throw new Error("dist/ is missing: run `npm run build` first");
   return import(pathToFileURL(distEntry).href);
 }

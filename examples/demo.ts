@@ -15,8 +15,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
-import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver";
-import { HttpReader, webFetch } from "quiver/tools";
+import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver-agents";
+import { HttpReader, webFetch } from "quiver-agents/tools";
 import { z } from "zod";
 
 const root = resolve(import.meta.dirname, "..");

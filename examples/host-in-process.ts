@@ -5,7 +5,7 @@
  *   npx tsx examples/host-in-process.ts
  */
 
-import { Agent, InProcessToolHost, Runner, ScriptedModel, tool } from "quiver";
+import { Agent, InProcessToolHost, Runner, ScriptedModel, tool } from "quiver-agents";
 import { z } from "zod";
 
 const orders = new Map([["A123", { status: "shipped", total: 42 }]]);

@@ -6,8 +6,8 @@
  *   npx tsx examples/mcp-everything.ts
  */
 import { createRequire } from "node:module";
-import { Agent, Runner, ScriptedModel } from "quiver";
-import { mcpServer } from "quiver/mcp";
+import { Agent, Runner, ScriptedModel } from "quiver-agents";
+import { mcpServer } from "quiver-agents/mcp";
 
 // With npm you would write { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] }.
 const serverScript = createRequire(import.meta.url).resolve(

@@ -1,5 +1,5 @@
 /**
- * A real model through `quiver/providers`: pick one with QUIVER_MODEL (and its key) and
+ * A real model through `quiver-agents/providers`: pick one with QUIVER_MODEL (and its key) and
  * this agent answers with a tool call to `now`.
  *
  *   QUIVER_MODEL=openai:gpt-4.1-mini OPENAI_API_KEY=… npx tsx examples/providers-real-model.ts
@@ -9,9 +9,9 @@
  *
  * Without QUIVER_MODEL it says how to run it and exits: there is no stand-in here.
  */
-import { Agent, Runner } from "quiver";
-import { anthropic, openai, openaiCompatible, resolveModel } from "quiver/providers";
-import { now } from "quiver/tools";
+import { Agent, Runner } from "quiver-agents";
+import { anthropic, openai, openaiCompatible, resolveModel } from "quiver-agents/providers";
+import { now } from "quiver-agents/tools";
 
 const modelId = process.env.QUIVER_MODEL;
 if (!modelId) {

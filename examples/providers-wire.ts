@@ -8,8 +8,8 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Agent, Runner, tool } from "quiver";
-import { openaiCompatible } from "quiver/providers";
+import { Agent, Runner, tool } from "quiver-agents";
+import { openaiCompatible } from "quiver-agents/providers";
 import { z } from "zod";
 
 const chunk = (delta: object, finish: string | null = null) =>

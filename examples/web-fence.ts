@@ -3,8 +3,8 @@
  *
  *   npx tsx examples/web-fence.ts
  */
-import { Agent, jsonSchema, Runner, ScriptedModel, tool } from "quiver";
-import { FENCE_NOTE, fence } from "quiver/tools";
+import { Agent, jsonSchema, Runner, ScriptedModel, tool } from "quiver-agents";
+import { FENCE_NOTE, fence } from "quiver-agents/tools";
 
 // Stand-in for a helpdesk API: customer text is exactly the kind of input that tries things.
 const helpdesk = {

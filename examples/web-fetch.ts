@@ -10,8 +10,8 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Agent, Runner, ScriptedModel } from "quiver";
-import { currentDate, HttpReader, webFetch } from "quiver/tools";
+import { Agent, Runner, ScriptedModel } from "quiver-agents";
+import { currentDate, HttpReader, webFetch } from "quiver-agents/tools";
 
 const page = `<!doctype html><html><head><title>Release notes</title></head><body>
 <nav><a href="/">Home</a> · <a href="/blog">Blog</a></nav>

@@ -10,8 +10,15 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Agent, Runner, ScriptedModel } from "quiver";
-import { currentDate, now, type SearchResult, searxngSearch, type WebSearch, webSearch } from "quiver/tools";
+import { Agent, Runner, ScriptedModel } from "quiver-agents";
+import {
+  currentDate,
+  now,
+  type SearchResult,
+  searxngSearch,
+  type WebSearch,
+  webSearch,
+} from "quiver-agents/tools";
 
 const searx = createServer((req, res) => {
   const query = new URL(req.url ?? "/", "http://x").searchParams.get("q");

@@ -1,4 +1,4 @@
-// The public surface of "quiver": re-exports only.
+// The public surface of "quiver-agents": re-exports only.
 export {
   type ArgumentIssue,
   BudgetExceeded,

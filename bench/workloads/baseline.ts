@@ -2,7 +2,7 @@
  * What every loop workload shares: the `add({a,b})` tool, the scripts the ScriptedModel plays,
  * and the hand-written baseline loop Quiver is compared against.
  */
-import type { Message, Model, ScriptedTurn, ToolCall, ToolMessage } from "quiver";
+import type { Message, Model, ScriptedTurn, ToolCall, ToolMessage } from "quiver-agents";
 import { z } from "zod";
 
 /** The same Zod schema and the same function serve Quiver's tool and the baseline. */

@@ -20,7 +20,7 @@ import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js
 const TURNS = 10;
 
 /** One run of the chosen loop, each with its own ScriptedModel (and Agent, for Quiver). */
-async function runOnce(loop: "quiver" | "baseline"): Promise<() => Promise<void>> {
+async function runOnce(loop: "quiver-agents" | "baseline"): Promise<() => Promise<void>> {
   const turns = script({ turns: TURNS });
   const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
   if (loop === "baseline") {
@@ -51,7 +51,7 @@ export async function concurrent({
   samples: number;
 }): Promise<ConcurrentResult> {
   const startRss = process.memoryUsage().rss;
-  const one = await runOnce("quiver");
+  const one = await runOnce("quiver-agents");
   const ms = await compare(
     { quiver: () => Promise.all(Array.from({ length: runs }, one)) },
     { samples, warmups: 1 },
@@ -67,7 +67,7 @@ const FIRST = 1000;
 const MIDDLE = [4000, 5000, 6000];
 const LAST = [8000, 9000, 10_000];
 
-export async function sequential(options: { loop: "quiver" | "baseline" }): Promise<SequentialResult> {
+export async function sequential(options: { loop: "quiver-agents" | "baseline" }): Promise<SequentialResult> {
   const gc = globalThis.gc;
   if (!gc) throw new Error("run with --expose-gc");
   const one = await runOnce(options.loop);
@@ -104,9 +104,9 @@ function medianMemory(points: Memory[]): Memory {
 
 export async function rows(): Promise<Row[]> {
   const c = await inChild<ConcurrentResult>("workloads/scale.ts", "concurrent", { runs: 1000, samples: 5 });
-  const sequentialIn = (loop: "quiver" | "baseline") =>
+  const sequentialIn = (loop: "quiver-agents" | "baseline") =>
     inChild<SequentialResult>("workloads/scale.ts", "sequential", { loop }, ["--expose-gc"]);
-  const q = await sequentialIn("quiver");
+  const q = await sequentialIn("quiver-agents");
   const b = await sequentialIn("baseline");
   const change = (s: SequentialResult, key: keyof Memory, digits = 1) =>
     `${fmt(mb(s.first[key]), digits)} → ${fmt(mb(s.mid[key]), digits)} → ${fmt(mb(s.last[key]), digits)}`;

@@ -31,11 +31,11 @@ const HEAVY = [
 ];
 
 const ENTRIES: Array<{ name: string; file: string; allowed?: string[]; target?: number }> = [
-  { name: "quiver", file: "dist/index.js", target: 60 },
-  { name: "quiver/tools", file: "dist/tools/index.js" },
-  { name: "quiver/store", file: "dist/store/index.js" },
-  { name: "quiver/providers", file: "dist/providers/index.js" },
-  { name: "quiver/mcp", file: "dist/hosts/mcp/index.js", allowed: ["@modelcontextprotocol/sdk"] },
+  { name: "quiver-agents", file: "dist/index.js", target: 60 },
+  { name: "quiver-agents/tools", file: "dist/tools/index.js" },
+  { name: "quiver-agents/store", file: "dist/store/index.js" },
+  { name: "quiver-agents/providers", file: "dist/providers/index.js" },
+  { name: "quiver-agents/mcp", file: "dist/hosts/mcp/index.js", allowed: ["@modelcontextprotocol/sdk"] },
 ];
 
 async function importMs(specifier: string): Promise<number> {
@@ -98,7 +98,7 @@ export async function rows(): Promise<Row[]> {
       workload: `W6 import "${entry.name}"`,
       measure: `cold ms; loads: ${loaded.join(", ") || "no packages"}`,
       quiver: fmt(ms),
-      baseline: entry.name === "quiver" ? `zod ${fmt(zodMs)}` : undefined,
+      baseline: entry.name === "quiver-agents" ? `zod ${fmt(zodMs)}` : undefined,
       target: `${entry.target === undefined ? "" : `≤ ${entry.target} ms, `}no heavy package`,
       met: speed && heavy.length === 0,
     });

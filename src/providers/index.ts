@@ -1,5 +1,5 @@
 /**
- * `quiver/providers`: real model providers behind the one-method `Model` interface.
+ * `quiver-agents/providers`: real model providers behind the one-method `Model` interface.
  */
 export { type AiSdkLanguageModel, type FromAiSdkOptions, fromAiSdk } from "./ai-sdk/model.js";
 export { type AnthropicOptions, anthropic } from "./anthropic/model.js";

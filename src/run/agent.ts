@@ -28,7 +28,7 @@ export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | Tool
 /** Everything an `Agent` is configured with. Only `name` is required. */
 export interface AgentConfig<Deps = unknown, Output = string> {
   name: string;
-  /** A `Model`, or `"provider:model-id"` resolved by `quiver/providers` (e.g. `"openai:gpt-4.1-mini"`). */
+  /** A `Model`, or `"provider:model-id"` resolved by `quiver-agents/providers` (e.g. `"openai:gpt-4.1-mini"`). */
   model?: Model | string;
   instructions?: Instructions<Deps>;
   tools?: AgentTools;

@@ -332,7 +332,7 @@ async function resolveModel(model: Model | string | undefined, agentName: string
   if (model === undefined)
     throw new UserError(`agent "${agentName}" has no model: pass { model } to new Agent()`);
   if (typeof model !== "string") return model;
-  // Loaded on demand so `import "quiver"` never pulls in provider code.
+  // Loaded on demand so `import "quiver-agents"` never pulls in provider code.
   const registry: { resolveModel(id: string): Model } = await import(PROVIDERS_MODULE);
   return registry.resolveModel(model);
 }

@@ -1,5 +1,5 @@
 /**
- * `quiver/store`: where runs are kept. Importing it loads no database driver; `SqliteStore`
+ * `quiver-agents/store`: where runs are kept. Importing it loads no database driver; `SqliteStore`
  * loads better-sqlite3 and `PostgresStore` loads pg when one is constructed.
  */
 export { MemoryStore } from "./memory-store.js";

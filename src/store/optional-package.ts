@@ -4,7 +4,7 @@ import { UserError } from "../errors.js";
 const require = createRequire(import.meta.url);
 
 /**
- * Loads an optional peer dependency the first time a store needs it, so `import "quiver/store"`
+ * Loads an optional peer dependency the first time a store needs it, so `import "quiver-agents/store"`
  * never loads a database driver its user does not use. A missing package is a `UserError`
  * saying which command installs it.
  *

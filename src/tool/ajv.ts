@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 import type { JSONSchema } from "../model/types.js";
 
-// ajv is CommonJS and ~100 ms to load: required on first use so `import "quiver"` stays cheap.
+// ajv is CommonJS and ~100 ms to load: required on first use so `import "quiver-agents"` stays cheap.
 const require = createRequire(import.meta.url);
 
 type AjvInstance = { compile(schema: JSONSchema): ValidateFunction };

@@ -5,7 +5,7 @@
  * body as a fallback when it finds too little; @mdream/js writes the Markdown.
  *
  * This module is heavy (≈ 1 MB of parser code) and is only ever loaded with `import()` by
- * the reader that needs it, so `import "quiver/tools"` stays cheap.
+ * the reader that needs it, so `import "quiver-agents/tools"` stays cheap.
  */
 import { htmlToMarkdown as mdream } from "@mdream/js";
 import { Readability } from "@mozilla/readability";

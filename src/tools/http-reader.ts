@@ -196,7 +196,7 @@ export class HttpReader implements PageReader {
     return page;
   }
 
-  /** undici, ipaddr.js and the guard load on first use, not when "quiver/tools" is imported. */
+  /** undici, ipaddr.js and the guard load on first use, not when "quiver-agents/tools" is imported. */
   #loadNetwork(): Promise<Network> {
     this.#network ??= (async () => {
       const [{ fetch }, { createGuardedDispatcher }, { AddressPolicy }] = await Promise.all([

@@ -9,7 +9,7 @@ import {
   ToolError,
   tool,
   UserError,
-} from "quiver";
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

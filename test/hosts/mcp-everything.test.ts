@@ -10,8 +10,8 @@ import {
   ScriptedModel,
   tool,
   UserError,
-} from "quiver";
-import { type McpToolHost, mcpServer } from "quiver/mcp";
+} from "quiver-agents";
+import { type McpToolHost, mcpServer } from "quiver-agents/mcp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { FENCE_BEGIN, FENCE_NOTE } from "../../src/tools/fence.js";

@@ -4,8 +4,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { Agent, type RunContext, Runner, ScriptedModel } from "quiver";
-import { type McpToolHost, mcpServer } from "quiver/mcp";
+import { Agent, type RunContext, Runner, ScriptedModel } from "quiver-agents";
+import { type McpToolHost, mcpServer } from "quiver-agents/mcp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startEverythingHttp, stop } from "./servers.js";
 

@@ -3,8 +3,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Agent, type RunContext, Runner, ScriptedModel, ToolError, type ToolHostChange } from "quiver";
-import { mcpServer } from "quiver/mcp";
+import { Agent, type RunContext, Runner, ScriptedModel, ToolError, type ToolHostChange } from "quiver-agents";
+import { mcpServer } from "quiver-agents/mcp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alive, FIXTURE, fixtureServer, gone } from "./servers.js";
 

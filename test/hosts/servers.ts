@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import type { McpStdioServer } from "quiver/mcp";
+import type { McpStdioServer } from "quiver-agents/mcp";
 
 const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 

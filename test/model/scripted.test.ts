@@ -1,4 +1,4 @@
-import { ProviderError, ScriptedModel } from "quiver";
+import { ProviderError, ScriptedModel } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 
 const request = (signal?: AbortSignal) => ({

@@ -1,4 +1,4 @@
-import { Agent, Budget, type RunEvent, Runner, ScriptedModel, tool } from "quiver";
+import { Agent, Budget, type RunEvent, Runner, ScriptedModel, tool } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

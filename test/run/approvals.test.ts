@@ -1,4 +1,12 @@
-import { Agent, type AgentConfig, type RunEvent, Runner, ScriptedModel, type Tool, tool } from "quiver";
+import {
+  Agent,
+  type AgentConfig,
+  type RunEvent,
+  Runner,
+  ScriptedModel,
+  type Tool,
+  tool,
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

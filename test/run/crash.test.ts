@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { SqliteStore } from "quiver/store";
+import { SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PostgresCluster, startPostgresCluster } from "../store/postgres-cluster.js";
 
@@ -139,7 +139,7 @@ async function completedCalls(store: { name: string; pg?: boolean }, runId: stri
 }
 
 async function readPostgres(runId: string) {
-  const { PostgresStore } = await import("quiver/store");
+  const { PostgresStore } = await import("quiver-agents/store");
   const s = new PostgresStore({ connectionString: cluster!.connectionString });
   try {
     return await s.read(runId);

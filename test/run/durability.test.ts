@@ -7,8 +7,8 @@ import {
   ScriptedModel,
   type ScriptedTurn,
   tool,
-} from "quiver";
-import { LeaseConflict, MemoryStore } from "quiver/store";
+} from "quiver-agents";
+import { LeaseConflict, MemoryStore } from "quiver-agents/store";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

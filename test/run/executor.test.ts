@@ -7,7 +7,7 @@ import {
   ScriptedModel,
   ToolError,
   tool,
-} from "quiver";
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

@@ -1,4 +1,4 @@
-import { Agent, handoff, type RunEvent, Runner, replay, ScriptedModel, tool, UserError } from "quiver";
+import { Agent, handoff, type RunEvent, Runner, replay, ScriptedModel, tool, UserError } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

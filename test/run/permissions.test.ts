@@ -8,7 +8,7 @@ import {
   StandardPermissions,
   tool,
   UserError,
-} from "quiver";
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

@@ -1,4 +1,4 @@
-import { Agent, type RunEvent, Runner, type RunResult, replay, ScriptedModel, tool } from "quiver";
+import { Agent, type RunEvent, Runner, type RunResult, replay, ScriptedModel, tool } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

@@ -10,7 +10,7 @@ import {
   type ToolHost,
   tool,
   UserError,
-} from "quiver";
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

@@ -1,4 +1,4 @@
-import { Agent, type RunEvent, Runner, ScriptedModel, tool, UserError } from "quiver";
+import { Agent, type RunEvent, Runner, ScriptedModel, tool, UserError } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

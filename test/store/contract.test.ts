@@ -2,8 +2,8 @@
  * The RunStore contract, run against every store: the same test, three implementations.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { RunEvent } from "quiver";
-import { EVENT_SCHEMA_VERSION, LeaseConflict, type RunStore, StoreError } from "quiver/store";
+import type { RunEvent } from "quiver-agents";
+import { EVENT_SCHEMA_VERSION, LeaseConflict, type RunStore, StoreError } from "quiver-agents/store";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   completed,

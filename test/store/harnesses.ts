@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import type { RunEvent } from "quiver";
-import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver/store";
+import type { RunEvent } from "quiver-agents";
+import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
 import { type PostgresCluster, startPostgresCluster } from "./postgres-cluster.js";
 
 /** What to do to one stored row: replace its body or version, or delete it. */

@@ -3,8 +3,8 @@
  * database, tables created on first use by many stores at once, pools owned by the caller.
  */
 import pg from "pg";
-import { UserError } from "quiver";
-import { LeaseConflict, PostgresStore, StoreError } from "quiver/store";
+import { UserError } from "quiver-agents";
+import { LeaseConflict, PostgresStore, StoreError } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { event, started } from "./harnesses.js";
 import { type PostgresCluster, startPostgresCluster } from "./postgres-cluster.js";

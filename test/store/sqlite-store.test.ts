@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
-import { LeaseConflict, SqliteStore, StoreError } from "quiver/store";
+import { LeaseConflict, SqliteStore, StoreError } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completed, event, started } from "./harnesses.js";
 

@@ -1,4 +1,4 @@
-import { Agent, jsonSchema, Runner, ScriptedModel, Tool, tool, UserError } from "quiver";
+import { Agent, jsonSchema, Runner, ScriptedModel, Tool, tool, UserError } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

@@ -1,4 +1,4 @@
-import { Agent, type ContentBlock, Runner, ScriptedModel, type Tool, tool } from "quiver";
+import { Agent, type ContentBlock, Runner, ScriptedModel, type Tool, tool } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

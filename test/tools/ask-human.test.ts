@@ -1,5 +1,5 @@
-import { Agent, type RunEvent, Runner, ScriptedModel, tool, UserError } from "quiver";
-import { askHuman, HumanChannel, type HumanQuestion } from "quiver/tools";
+import { Agent, type RunEvent, Runner, ScriptedModel, tool, UserError } from "quiver-agents";
+import { askHuman, HumanChannel, type HumanQuestion } from "quiver-agents/tools";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 

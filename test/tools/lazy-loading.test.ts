@@ -34,7 +34,7 @@ function eagerGraph(entry: string): { files: Set<string>; packages: Set<string> 
   return { files, packages };
 }
 
-describe("quiver/tools stays cheap to import", () => {
+describe("quiver-agents/tools stays cheap to import", () => {
   it("loads undici, linkedom, Readability, mdream and ipaddr.js only on first use", () => {
     const { files, packages } = eagerGraph(path.join(src, "tools/index.ts"));
     expect(files.size).toBeGreaterThan(5);

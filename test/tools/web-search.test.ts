@@ -242,7 +242,7 @@ describe("tavilySearch", () => {
 
   it("posts the query with the Bearer key and maps results", async () => {
     const backend = tavilySearch({ apiKey: "good-key", baseURL: base() });
-    const results = await backend.search("quiver", options({ maxResults: 3, timeRange: "m" }));
+    const results = await backend.search("quiver-agents", options({ maxResults: 3, timeRange: "m" }));
     expect(results).toEqual([
       { title: "Quiver docs", url: "https://quiver.example.dev/docs", snippet: "Typed tools for agents." },
       {
@@ -255,7 +255,7 @@ describe("tavilySearch", () => {
     expect(seen[0]!.method).toBe("POST");
     expect(seen[0]!.headers.authorization).toBe("Bearer good-key");
     expect(JSON.parse(seen[0]!.body)).toEqual({
-      query: "quiver",
+      query: "quiver-agents",
       max_results: 3,
       search_depth: "basic",
       topic: "general",
@@ -311,7 +311,7 @@ describe("braveSearch", () => {
 
   it("sends the subscription token, count and freshness; strips markup from results", async () => {
     const results = await braveSearch({ apiKey: "brave-key", baseURL: base(), country: "de" }).search(
-      "quiver",
+      "quiver-agents",
       options({ maxResults: 7, timeRange: "d" }),
     );
     expect(results[0]).toEqual({
@@ -324,7 +324,7 @@ describe("braveSearch", () => {
     const req = seen[0]!;
     expect(req.headers["x-subscription-token"]).toBe("brave-key");
     expect(Object.fromEntries(req.query)).toEqual({
-      q: "quiver",
+      q: "quiver-agents",
       count: "7",
       freshness: "pd",
       country: "de",
@@ -356,7 +356,7 @@ describe("searxngSearch", () => {
     const results = await searxngSearch({
       baseURL: `${server.origin}/searx/`,
       engines: ["duckduckgo", "wikipedia"],
-    }).search("quiver", options({ maxResults: 2, timeRange: "y" }));
+    }).search("quiver-agents", options({ maxResults: 2, timeRange: "y" }));
     expect(results).toEqual([
       {
         title: "Quiver",
@@ -367,7 +367,7 @@ describe("searxngSearch", () => {
       { title: "Two", url: "https://two.example.com/", snippet: "2" },
     ]);
     expect(Object.fromEntries(seen[0]!.query)).toMatchObject({
-      q: "quiver",
+      q: "quiver-agents",
       format: "json",
       time_range: "year",
       engines: "duckduckgo,wikipedia",
@@ -436,7 +436,7 @@ describe("duckduckgoSearch", () => {
     expect(seen[0]!.method).toBe("POST");
     expect(form.get("q")).toBe("quiver agents");
     expect(form.get("df")).toBe("w");
-    expect(await ddg().search("quiver", options({ maxResults: 1 }))).toHaveLength(1);
+    expect(await ddg().search("quiver-agents", options({ maxResults: 1 }))).toHaveLength(1);
   });
 
   it("returns no results for DuckDuckGo's no-results page", async () => {

@@ -28,7 +28,7 @@ const RECONNECT_DELAYS_MS = [0, 250, 1_000];
 /** How long a liveness probe after a broken HTTP stream may take. */
 const PROBE_TIMEOUT_MS = 5_000;
 /** The client name and version the server sees in `initialize`. */
-const CLIENT_INFO = { name: "quiver", version: "0.1.0" };
+const CLIENT_INFO = { name: "quiver-agents", version: "0.1.0" };
 
 export class HostClosed extends Error {
   override name = "HostClosed";

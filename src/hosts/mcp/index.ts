@@ -1,4 +1,4 @@
-// The public surface of "quiver/mcp". The MCP SDK itself loads on a server's first
+// The public surface of "quiver-agents/mcp". The MCP SDK itself loads on a server's first
 // connection, so importing this module is cheap.
 import type { McpServerConfig, McpServerOptions } from "./config.js";
 import { McpToolHost } from "./host.js";

@@ -1,5 +1,5 @@
 // The MCP SDK (and the zod and ajv it pulls in) loads on a server's first connection, never
-// on import: `import "quiver/mcp"` stays cheap, and `import "quiver"` never touches it.
+// on import: `import "quiver-agents/mcp"` stays cheap, and `import "quiver-agents"` never touches it.
 
 type ClientModule = typeof import("@modelcontextprotocol/sdk/client/index.js");
 type TypesModule = typeof import("@modelcontextprotocol/sdk/types.js");

@@ -31,7 +31,7 @@ export type FromAiSdkOptions = Omit<HttpProviderOptions, "fetch" | "headers">;
  *
  * @example
  * import { createOpenAI } from "@ai-sdk/openai";
- * import { fromAiSdk } from "quiver/providers";
+ * import { fromAiSdk } from "quiver-agents/providers";
  * const agent = new Agent({ name: "helper", model: fromAiSdk(createOpenAI()("gpt-4.1-mini")) });
  */
 export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {

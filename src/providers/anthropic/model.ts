@@ -42,7 +42,7 @@ export const ANTHROPIC_VERSION = "2023-06-01";
  * A Claude model through the Anthropic Messages API.
  *
  * @example
- * import { anthropic } from "quiver/providers";
+ * import { anthropic } from "quiver-agents/providers";
  * const agent = new Agent({ name: "helper", model: anthropic({ model: "claude-sonnet-4-5" }) });
  */
 export function anthropic(options: AnthropicOptions): Model {

@@ -46,7 +46,7 @@ const REASONING_MODEL = /^(o\d|gpt-5|codex)/;
  * reasoning items carried across turns.
  *
  * @example
- * import { openaiResponses } from "quiver/providers";
+ * import { openaiResponses } from "quiver-agents/providers";
  * const agent = new Agent({ name: "helper", model: openaiResponses({ model: "gpt-5-mini" }),
  *   modelSettings: { reasoning: { effort: "low" } } });
  */

@@ -32,7 +32,7 @@ export type OpenAIOptions = HttpProviderOptions & {
  * An OpenAI model through the Chat Completions API (streaming, usage included).
  *
  * @example
- * import { openai } from "quiver/providers";
+ * import { openai } from "quiver-agents/providers";
  * const agent = new Agent({ name: "helper", model: openai({ model: "gpt-4.1-mini" }) });
  */
 export function openai(options: OpenAIOptions): Model {
@@ -76,7 +76,7 @@ export type OpenAICompatibleOptions = HttpProviderOptions & {
  * server, LM Studio, OpenRouter, Groq, DeepSeek…
  *
  * @example
- * import { openaiCompatible } from "quiver/providers";
+ * import { openaiCompatible } from "quiver-agents/providers";
  * const local = openaiCompatible({ name: "ollama", baseURL: "http://127.0.0.1:11434/v1", model: "qwen3" });
  */
 export function openaiCompatible(options: OpenAICompatibleOptions): Model {
