@@ -69,6 +69,7 @@ export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/r
 export type { RunResult, ToolCallRecord } from "./run/result.js";
 export { loadSession } from "./run/resume.js";
 export { Runner } from "./run/runner.js";
+export { serializeEvent } from "./run/serialize-event.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
 export type { InferArgs, ToolParameters } from "./tool/parameters.js";
 export { Tool, type ToolConfig, type ToolDefinition, tool } from "./tool/tool.js";

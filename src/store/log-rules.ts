@@ -4,6 +4,7 @@
  * its events. The stores only differ in where rows live and how they lock.
  */
 import type { RunEvent } from "../run/events.js";
+import { serializeEvent } from "../run/serialize-event.js";
 import { EVENT_SCHEMA_VERSION, type Lease, LeaseConflict, type RunSummary, StoreError } from "./types.js";
 
 /**
@@ -127,23 +128,15 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
         { runId },
       );
     }
-    rows.push({ seq: event.seq, version: EVENT_SCHEMA_VERSION, body: encodeEvent(runId, event) });
+    rows.push({ seq: event.seq, version: EVENT_SCHEMA_VERSION, body: encodeEvent(event) });
     expected++;
   }
   return rows;
 }
 
-function encodeEvent(runId: string, event: RunEvent): string {
-  const persisted =
-    event.type === "tool_call_completed" && "result" in event ? { ...event, result: undefined } : event;
-  try {
-    return JSON.stringify(persisted);
-  } catch (cause) {
-    throw new StoreError(
-      `run ${runId}: event seq ${event.seq} (${event.type}) cannot be stored as JSON: ${(cause as Error).message}`,
-      { runId, cause },
-    );
-  }
+function encodeEvent(event: RunEvent): string {
+  // Never throws: a bigint or a cycle in a tool's details must not fail the run's log.
+  return serializeEvent(event);
 }
 
 /**

@@ -18,7 +18,24 @@ export function toJsonText(value: unknown): string {
   return text === undefined ? "null" : text;
 }
 
+/**
+ * The plain-JSON form `toJsonText` serialises, for callers that embed a value in a larger
+ * record (events). Total: a getter, trap or `toJSON` that throws becomes a marker string.
+ */
+export function toPlainJson(value: unknown): unknown {
+  return toPlain(value, new WeakSet());
+}
+
 function toPlain(value: unknown, seen: WeakSet<object>): unknown {
+  try {
+    return toPlainUnsafe(value, seen);
+  } catch {
+    // A hostile value (a Proxy whose traps throw, a getter that throws): never fail the caller.
+    return "[unreadable value]";
+  }
+}
+
+function toPlainUnsafe(value: unknown, seen: WeakSet<object>): unknown {
   if (typeof value === "bigint") return value.toString();
   if (typeof value === "function" || typeof value === "symbol") return undefined;
   if (typeof value !== "object" || value === null) {
@@ -112,9 +129,18 @@ export function truncateMiddle(
   if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
   if (tail > 0 && isLowSurrogate(text.charCodeAt(text.length - tail))) tail--;
   return {
-    text: text.slice(0, head) + marker(head + tail, head) + text.slice(text.length - tail),
+    text: detached(text.slice(0, head) + marker(head + tail, head) + text.slice(text.length - tail)),
     originalChars: text.length,
   };
+}
+
+/**
+ * A copy that shares no memory with its source. V8's slices and concatenations point into the
+ * original string, so a 200,000-char truncation of a 20 MB result would keep all 20 MB alive
+ * for as long as the transcript holds it. A UTF-16 round trip is lossless (lone surrogates too).
+ */
+export function detached(text: string): string {
+  return Buffer.from(text, "utf16le").toString("utf16le");
 }
 
 function isHighSurrogate(code: number): boolean {

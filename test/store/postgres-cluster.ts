@@ -26,18 +26,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       : ["runuser", ["-u", asUser, "--", join(bin, program), ...args]];
   const pg = (program: string, args: string[]) => run(...command(program, args), { timeout: 60_000 });
   try {
-    await pg("initdb", [
-      "-D",
-      data,
-      "-U",
-      "quiver-agents",
-      "-A",
-      "trust",
-      "-E",
-      "UTF8",
-      "--locale=C",
-      "--no-sync",
-    ]);
+    await pg("initdb", ["-D", data, "-U", "quiver", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"]);
     let lastError: unknown;
     // The free port is found before the server binds it, so another process may take it in
     // between: try a few.
