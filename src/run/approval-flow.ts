@@ -120,26 +120,30 @@ async function ask(
     // 1. The stream consumer may decide before it pulls the next event.
     if (run.hasChannel) await Promise.race([decision, run.whenPassed(event)]);
     if (!settled) {
-      // 2. The agent's handler (the channel or a timeout may still decide first).
-      // 3. "ask" (or no handler) waits on handle.approvals.
+      // 2. Pulling on without deciding passes the decision to the agent's handler (the channel
+      //    or a timeout may still decide first).
       const handler = approvalHandlerFor(run);
       const answer = handler
         ? await Promise.race([callHandler(handler, call, ctx), decision.then(() => "decided" as const)])
-        : ("ask" as const);
+        : ("unanswered" as const);
       if (answer === "decided") {
         // settled meanwhile
       } else if (answer === "allow") settle({ approved: true, by: "handler" });
       else if (answer === "deny") settle({ approved: false, by: "handler" });
-      else if (answer === "ask") {
-        // A stored run does not hold a process hostage: it parks, and a decision stored later
-        // (Runner.decide) lets Runner.resume continue it — across any number of restarts.
+      else if (answer === "ask" || answer === "unanswered") {
+        // 3. A stored run does not hold a process hostage: it parks, and a decision stored later
+        //    (Runner.decide) lets Runner.resume continue it — across any number of restarts.
         if (run.store) settle({ approved: false, by: "parked", parked: true });
-        else if (!run.hasChannel)
+        else if (answer === "unanswered" || !run.hasChannel) {
+          // Nobody will answer: deny now and say how to answer, instead of a silent
+          // `approvalTimeoutMs` wait. Only an explicit "ask" waits for `handle.approvals`.
+          run.emit({ type: "warning", code: "approval_unanswered", message: unansweredMessage(call) });
           settle({
             approved: false,
             by: "no_channel",
-            reason: "nobody can be asked in Runner.run(); use Runner.stream() or an approvalHandler",
+            reason: `nobody answered the approval of ${call.name}, so it was denied`,
           });
+        }
       } else settle({ approved: false, by: "error", reason: answer.error });
     }
     const outcome = await decision;
@@ -156,6 +160,16 @@ async function ask(
     clearTimeout(timer);
     run.signal.removeEventListener("abort", onAbort);
   }
+}
+
+function unansweredMessage(call: ToolCall): string {
+  return (
+    `${call.name} (call ${call.id}) needed approval and nobody answered, so it was denied. ` +
+    "Answer in one of three ways: call ev.approve() or ev.reject() on the approval_required event before " +
+    "pulling the next one; give the agent an approvalHandler that returns true or false; or give it " +
+    'approvalHandler: () => "ask" and decide with handle.approvals.approve(callId) / reject(callId). ' +
+    "A run with a store parks instead, to be decided later."
+  );
 }
 
 type Handler = (call: ToolCall, ctx: RunContext) => ApprovalAnswer | Promise<ApprovalAnswer>;

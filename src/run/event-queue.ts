@@ -71,6 +71,9 @@ export class EventQueue {
   whenPassed(event: RunEvent): Promise<void> {
     if (!this.reading || this.#ended) return Promise.resolve();
     const delivered = this.#lastDelivered === event;
+    // Handed out and the consumer already waits for the next one: it has passed it. (With a
+    // store, events reach the queue only once stored, so this is often true by the time asked.)
+    if (delivered && this.#waiter) return Promise.resolve();
     if (!delivered && !this.#items.includes(event, this.#head)) {
       // Neither buffered nor the one just handed out: it went by earlier.
       return Promise.resolve();

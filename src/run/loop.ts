@@ -265,6 +265,7 @@ function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunR
     usage: { ...run.usage },
     stopReason: "awaiting_approval",
     lastAgent: run.agent,
+    pending,
   };
 }
 

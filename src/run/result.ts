@@ -23,6 +23,8 @@ export type RunResult<T = string> = {
   usage: Usage;
   stopReason: StopReason;
   lastAgent: Agent<any, any>;
+  /** With `stopReason: "awaiting_approval"`: the calls the parked run waits on (decide them, then resume). */
+  pending?: ToolCall[];
 };
 
 export function emptyUsage(): Usage {

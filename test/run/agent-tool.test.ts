@@ -137,6 +137,8 @@ describe("agent.asTool()", () => {
         { text: "ok" },
       ]),
       tools: [janitor.asTool()],
+      // The child has no handler: the parent's "ask" sends its approvals to the root handle.
+      approvalHandler: () => "ask",
     });
     const handle = Runner.stream(boss, "go");
     const events = await collect(handle, (ev) => {
