@@ -34,14 +34,62 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 
 /** Turns any accepted `parameters` value into its canonical JSON Schema and validator. */
 export function toParameterSchema(parameters: ToolParameters, toolName: string): ParameterSchema {
+  if (parameters === undefined || parameters === null || typeof parameters !== "object") {
+    throw new UserError(
+      `tool "${toolName}": parameters must be a schema for the arguments object, e.g. z.object({ city: z.string() }) ` +
+        `(got ${parameters === null ? "null" : typeof parameters})`,
+    );
+  }
   if (isStandardSchema(parameters)) return fromStandardSchema(parameters, toolName);
+  if (isZod3(parameters)) throw new UserError(zod3Message(toolName));
   const schema = isTypedJsonSchema(parameters) ? parameters.jsonSchema : (parameters as JSONSchema);
+  const field = Object.entries(schema).find(([, value]) => isStandardSchema(value) || isZod3(value));
+  if (field) {
+    throw new UserError(
+      `tool "${toolName}": parameters is a plain object of schema fields ("${field[0]}": …); ` +
+        `wrap it in z.object({ ... }) so it describes the arguments object`,
+    );
+  }
   return fromJsonSchema(schema, toolName);
+}
+
+/** Zod 3 (before 3.24 it has no `~standard`; after, it cannot emit JSON Schema). */
+function isZod3(value: unknown): boolean {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "_def" in value &&
+    typeof (value as { safeParse?: unknown }).safeParse === "function" &&
+    !("_zod" in value)
+  );
+}
+
+function zod3Message(toolName: string): string {
+  return (
+    `tool "${toolName}": its parameters are a Zod 3 schema, which cannot emit JSON Schema. ` +
+    'Upgrade to zod 4 (npm install zod@^4), or import { z } from "zod/v4" (zod 3.25 ships it)'
+  );
+}
+
+/** Names a top-level JSON Schema that is not an object, with the fix. */
+function notAnObject(schema: JSONSchema, toolName: string, zod: boolean): string | undefined {
+  if (schema.type === "object") return undefined;
+  const what =
+    schema.type !== undefined
+      ? `type "${Array.isArray(schema.type) ? schema.type.join(" | ") : String(schema.type)}"`
+      : schema.anyOf || schema.oneOf
+        ? "a union"
+        : "something other than an object";
+  const fix = zod
+    ? "wrap it: z.object({ value: <your schema> })"
+    : 'give it { type: "object", properties: { ... } }';
+  return `tool "${toolName}": parameters must describe an object (the arguments a model sends are an object), but it describes ${what}; ${fix}`;
 }
 
 function fromStandardSchema(schema: StandardSchemaV1, toolName: string): ParameterSchema {
   const props = schema["~standard"] as StandardSchemaV1.Props & Partial<StandardJSONSchemaV1.Props>;
   if (!props.jsonSchema) {
+    if (props.vendor === "zod") throw new UserError(zod3Message(toolName));
     throw new UserError(
       `tool "${toolName}": its ${props.vendor} schema cannot emit JSON Schema (Standard JSON Schema). ` +
         "Use a library that implements it (Zod 4, Valibot with @valibot/to-json-schema, ArkType) or pass jsonSchema({...}).",
@@ -56,6 +104,8 @@ function fromStandardSchema(schema: StandardSchemaV1, toolName: string): Paramet
     );
   }
   const { $schema: _dropped, ...rest } = jsonSchema;
+  const problem = notAnObject(rest, toolName, props.vendor === "zod");
+  if (problem) throw new UserError(problem);
   return {
     jsonSchema: rest,
     validate(value) {
@@ -80,15 +130,13 @@ function fromStandardResult(result: StandardSchemaV1.Result<unknown>): Validatio
 
 function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
   if (schema.type !== undefined && schema.type !== "object") {
-    throw new UserError(
-      `tool "${toolName}": parameters must describe an object (got type "${String(schema.type)}")`,
-    );
+    throw new UserError(notAnObject(schema, toolName, false)!);
   }
   const canonical: JSONSchema = { type: "object", properties: {}, ...schema };
   // The common mistakes are caught here, at definition time where they were made, without
   // loading ajv (~100 ms): importing a module that defines JSON-Schema tools stays cheap.
   // ajv compiles the schema on the first call and reports anything subtler then.
-  const mistake = structuralMistake(canonical, "");
+  const mistake = structuralMistake(canonical, "") ?? brokenRef(canonical);
   if (mistake) throw new UserError(`tool "${toolName}": invalid JSON Schema: ${mistake}`);
   let validator: ReturnType<typeof compileJsonSchema> | undefined;
   const compiled = () => {
@@ -179,4 +227,40 @@ function structuralMistake(node: unknown, path: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A local `$ref` that points at nothing: ajv would only say so on the first call. */
+function brokenRef(root: JSONSchema): string | undefined {
+  const visit = (node: unknown, path: string): string | undefined => {
+    if (typeof node !== "object" || node === null) return undefined;
+    if (Array.isArray(node)) {
+      for (const [i, child] of node.entries()) {
+        const found = visit(child, `${path}[${i}]`);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    const ref = (node as JSONSchema).$ref;
+    if (typeof ref === "string" && ref.startsWith("#") && resolvePointer(root, ref) === undefined) {
+      return `${path || "the schema"}: $ref "${ref}" points at nothing in this schema (define it under $defs)`;
+    }
+    for (const [key, child] of Object.entries(node)) {
+      if (key === "enum" || key === "const" || key === "default" || key === "examples") continue;
+      const found = visit(child, path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return visit(root, "");
+}
+
+function resolvePointer(root: JSONSchema, ref: string): unknown {
+  if (ref === "#") return root;
+  if (!ref.startsWith("#/")) return undefined;
+  let node: unknown = root;
+  for (const segment of ref.slice(2).split("/").map(decodePointer)) {
+    if (typeof node !== "object" || node === null) return undefined;
+    node = (node as Record<string, unknown>)[decodeURIComponent(segment)];
+  }
+  return node;
 }

@@ -209,8 +209,22 @@ export function tool<P extends ToolParameters, Deps = any>(
     );
   }
   const name = definition.name ?? nameFromFunction(definition.execute);
+  assertParametersGiven(definition, name);
   const { execute, ...config } = definition;
   return new FunctionTool<InferArgs<P>, Deps>({ ...config, name } as ToolConfig<any>, execute);
+}
+
+/** Other frameworks' spellings of `parameters`: a silent `{}` schema would hide the mistake. */
+const MISNAMED_PARAMETERS = ["inputSchema", "input_schema", "schema", "argsSchema", "args"];
+
+function assertParametersGiven(definition: object, name: string): void {
+  if ((definition as { parameters?: unknown }).parameters !== undefined) return;
+  const misnamed = MISNAMED_PARAMETERS.find((key) => key in definition);
+  throw new UserError(
+    misnamed
+      ? `tool "${name}": "${misnamed}" is not an option; pass the schema as parameters: ... (e.g. parameters: z.object({ ... }))`
+      : `tool "${name}": parameters is missing; pass parameters: z.object({}) for a tool without arguments`,
+  );
 }
 
 function nameFromFunction(fn: Function): string {

@@ -105,7 +105,7 @@ describe("with a store, an unanswered approval parks the run", () => {
       "SqliteStore",
       () => {
         dir = mkdtempSync(join(tmpdir(), "quiver-unanswered-"));
-        return new SqliteStore(join(dir, "runs.db"));
+        return new SqliteStore({ path: join(dir, "runs.db") });
       },
     ],
   ] as const) {

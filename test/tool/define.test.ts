@@ -114,6 +114,57 @@ describe("parameters", () => {
     );
   });
 
+  it("rejects, at definition and naming the tool and the fix, parameters that do not describe an object", () => {
+    const define =
+      (parameters: unknown, extra: object = {}) =>
+      () =>
+        tool({ name: "lookup", description: "", parameters, execute: noop, ...extra } as never);
+    expect(define(z.string())).toThrow(UserError);
+    expect(define(z.string())).toThrow(/tool "lookup".*describes type "string".*z\.object/);
+    expect(define(z.array(z.string()))).toThrow(/tool "lookup".*type "array"/);
+    expect(define(z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]))).toThrow(
+      /tool "lookup".*a union/,
+    );
+    expect(define({ city: z.string() })).toThrow(
+      /tool "lookup".*plain object of schema fields \("city".*z\.object/,
+    );
+    expect(define(undefined, { inputSchema: z.object({ city: z.string() }) })).toThrow(
+      /tool "lookup": "inputSchema" is not an option; pass the schema as parameters/,
+    );
+    expect(define(undefined)).toThrow(/tool "lookup": parameters is missing/);
+    expect(
+      define({
+        type: "object",
+        properties: { address: { $ref: "#/$defs/Address" } },
+        $defs: { Adress: { type: "object" } },
+      }),
+    ).toThrow(/tool "lookup".*\$ref "#\/\$defs\/Address" points at nothing/);
+    // A $ref that resolves is fine.
+    expect(
+      define({
+        type: "object",
+        properties: { address: { $ref: "#/$defs/Address" } },
+        $defs: { Address: { type: "object", properties: { city: { type: "string" } } } },
+      }),
+    ).not.toThrow();
+  });
+
+  it("tells a Zod 3 user to upgrade or import zod/v4", () => {
+    // What a Zod 3.24 schema looks like to a library: Standard Schema v1 without JSON Schema.
+    const zod3 = {
+      _def: { typeName: "ZodObject" },
+      safeParse: () => ({ success: true }),
+      "~standard": { version: 1 as const, vendor: "zod", validate: (v: unknown) => ({ value: v }) },
+    };
+    expect(() => tool({ name: "x", description: "", parameters: zod3, execute: noop })).toThrow(
+      /Zod 3 schema.*zod 4.*zod\/v4/,
+    );
+    const { "~standard": _, ...olderZod3 } = zod3;
+    expect(() => tool({ name: "x", description: "", parameters: olderZod3 as never, execute: noop })).toThrow(
+      /Zod 3 schema/,
+    );
+  });
+
   it("rejects a Standard Schema that cannot emit JSON Schema", () => {
     const opaque = {
       "~standard": { version: 1 as const, vendor: "custom", validate: (v: unknown) => ({ value: v }) },
