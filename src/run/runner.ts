@@ -9,6 +9,7 @@ import { RunHandle } from "./handle.js";
 import { inputMessages, type RunInput, runLoop } from "./loop.js";
 import type { RunResult } from "./result.js";
 import { loadRun, loadSession, resumeLoop, storedResult } from "./resume.js";
+import { assertRunInput } from "./run-input.js";
 
 /**
  * Starts runs. `stream()` returns a handle at once; `run()` is `stream()` drained.
@@ -29,6 +30,7 @@ export const Runner = {
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): Promise<RunResult<Output>> {
+    assertRunInput(input, options);
     return start(agent, options, false, (run) => fresh(run, input)).result();
   },
 
@@ -41,6 +43,7 @@ export const Runner = {
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): RunHandle<Output> {
+    assertRunInput(input, options);
     return start(agent, options, true, (run) => fresh(run, input));
   },
 
