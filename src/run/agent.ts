@@ -1,7 +1,8 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { UserError } from "../errors.js";
 import type { ToolHost } from "../hosts/tool-host.js";
 import type { Model, ModelSettings, ToolCall } from "../model/types.js";
-import type { ToolParameters } from "../tool/parameters.js";
+import type { TypedJsonSchema } from "../tool/json-schema.js";
 import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
 import { type AgentToolOptions, agentTool } from "./agent-tool.js";
@@ -21,6 +22,12 @@ export type InstructionFragment<Deps = unknown> =
   | string
   | ((ctx: InstructionContext<Deps>) => string | undefined | Promise<string | undefined>);
 export type Instructions<Deps = unknown> = InstructionFragment<Deps> | InstructionFragment<Deps>[];
+
+/**
+ * A schema for the final answer that types `RunResult.output`: a Zod 4 (or any Standard)
+ * schema, or `jsonSchema<T>({...})`.
+ */
+export type OutputSchema<Output> = StandardSchemaV1<any, Output> | TypedJsonSchema<Output>;
 
 /** What an agent's `tools` accepts: one tool, a host, or an array mixing both. */
 export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | ToolHost>;
@@ -49,7 +56,7 @@ export interface AgentConfig<Deps = unknown, Output = string> {
    * A schema (Zod, any Standard Schema, or `jsonSchema()`) for the final answer: the model's
    * last text is parsed as JSON and validated; one corrective turn is allowed.
    */
-  outputType?: ToolParameters & { readonly __output?: Output };
+  outputType?: OutputSchema<Output>;
   /**
    * Decides calls that need approval when the stream consumer did not:
    * `true | "allow"`, `false | "deny"`, or `"ask"` to wait for `handle.approvals`.

@@ -167,12 +167,13 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
 }
 
 /** What `tool()` takes: a `ToolConfig` whose name is optional, plus the function to run. */
-export interface ToolDefinition<P extends ToolParameters, Deps = any> extends ToolOptions<InferArgs<P>> {
+export interface ToolDefinition<P extends ToolParameters, Deps = any, Result = unknown>
+  extends ToolOptions<InferArgs<P>, Awaited<Result>> {
   /** Required unless `execute` is a named function (`async function add() {}`). */
   name?: string;
   description?: string;
   parameters: P;
-  execute: (args: InferArgs<P>, ctx: RunContext<Deps>) => unknown;
+  execute: (args: InferArgs<P>, ctx: RunContext<Deps>) => Result;
 }
 
 class FunctionTool<Args, Deps> extends Tool<Args, Deps> {
@@ -200,8 +201,8 @@ class FunctionTool<Args, Deps> extends Tool<Args, Deps> {
  *   execute: async ({ orderId }) => `${orderId}: shipped`,
  * });
  */
-export function tool<P extends ToolParameters, Deps = any>(
-  definition: ToolDefinition<P, Deps>,
+export function tool<P extends ToolParameters, Deps = any, Result = unknown>(
+  definition: ToolDefinition<P, Deps, Result>,
 ): Tool<InferArgs<P>, Deps> {
   if (typeof definition.execute !== "function") {
     throw new UserError(

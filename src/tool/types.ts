@@ -14,8 +14,18 @@ export type ToolPolicy<Args = any> = (
   ctx: RunContext<any>,
 ) => Promise<unknown>;
 
-/** Turns a successful raw result into what the model reads. */
-export type ResultRenderer = (value: unknown, ctx: RunContext<any>) => string | ContentBlock[] | ToolOutput;
+/**
+ * Turns a successful raw result into what the model reads. On `tool()` it is typed by what
+ * `execute` returns (put it after `execute` in the object literal so TypeScript infers that first).
+ *
+ * @example
+ * tool({ name: "orders", parameters: z.object({}), execute: async () => [{ id: "A1" }],
+ *   resultRenderer: (orders) => orders.map((o) => o.id).join("\n") });
+ */
+export type ResultRenderer<Value = unknown> = (
+  value: Value,
+  ctx: RunContext<any>,
+) => string | ContentBlock[] | ToolOutput;
 
 export type RetryBackoff = { initialMs?: number; factor?: number; maxMs?: number; jitter?: boolean };
 
@@ -23,7 +33,7 @@ export type RetryBackoff = { initialMs?: number; factor?: number; maxMs?: number
 export type ApprovalPredicate<Args = any> = (args: Args, ctx: RunContext<any>) => boolean | Promise<boolean>;
 
 /** Every option a tool may carry besides its name, description, parameters and body. */
-export interface ToolOptions<Args = any> {
+export interface ToolOptions<Args = any, Result = unknown> {
   /** OpenAI strict mode: closed objects, every property required, optional ones nullable. */
   strict?: boolean;
   /** `false` makes the call a barrier: in-flight calls finish first, it runs alone. Default true. */
@@ -35,7 +45,7 @@ export interface ToolOptions<Args = any> {
   timeoutMs?: number;
   /** Cap on the rendered text. Default: the agent's `maxToolOutputChars` (200,000). */
   maxOutputChars?: number;
-  resultRenderer?: ResultRenderer;
+  resultRenderer?: ResultRenderer<Result>;
   needsApproval?: boolean | ApprovalPredicate<Args>;
   /** First = outermost; each sees one attempt. */
   policies?: ToolPolicy<Args>[];

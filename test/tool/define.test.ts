@@ -29,7 +29,8 @@ describe("tool names", () => {
     ],
     ["a bound function", { execute: async function real() {}.bind(null) }],
   ])("never uses %s as a name", (_label, part) => {
-    expect(() => tool({ description: "x", parameters: z.object({}), ...part })).toThrow(UserError);
+    const execute = part.execute as () => Promise<unknown>;
+    expect(() => tool({ description: "x", parameters: z.object({}), execute })).toThrow(UserError);
   });
 
   it.each(["has space", "", "a".repeat(65), "dots.not.allowed", "ünïcode"])(
