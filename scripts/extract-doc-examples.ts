@@ -29,4 +29,12 @@ for (const page of pages) {
     count++;
   }
 }
+// A folder whose name starts with a dot is skipped by `include` globs: the examples get a
+// tsconfig of their own, so `tsc -p .doc-examples` compiles every one of them (with the
+// project's settings and its `paths` to src/; the packed-tarball check compiles them again
+// the way a user's project does: scripts/consumer-check.ts).
+await writeFile(
+  join(out, "tsconfig.json"),
+  `${JSON.stringify({ extends: "../tsconfig.json", compilerOptions: { rootDir: ".." }, include: ["*.ts"] }, null, 2)}\n`,
+);
 console.log(`extracted ${count} documentation examples into .doc-examples/`);

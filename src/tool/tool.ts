@@ -168,12 +168,12 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
 
 /** What `tool()` takes: a `ToolConfig` whose name is optional, plus the function to run. */
 export interface ToolDefinition<P extends ToolParameters, Deps = any, Result = unknown>
-  extends ToolOptions<InferArgs<P>, Awaited<Result>> {
+  extends ToolOptions<InferArgs<P>, Result> {
   /** Required unless `execute` is a named function (`async function add() {}`). */
   name?: string;
   description?: string;
   parameters: P;
-  execute: (args: InferArgs<P>, ctx: RunContext<Deps>) => Result;
+  execute: (args: InferArgs<P>, ctx: RunContext<Deps>) => Result | Promise<Result>;
 }
 
 class FunctionTool<Args, Deps> extends Tool<Args, Deps> {
