@@ -20,8 +20,20 @@ import { providerErrorFrom } from "./errors.js";
 import { type CallOptions, callOptions, type SpecVersion } from "./prompt.js";
 import { AiSdkStreamDecoder, type StreamPart } from "./stream.js";
 
-/** Any AI SDK language model Quiver can drive. */
-export type AiSdkLanguageModel = LanguageModelV2 | LanguageModelV3;
+/** The AI SDK's own model types, used inside this adapter only. */
+type SpecModel = LanguageModelV2 | LanguageModelV3;
+
+/**
+ * Any AI SDK language model Quiver can drive (specification v2 or v3), described by shape so
+ * that Quiver's public types never name the optional `@ai-sdk/provider` package: a project
+ * without the AI SDK still type-checks with `skipLibCheck: false`.
+ */
+export type AiSdkLanguageModel = {
+  readonly specificationVersion: "v2" | "v3";
+  readonly provider: string;
+  readonly modelId: string;
+  doStream(options: never): PromiseLike<unknown>;
+};
 
 /** Retries and timeouts as for the HTTP providers (the AI SDK's own retries live in `generateText`, not in the model). */
 export type FromAiSdkOptions = Omit<HttpProviderOptions, "fetch" | "headers">;
@@ -34,7 +46,8 @@ export type FromAiSdkOptions = Omit<HttpProviderOptions, "fetch" | "headers">;
  * import { fromAiSdk } from "quiver-agents/providers";
  * const agent = new Agent({ name: "helper", model: fromAiSdk(createOpenAI()("gpt-4.1-mini")) });
  */
-export function fromAiSdk(model: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
+export function fromAiSdk(aiSdkModel: AiSdkLanguageModel, options: FromAiSdkOptions = {}): Model {
+  const model = aiSdkModel as unknown as SpecModel;
   const version = (model as { specificationVersion?: unknown }).specificationVersion;
   if (version !== "v2" && version !== "v3") {
     throw new UserError(
@@ -106,7 +119,7 @@ const MAX_TIMER_MS = 2_147_483_647;
  * stalled or aborted read is abandoned rather than awaited.
  */
 async function* attempt(
-  model: AiSdkLanguageModel,
+  model: SpecModel,
   base: CallOptions,
   version: SpecVersion,
   signal: AbortSignal | undefined,

@@ -1,0 +1,127 @@
+/**
+ * What a stranger gets: packs the package, installs the tarball into an empty project that has
+ * only zod, typescript and @types/node, compiles the README's and the docs' examples there with
+ * `skipLibCheck: false` (so every type a public .d.ts names must come from a dependency), then
+ * runs the examples that need no network. Nothing here resolves to src/: the examples see only
+ * what `npm install quiver-agents` gives.
+ *
+ * Usage: `npm run test:consumer` (CI runs it after `npm test`). Needs the npm registry (or the
+ * npm cache that `npm ci` filled) for the tarball's own dependencies.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { docExamples } from "./doc-examples.js";
+
+const exec = promisify(execFile);
+const root = resolve(import.meta.dirname, "..");
+const RUN_TIMEOUT_MS = 30_000;
+
+const versionOf = async (name: string) =>
+  (
+    JSON.parse(await readFile(join(root, "node_modules", name, "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
+
+async function main(): Promise<number> {
+  const scratch = await mkdtemp(join(tmpdir(), "quiver-consumer-"));
+  try {
+    console.log(`consumer check in ${scratch}`);
+    const { stdout } = await exec("npm", ["pack", "--silent", "--pack-destination", scratch], {
+      cwd: root,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const tarball = join(scratch, stdout.trim().split("\n").pop()!);
+    console.log(`packed ${tarball}`);
+
+    await writeFile(
+      join(scratch, "package.json"),
+      JSON.stringify(
+        {
+          name: "quiver-consumer-check",
+          private: true,
+          type: "module",
+          dependencies: {
+            "quiver-agents": `file:${tarball}`,
+            zod: `^${await versionOf("zod")}`,
+            typescript: await versionOf("typescript"),
+            "@types/node": `^${await versionOf("@types/node")}`,
+          },
+        },
+        null,
+        2,
+      ),
+    );
+    await exec("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: scratch,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    console.log("installed the tarball with zod, typescript and @types/node only");
+
+    const examples = await docExamples(root);
+    for (const example of examples) await writeFile(join(scratch, example.file), example.code);
+    await writeFile(
+      join(scratch, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2023",
+          lib: ["ES2023"],
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          skipLibCheck: false,
+          types: ["node"],
+          outDir: "out",
+          rootDir: ".",
+        },
+        include: ["*.ts"],
+      }),
+    );
+    try {
+      await exec(join(scratch, "node_modules/.bin/tsc"), ["-p", "."], {
+        cwd: scratch,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+    } catch (error) {
+      const { stdout: out = "", stderr = "" } = error as { stdout?: string; stderr?: string };
+      console.error(`the examples do not compile against the installed package:\n${out}${stderr}`);
+      return 1;
+    }
+    console.log(`compiled ${examples.length} examples with skipLibCheck: false`);
+
+    const failures: string[] = [];
+    const runnable = examples.filter((e) => e.run);
+    for (const example of runnable) {
+      const file = join(scratch, "out", example.file.replace(/\.ts$/, ".js"));
+      try {
+        await exec(process.execPath, [file], {
+          cwd: scratch,
+          timeout: RUN_TIMEOUT_MS,
+          maxBuffer: 16 * 1024 * 1024,
+          // No keys: an example that would reach a hosted model must say `no-run`.
+          env: { PATH: process.env.PATH ?? "", HOME: scratch, NO_COLOR: "1" },
+        });
+      } catch (error) {
+        const { stderr = "", killed } = error as { stderr?: string; killed?: boolean };
+        failures.push(
+          `${example.page} block ${example.index}: ${killed ? `still running after ${RUN_TIMEOUT_MS} ms` : stderr.trim().split("\n").slice(0, 6).join("\n")}`,
+        );
+      }
+    }
+    if (failures.length) {
+      console.error(
+        `${failures.length} of ${runnable.length} runnable examples failed:\n${failures.join("\n\n")}`,
+      );
+      return 1;
+    }
+    console.log(`ran ${runnable.length} examples (${examples.length - runnable.length} marked no-run)`);
+    return 0;
+  } finally {
+    if (!process.env.KEEP_CONSUMER_CHECK) await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();
