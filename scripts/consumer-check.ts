@@ -18,6 +18,13 @@ import { docExamples } from "./doc-examples.js";
 const exec = promisify(execFile);
 const root = resolve(import.meta.dirname, "..");
 const RUN_TIMEOUT_MS = 30_000;
+/** Optional peers, and a word in an example's code that says it needs one to run. */
+const OPTIONAL_PEERS = [
+  { name: "better-sqlite3", usedBy: "SqliteStore" },
+  { name: "@modelcontextprotocol/sdk", usedBy: "mcpServer" },
+  { name: "@opentelemetry/api", usedBy: "quiver-agents/otel" },
+  { name: "@opentelemetry/sdk-trace-base", usedBy: "@opentelemetry/sdk-trace-base" },
+];
 
 const versionOf = async (name: string) =>
   (
@@ -91,6 +98,26 @@ async function main(): Promise<number> {
       return 1;
     }
     console.log(`compiled ${examples.length} examples with skipLibCheck: false`);
+
+    // Running an example that uses an optional integration needs it installed, as the docs say
+    // (the types above compiled without them).
+    const peers = OPTIONAL_PEERS.filter((peer) =>
+      examples.some((e) => e.run && e.code.includes(peer.usedBy)),
+    );
+    if (peers.length) {
+      const specs = await Promise.all(
+        peers.map(async (peer) => `${peer.name}@${await versionOf(peer.name)}`),
+      );
+      await exec(
+        "npm",
+        ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...specs],
+        {
+          cwd: scratch,
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
+      console.log(`installed the optional packages the examples use: ${specs.join(", ")}`);
+    }
 
     const failures: string[] = [];
     const runnable = examples.filter((e) => e.run);
