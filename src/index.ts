@@ -49,6 +49,7 @@ export {
   Approvals,
 } from "./run/approvals.js";
 export { Budget, type BudgetLimits } from "./run/budget.js";
+export type { CompactionOptions } from "./run/context/compaction.js";
 export { getRunContext, type RunContext } from "./run/context.js";
 export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./run/events.js";
 export { RunHandle } from "./run/handle.js";
@@ -63,6 +64,15 @@ export {
   StandardPermissions,
   type StandardPermissionsOptions,
 } from "./run/permissions.js";
+export {
+  type Plugin,
+  type PluginConfig,
+  type PluginContext,
+  PluginSetupError,
+  type PluginTeardownContext,
+  type PluginTools,
+  plugin,
+} from "./run/plugin.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
 export { RECALL_TOOL_NAME, recallTool } from "./run/recall.js";
 export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/replay.js";

@@ -7,9 +7,11 @@ import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
 import { type AgentToolOptions, agentTool } from "./agent-tool.js";
 import type { ApprovalAnswer } from "./approvals.js";
+import type { CompactionOptions } from "./context/compaction.js";
 import type { RunContext } from "./context.js";
 import type { Handoff } from "./handoff.js";
 import type { Permissions } from "./permissions.js";
+import type { Plugin } from "./plugin.js";
 
 /** What instruction functions receive: the run's context, without the per-call fields. */
 export type InstructionContext<Deps = unknown> = Pick<
@@ -75,6 +77,13 @@ export interface AgentConfig<Deps = unknown, Output = string> {
   handoffs?: Array<Agent<any, any> | Handoff<any>>;
   /** When one call of a turn fails, abort its still-running siblings (reported as cancelled). Default false. */
   cancelSiblingsOnError?: boolean;
+  /**
+   * Keeps long conversations inside the model's window: over `maxInputTokens` the model sees old
+   * tool results as stubs (and, with `summarize`, older turns as a summary); the transcript keeps everything.
+   */
+  compaction?: CompactionOptions;
+  /** Tools packaged with their prompt text and lifecycle (`plugin()`). */
+  plugins?: ReadonlyArray<Plugin<Deps>>;
 }
 
 const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;

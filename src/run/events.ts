@@ -38,6 +38,10 @@ type Body =
       type: "approval_required";
       call: ToolCall;
       reason?: string;
+      /** What the call will do, in words, when its tool says (the workspace: "Edit src/a.ts …"). */
+      description?: string;
+      /** More for the prompt when its tool gives it (the workspace: `{ path, diff }` for edits). */
+      details?: unknown;
       /** Approve the call. Call it before pulling the next event. (Non-enumerable: never serialised.) */
       readonly approve: () => void;
       /** Deny the call; the model sees `reason`. Call it before pulling the next event. */
@@ -76,6 +80,20 @@ type Body =
   /** `source` is set when the tokens were spent by a child run (they count here too). */
   | { type: "usage"; usage: Partial<Usage>; total: Usage; source?: string }
   | { type: "warning"; message: string; code?: string }
+  /**
+   * The model's view of the transcript changed (the transcript itself never does): `elided`
+   * results now show as one-line stubs, and with `summary` the transcript's first
+   * `summary.messages` messages show as one summary message. Replay applies these in order.
+   */
+  | {
+      type: "compaction";
+      elided: Array<{ callId: string; name: string; index: number; chars: number }>;
+      summary?: { text: string; messages: number };
+      /** Estimated input tokens of the request before and after the change. */
+      tokensBefore: number;
+      tokensAfter: number;
+      maxInputTokens: number;
+    }
   | { type: "turn_completed"; turn: number }
   | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }
   /** A stored run released from memory while calls wait for approval; `Runner.resume` continues it. */

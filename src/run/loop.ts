@@ -12,6 +12,13 @@ import type {
 import { StoreError } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
+import {
+  type Compaction,
+  compactRequest,
+  observeUsage,
+  resetView,
+  resolveCompaction,
+} from "./context/compaction.js";
 import type { EventOf, StopReason } from "./events.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { handoffTools } from "./handoff.js";
@@ -19,11 +26,12 @@ import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
+import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "./plugin.js";
 import { costOf } from "./pricing.js";
 import { recallTool } from "./recall.js";
 import type { RunResult } from "./result.js";
 import { type CallResult, errorResult } from "./tool-result.js";
-import { Toolset } from "./toolset.js";
+import { type ToolGroup, Toolset } from "./toolset.js";
 
 /** What a run starts from: a user message, or a whole transcript (e.g. `previous.messages` plus a new turn). */
 export type RunInput = string | Message | readonly Message[];
@@ -43,6 +51,10 @@ export type AgentSetup = {
   permissions: Permissions | undefined;
   contract: OutputContract | undefined;
   offered?: { from: ToolSpec[]; specs: ToolSpec[] };
+  compaction?: Compaction;
+  plugins: readonly Plugin<any>[];
+  /** Set once this agent's plugins are set up in the run. */
+  pluginsReady?: boolean;
 };
 
 /**
@@ -53,6 +65,7 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
   try {
     return await loop(run, input);
   } finally {
+    await teardownPlugins(run);
     run.close();
   }
 }
@@ -110,11 +123,16 @@ export async function turns(
       return finishRun(run, "budget", run.lastText, error);
     }
     deliverInbox(run);
+    const { setup } = state;
+    if (!setup.pluginsReady) {
+      await setupPlugins(run, setup.plugins);
+      if (run.stopper.aborted) return stopOnAbort(run);
+      setup.pluginsReady = true;
+    }
 
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
     run.emit({ type: "turn_started", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
-    const { setup } = state;
     if (run.turn > 1) {
       const relisted = setup.toolset.refresh();
       if (relisted) await relisted;
@@ -127,6 +145,10 @@ export async function turns(
       signal: run.modelSignal(),
     };
     if (setup.system !== undefined) request.system = setup.system;
+    if (setup.compaction) {
+      const compacting = compactRequest(run, setup.compaction, request);
+      if (compacting) await compacting;
+    }
     const turn = await streamModelTurn(run, setup.model, request);
     if (!turn) {
       if (run.stopper.aborted) return stopOnAbort(run);
@@ -143,6 +165,7 @@ export async function turns(
     if (Object.keys(turn.usage).length) {
       const costUsd = costOf(setup.model.name, turn.usage);
       run.addUsage(costUsd === undefined ? turn.usage : { ...turn.usage, costUsd });
+      if (setup.compaction) observeUsage(run, turn.usage);
     }
 
     const requested: RequestedCall[] = turn.calls.map((raw) => toToolCall(run, raw));
@@ -246,6 +269,7 @@ async function runCalls(
     if (handoff.inputFilter) {
       transcript = handoff.inputFilter([...run.transcript]);
       run.transcript.splice(0, run.transcript.length, ...transcript);
+      resetView(run);
     }
     run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
     state.setup = await prepareAgent(run, handoff.target);
@@ -298,26 +322,26 @@ function deliverInbox(run: ActiveRun): void {
 
 export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
   const model = await resolveModel(agent.config.model, agent.name);
-  const handoffs = handoffTools(agent);
-  const tools =
-    agent.config.tools === undefined
-      ? []
-      : Array.isArray(agent.config.tools)
-        ? agent.config.tools
-        : [agent.config.tools];
-  const recall = run.store ? [recallTool(run.store)] : [];
-  const toolset = new Toolset([...tools, ...handoffs, ...recall], run.signal);
+  const compaction = resolveCompaction(agent.config.compaction, agent.name);
+  const plugins = checkPlugins(agent.config.plugins, agent.name);
+  const groups: ToolGroup[] = [{ from: "the agent's tools", tools: agent.config.tools }];
+  for (const entry of plugins) groups.push({ from: `plugin "${entry.name}"`, tools: entry.tools });
+  groups.push({ from: "the agent's handoffs", tools: handoffTools(agent) });
+  // Recall reads what the store kept of truncated results and what compaction elided.
+  if (run.store || compaction)
+    groups.push({ from: "the run (recall_tool_result)", tools: recallTool(run.store) });
+  const toolset = new Toolset(groups, run.signal);
   run.onClose(() => toolset.close());
   await toolset.refresh();
   for (const tool of toolset.tools) {
     if (tool.strictWarning)
       run.emit({ type: "warning", code: "strict_unsupported", message: tool.strictWarning });
   }
-  const system = await resolveInstructions(agent.config.instructions, {
-    ...run.baseContext(),
-    agent: agent.name,
-    signal: run.signal,
-  });
+  const system = await resolveInstructions(
+    agent.config.instructions,
+    { ...run.baseContext(), agent: agent.name, signal: run.signal },
+    ...plugins.map((entry) => entry.instructions),
+  );
   const contract = agent.config.outputType ? outputContract(agent.config.outputType, agent.name) : undefined;
   let settings = agent.config.modelSettings ?? {};
   if (contract && !settings.responseFormat) {
@@ -326,7 +350,17 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
       responseFormat: { type: "json_schema", name: "output", schema: contract.jsonSchema },
     };
   }
-  return { model, toolset, system, settings, permissions: agent.config.permissions, contract };
+  const setup: AgentSetup = {
+    model,
+    toolset,
+    system,
+    settings,
+    permissions: agent.config.permissions,
+    contract,
+    plugins,
+  };
+  if (compaction) setup.compaction = compaction;
+  return setup;
 }
 
 async function resolveModel(model: Model | string | undefined, agentName: string): Promise<Model> {

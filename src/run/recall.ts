@@ -1,7 +1,9 @@
 import { ToolError } from "../errors.js";
+import type { Message } from "../model/types.js";
 import type { RunStore } from "../store/types.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
+import { viewOf } from "./context/context-view.js";
 
 export const RECALL_TOOL_NAME = "recall_tool_result";
 const DEFAULT_SLICE = 20_000;
@@ -20,19 +22,24 @@ export function recallNote(callId: string, keptHead: number): string {
 type RecallArgs = { call_id: string; offset?: number; max_chars?: number };
 
 /**
- * The tool a run gets when it has a store: it returns slices of tool results that were
- * truncated for the model, whose full text the store kept — so a long output is never a dead end.
+ * The tool a run gets when it has a store or compacts its context: it returns slices of tool
+ * results the model cannot see in full — truncated ones, whose full text the store kept, and
+ * ones context compaction elided or summarised, read back from the transcript (which keeps
+ * everything) — so a long or old output is never a dead end.
+ *
+ * @example
+ * const agent = new Agent({ name: "a", model, tools: [lookup, recallTool(store)] });
  */
-export function recallTool(store: RunStore): Tool<RecallArgs> {
+export function recallTool(store?: RunStore): Tool<RecallArgs> {
   return tool({
     name: RECALL_TOOL_NAME,
     description:
-      "Read more of a tool result that was truncated. Give the call_id the truncation notice names and the " +
+      "Read a tool result that was truncated or elided. Give the call_id the notice names and the " +
       "character offset to start from; you get up to max_chars characters and the offset to continue with.",
     parameters: jsonSchema<RecallArgs>({
       type: "object",
       properties: {
-        call_id: { type: "string", description: "The id of the call whose output was truncated." },
+        call_id: { type: "string", description: "The id of the call whose output was truncated or elided." },
         offset: {
           type: "integer",
           minimum: 0,
@@ -48,10 +55,12 @@ export function recallTool(store: RunStore): Tool<RecallArgs> {
     idempotent: true,
     maxOutputChars: MAX_SLICE + 500,
     execute: async ({ call_id, offset = 0, max_chars = DEFAULT_SLICE }, ctx) => {
-      const text = await store.getArtifact(ctx.runId, resultArtifactKey(call_id));
+      const text =
+        (store ? await store.getArtifact(ctx.runId, resultArtifactKey(call_id)) : undefined) ??
+        hiddenResult(ctx.transcript, call_id);
       if (text === undefined) {
         throw new ToolError(`no stored output for call ${call_id}`, {
-          hint: "Only results that were truncated are stored; use the call_id from a truncation notice.",
+          hint: "Only results that were truncated or elided can be recalled; use the call_id from the notice.",
         });
       }
       const slice = text.slice(offset, offset + max_chars);
@@ -64,4 +73,16 @@ export function recallTool(store: RunStore): Tool<RecallArgs> {
       return `[chars ${offset}-${end} of ${text.length}]\n${slice}${notice}`;
     },
   });
+}
+
+/** The full text of a result the model sees only as a stub or through a summary: O(1) by its call id. */
+function hiddenResult(transcript: readonly Message[], callId: string): string | undefined {
+  const index = viewOf(transcript)?.hiddenIndex(callId);
+  if (index === undefined) return undefined;
+  const message = transcript[index];
+  if (message?.role !== "tool") return undefined;
+  if (typeof message.content === "string") return message.content;
+  return message.content
+    .map((block) => (block.type === "image" ? `[image: ${block.mimeType}]` : block.text))
+    .join("\n");
 }

@@ -1,4 +1,6 @@
 import type { AssistantMessage, ContentBlock, Message, ToolCall, Usage } from "../model/types.js";
+import type { LoggedCompaction } from "./context/compaction.js";
+import { type CompactionChange, ContextView } from "./context/context-view.js";
 import type { RunEvent, StopReason } from "./events.js";
 import { addUsage, emptyUsage, type ToolCallRecord } from "./result.js";
 
@@ -49,6 +51,13 @@ export type RunState = {
   lastSeq: number;
   /** When the run started (epoch ms). */
   startedAt?: number;
+  /** With context compaction: the changes of view the log recorded, and the provider's last input count. */
+  compaction?: LoggedCompaction;
+  /**
+   * The messages the model was shown, as of the log's end: `messages` with old tool results
+   * elided and older turns summarised. Present once the run compacted its context.
+   */
+  view?: readonly Message[];
 };
 
 /**
@@ -74,6 +83,8 @@ export function replay(events: Iterable<RunEvent>): RunState {
     lastSeq: 0,
   };
   let open: OpenTurn | undefined;
+  let changes: CompactionChange[] = [];
+  let lastRequest: LoggedCompaction["lastRequest"];
   const closeTurn = () => {
     if (!open) return;
     for (const call of open.calls) {
@@ -87,7 +98,8 @@ export function replay(events: Iterable<RunEvent>): RunState {
     if (event.runId !== state.runId) continue; // a child run's event
     state.lastSeq = Math.max(state.lastSeq, event.seq);
     state.agent = event.agent;
-    if (event.type !== "run_parked") state.parked = false;
+    // A warning (a plugin's teardown) may follow the park without undoing it.
+    if (event.type !== "run_parked" && event.type !== "warning") state.parked = false;
     switch (event.type) {
       case "run_started":
         state.messages.push(...event.input);
@@ -142,9 +154,20 @@ export function replay(events: Iterable<RunEvent>): RunState {
       }
       case "usage":
         addUsage(state.usage, event.usage);
+        if (event.source === undefined && event.usage.inputTokens)
+          lastRequest = { inputTokens: event.usage.inputTokens, messages: state.messages.length };
         break;
+      case "compaction": {
+        const change: CompactionChange = { elided: event.elided };
+        if (event.summary) change.summary = event.summary;
+        changes.push(change);
+        break;
+      }
       case "handoff":
-        if (event.transcript) state.messages = [...event.transcript];
+        if (event.transcript) {
+          state.messages = [...event.transcript];
+          changes = [];
+        }
         break;
       case "run_tainted":
         state.tainted = event.source;
@@ -162,6 +185,14 @@ export function replay(events: Iterable<RunEvent>): RunState {
         state.error = { name: event.name, message: event.message, kind: event.kind };
         break;
     }
+  }
+  if (changes.length || lastRequest) {
+    state.compaction = lastRequest ? { changes, lastRequest } : { changes };
+  }
+  if (changes.length) {
+    const view = new ContextView(state.messages);
+    for (const change of changes) view.apply(change);
+    state.view = view.messages;
   }
   if (open) {
     state.pendingCalls = open.calls.filter((call) => !open!.completed.has(call.id));

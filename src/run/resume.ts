@@ -3,9 +3,11 @@ import type { Message } from "../model/types.js";
 import type { RunStore } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
+import { restoreView } from "./context/compaction.js";
 import type { PriorTurn, RequestedCall } from "./executor.js";
 import { Handoff } from "./handoff.js";
 import { type AgentSetup, finishRun, prepareAgent, turns } from "./loop.js";
+import { teardownPlugins } from "./plugin.js";
 import { type RunState, replay } from "./replay.js";
 import type { RunResult } from "./result.js";
 import type { CallResult } from "./tool-result.js";
@@ -43,6 +45,16 @@ export function storedResult(state: RunState, agent: Agent<any, any>): RunResult
  * — and then goes on like any run.
  */
 export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunResult<any>> {
+  try {
+    return await continueRun(run, state);
+  } finally {
+    // As a fresh run's loop does: plugins set up for this run are torn down, host watches end.
+    await teardownPlugins(run);
+    run.close();
+  }
+}
+
+async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<any>> {
   const speaker = findAgent(run.agent, state.agent);
   if (!speaker) {
     throw new UserError(
@@ -53,6 +65,7 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
   const assistantCallIds = state.openTurn?.assistant?.toolCalls?.map((c) => c.id) ?? [];
   run.restore(state.lastSeq, [...state.callIds, ...assistantCallIds]);
   run.transcript.push(...state.messages);
+  restoreView(run, state.compaction);
   Object.assign(run.usage, state.usage);
   if (state.tainted) run.tainted = state.tainted;
   const open = state.openTurn;

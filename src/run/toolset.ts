@@ -1,10 +1,12 @@
 import { ToolError, UserError } from "../errors.js";
 import { type HostedTool, isToolHost, type ToolHost } from "../hosts/tool-host.js";
 import type { ToolSpec } from "../model/types.js";
+import { thrownMessage } from "../thrown.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { Tool } from "../tool/tool.js";
 import type { AgentTools } from "./agent.js";
 import type { RunContext } from "./context.js";
+import type { PluginTools } from "./plugin.js";
 
 /** A host failed to carry out a call (transport, crash): reported as `host_error`. */
 export class HostCallError extends Error {
@@ -25,12 +27,16 @@ class HostedToolAdapter extends Tool {
     } catch (error) {
       // A ToolError is the tool speaking (MCP `isError`); anything else is the host failing.
       if (error instanceof ToolError || ctx.signal.aborted) throw error;
-      throw new HostCallError((error as Error)?.message ?? String(error), { cause: error });
+      throw new HostCallError(thrownMessage(error), { cause: error });
     }
   }
 }
 
 type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean };
+
+/** Tools from one place, and how a name clash names that place ("the agent's tools", `plugin "web"`). */
+export type ToolGroup = { from: string; tools: AgentTools | PluginTools | undefined };
+type Source = { source: Tool | ToolHost; from: string };
 
 /**
  * The tools one agent offers in one run: its own tools plus what its hosts list, with names
@@ -38,7 +44,7 @@ type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean
  * request when they have no `watch`, or when their `watch` reported a change.
  */
 export class Toolset {
-  readonly #sources: Array<Tool | ToolHost>;
+  readonly #sources: Source[];
   readonly #hasHosts: boolean;
   #listed = false;
   readonly #hosts = new Map<ToolHost, HostEntry>();
@@ -48,17 +54,23 @@ export class Toolset {
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
-  constructor(tools: AgentTools | undefined, signal: AbortSignal) {
-    this.#sources = tools === undefined ? [] : Array.isArray(tools) ? tools : [tools];
-    this.#runSignal = signal;
-    this.#hasHosts = this.#sources.some((source) => !(source instanceof Tool));
-    for (const source of this.#sources) {
-      if (!(source instanceof Tool) && !isToolHost(source)) {
-        throw new UserError(
-          `an agent's tools must be tools (tool(), new Tool) or ToolHosts; got ${describe(source)}`,
-        );
+  /** `tools` is one list (the agent's tools), or groups whose names a clash reports. */
+  constructor(tools: AgentTools | ToolGroup[] | undefined, signal: AbortSignal) {
+    this.#sources = [];
+    const groups = isGroupList(tools) ? tools : [{ from: "the agent's tools", tools }];
+    for (const group of groups) {
+      const list = group.tools === undefined ? [] : isList(group.tools) ? group.tools : [group.tools];
+      for (const source of list) {
+        if (!(source instanceof Tool) && !isToolHost(source)) {
+          throw new UserError(
+            `${group.from} must be tools (tool(), new Tool) or ToolHosts; got ${describe(source)}`,
+          );
+        }
+        this.#sources.push({ source, from: group.from });
       }
     }
+    this.#runSignal = signal;
+    this.#hasHosts = this.#sources.some(({ source }) => !(source instanceof Tool));
   }
 
   /** Lists what needs listing and rebuilds the name index. Throws `UserError` on a name clash. */
@@ -71,25 +83,28 @@ export class Toolset {
   async #refresh(): Promise<void> {
     let changed = !this.#listed;
     this.#listed = true;
-    for (const source of this.#sources) {
+    for (const { source } of this.#sources) {
       if (source instanceof Tool) continue;
       if (await this.#listHost(source)) changed = true;
     }
     if (!changed) return;
     const byName = new Map<string, Tool>();
+    const fromOf = new Map<string, string>();
     const add = (tool: Tool, from: string) => {
-      const existing = byName.get(tool.name);
-      if (existing) {
+      const existing = fromOf.get(tool.name);
+      if (existing !== undefined) {
+        const where = existing === from ? `both in ${from}` : `one in ${existing}, one in ${from}`;
         throw new UserError(
-          `two tools are named "${tool.name}" (${from} and another source): tool names must be unique across ` +
-            "an agent's tools and hosts; rename one or give the host a prefix",
+          `two tools are named "${tool.name}" (${where}): tool names must be unique across an agent's tools, ` +
+            "tool hosts, plugins, workspace and handoffs; rename one, leave one out, or give the host a prefix",
         );
       }
       byName.set(tool.name, tool);
+      fromOf.set(tool.name, from);
     };
-    for (const source of this.#sources) {
-      if (source instanceof Tool) add(source, "a tool");
-      else for (const tool of this.#hosts.get(source)!.tools) add(tool, "a tool host");
+    for (const { source, from } of this.#sources) {
+      if (source instanceof Tool) add(source, from);
+      else for (const tool of this.#hosts.get(source)!.tools) add(tool, `a tool host of ${from}`);
     }
     this.#byName = byName;
     this.#specs = [...byName.values()].map((tool) => tool.toSpec());
@@ -157,6 +172,20 @@ export class Toolset {
   get tools(): Iterable<Tool> {
     return this.#byName.values();
   }
+}
+
+function isList<T>(value: T | ReadonlyArray<T>): value is ReadonlyArray<T> {
+  return Array.isArray(value);
+}
+
+function isGroupList(value: AgentTools | ToolGroup[] | undefined): value is ToolGroup[] {
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every(
+      (entry) => entry !== null && typeof entry === "object" && "from" in entry && !(entry instanceof Tool),
+    )
+  );
 }
 
 function describe(value: unknown): string {

@@ -1,0 +1,107 @@
+import { ProviderError } from "../../errors.js";
+import type { Message, Model, Usage } from "../../model/types.js";
+
+const SUMMARY_SYSTEM =
+  "You condense the earlier part of a conversation between a user, an AI assistant and the tools it called, " +
+  "so the assistant can continue the conversation without it. Keep every fact, decision, name, number, id, " +
+  "file path, open question and promise the assistant will need; note which tools were called and what they " +
+  "found. Drop pleasantries and repetition. Write plain prose or short bullet points, no preamble.";
+
+/** Each message of the range is shown up to this many characters: the summary is a digest, not a copy. */
+const MESSAGE_CHARS = 2_000;
+const MIN_MESSAGE_CHARS = 200;
+
+/**
+ * Asks `model` for a summary of `messages` (continuing `previous`, the summary they follow, if
+ * any). The request is bounded to about `budgetChars`; it honours `signal` even when the model
+ * does not. Resolves with the text and the tokens it cost.
+ */
+export async function summarizeTurns(
+  model: Model,
+  previous: string | undefined,
+  messages: readonly Message[],
+  budgetChars: number,
+  signal: AbortSignal,
+): Promise<{ text: string; usage: Partial<Usage> }> {
+  const perMessage = Math.max(
+    MIN_MESSAGE_CHARS,
+    Math.min(MESSAGE_CHARS, Math.floor(budgetChars / Math.max(1, messages.length))),
+  );
+  const parts: string[] = [];
+  if (previous) parts.push(`Summary so far:\n${previous}`);
+  parts.push("Conversation to add to the summary:");
+  for (const message of messages) parts.push(render(message, perMessage));
+  const request = {
+    system: SUMMARY_SYSTEM,
+    messages: [{ role: "user" as const, content: parts.join("\n\n") }],
+    tools: [],
+    settings: {},
+    signal,
+  };
+  const usage: Partial<Usage> = {};
+  let text = "";
+  const read = (async () => {
+    for await (const event of model.stream(request)) {
+      if (signal.aborted) break;
+      if (event.type === "text_delta") text += event.delta;
+      else if (event.type === "usage") Object.assign(usage, event.usage);
+      else if (event.type === "reset") text = "";
+    }
+  })();
+  await raceSignal(read, signal);
+  text = text.trim();
+  if (!text) {
+    throw new ProviderError(`the summarizer "${model.name}" returned no text`, {
+      provider: model.name,
+      retryable: false,
+    });
+  }
+  return { text, usage };
+}
+
+function render(message: Message, limit: number): string {
+  const clip = (text: string) =>
+    text.length <= limit
+      ? text
+      : `${text.slice(0, limit)} [... ${(text.length - limit).toLocaleString("en-US")} more chars]`;
+  const body = (content: Message["content"]) =>
+    typeof content === "string"
+      ? content
+      : content
+          .map((block) => (block.type === "image" ? "[image]" : block.type === "reasoning" ? "" : block.text))
+          .filter(Boolean)
+          .join("\n");
+  switch (message.role) {
+    case "assistant": {
+      const calls = (message.toolCalls ?? []).map(
+        (call) =>
+          `called ${call.name}(${clip(call.rawArgs ?? JSON.stringify(call.args ?? {}))}) [${call.id}]`,
+      );
+      return [`assistant: ${clip(body(message.content))}`, ...calls].join("\n");
+    }
+    case "tool":
+      return `result of ${message.name} [${message.toolCallId}]${message.isError ? " (error)" : ""}: ${clip(body(message.content))}`;
+    default:
+      return `${message.role}: ${clip(body(message.content))}`;
+  }
+}
+
+/** Settles with `work`, or rejects with the signal's reason as soon as it aborts. */
+function raceSignal(work: Promise<void>, signal: AbortSignal): Promise<void> {
+  work.catch(() => {});
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
