@@ -1,0 +1,65 @@
+import type { EventOf } from "../run/events.js";
+import type { RunHandle } from "../run/handle.js";
+import { type Colors, callLabel } from "./terminal.js";
+
+/** What the person at the terminal answered. */
+export type PromptAnswer =
+  | { kind: "approve"; always: boolean }
+  | { kind: "deny"; reason: string | undefined }
+  /** Decided elsewhere (another channel, the approval timeout) or the run was cancelled. */
+  | { kind: "gone" }
+  /** Ctrl+C on the prompt: the call stays undecided. */
+  | { kind: "dismissed" };
+
+const POLL_MS = 100;
+
+/**
+ * Asks at the terminal whether a call may run: yes once, yes for this tool for the rest of the
+ * session, or no with a reason. The prompt is tied to the run: when the call stops waiting — a
+ * decision from another channel, the approval timeout, a cancel — the prompt goes away.
+ *
+ * @example
+ * const answer = await askApproval(ev, handle, colors);
+ */
+export async function askApproval(
+  ev: EventOf<"approval_required">,
+  handle: RunHandle<any>,
+  colors: Colors,
+): Promise<PromptAnswer> {
+  const clack = await import("@clack/prompts");
+  const gone = new AbortController();
+  // The channel has no event for "decided": the call leaving `pending` is the sign.
+  const stillPending = () =>
+    !handle.cancelled && handle.approvals.pending.some((c) => c === ev.call || c.id === ev.call.id);
+  const watch = setInterval(() => {
+    if (!stillPending()) gone.abort();
+  }, POLL_MS);
+  const output = process.stderr;
+  try {
+    const choice = await clack.select({
+      message: `Allow ${colors.bold(callLabel(ev.call.name, ev.call.args, 80))}?`,
+      options: [
+        { value: "once", label: "Yes" },
+        { value: "always", label: `Yes, and don't ask again for ${ev.call.name} in this session` },
+        { value: "no", label: "No, and tell the agent why" },
+      ],
+      signal: gone.signal,
+      output,
+    });
+    if (gone.signal.aborted) return { kind: "gone" };
+    if (clack.isCancel(choice)) return { kind: "dismissed" };
+    if (choice === "once" || choice === "always") return { kind: "approve", always: choice === "always" };
+    const reason = await clack.text({
+      message: "Why not? (Enter to skip)",
+      placeholder: "the agent sees this",
+      signal: gone.signal,
+      output,
+    });
+    if (gone.signal.aborted) return { kind: "gone" };
+    // Ctrl+C on the reason still means no: the person already said so.
+    if (clack.isCancel(reason)) return { kind: "deny", reason: undefined };
+    return { kind: "deny", reason: reason.trim() || undefined };
+  } finally {
+    clearInterval(watch);
+  }
+}

@@ -1,0 +1,49 @@
+import { resolve } from "node:path";
+import { UserError } from "../errors.js";
+import type { RunStore } from "../store/types.js";
+
+/** Where commands that read stored runs look when `--store` is not given. */
+export const DEFAULT_STORE = "sqlite:.quiver/quiver.db";
+
+/** A store the command opened, with the spec to repeat in follow-up commands. */
+export type OpenedStore = { store: RunStore; spec: string; isDefault: boolean };
+
+/**
+ * Opens `--store SPEC` (or `QUIVER_STORE`, or `fallback`): `sqlite:PATH`, `postgres://…` /
+ * `postgresql://…`, or `memory` (this process only). The drivers load only here.
+ *
+ * @example
+ * const opened = await openStore("sqlite:.quiver/quiver.db");
+ */
+export async function openStore(
+  spec: string | undefined,
+  fallback: string | undefined = DEFAULT_STORE,
+): Promise<OpenedStore | undefined> {
+  const given = spec ?? process.env.QUIVER_STORE;
+  const chosen = given ?? fallback;
+  if (chosen === undefined) return undefined;
+  const store = await storeFor(chosen);
+  return { store, spec: chosen, isDefault: given === undefined };
+}
+
+async function storeFor(spec: string): Promise<RunStore> {
+  const { MemoryStore, PostgresStore, SqliteStore } = await import("../store/index.js");
+  if (spec === "memory") return new MemoryStore();
+  if (/^postgres(ql)?:\/\//i.test(spec)) return new PostgresStore({ connectionString: spec });
+  const sqlite = /^sqlite:(?:\/\/)?(.+)$/i.exec(spec);
+  if (sqlite) return new SqliteStore({ path: resolve(sqlite[1]!) });
+  throw new UserError(
+    `--store "${spec}" is not a store: use sqlite:PATH (e.g. sqlite:.quiver/quiver.db), postgres://user@host/db, or memory`,
+  );
+}
+
+/** The `--store …` words to repeat in a follow-up command (none when the default was used). */
+export function storeArgument(opened: OpenedStore | undefined): string {
+  if (!opened || opened.isDefault) return "";
+  return ` --store ${shellQuote(opened.spec)}`;
+}
+
+/** Quotes a word for a POSIX shell when it needs it. */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
+}

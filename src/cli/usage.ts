@@ -1,0 +1,107 @@
+/** A command line that cannot be run as given: exit code 2, with help on stderr. */
+export class UsageError extends Error {
+  override name = "UsageError";
+  /** The help text of the command that was misused (printed after the message). */
+  readonly help: string;
+  constructor(message: string, help: string) {
+    super(message);
+    this.help = help;
+  }
+}
+
+/** Exit codes, as scripts rely on them. */
+export const EXIT = {
+  completed: 0,
+  failed: 1,
+  usage: 2,
+  parked: 3,
+  cancelled: 130,
+} as const;
+
+export const MAIN_HELP = `quiver — run, chat with and inspect Quiver agents
+
+Usage:
+  quiver run <agent-file>[#export] [prompt|-]   run once (prompt "-" or none: read stdin)
+  quiver chat <agent-file>[#export]             an interactive conversation
+  quiver serve <agent-file>[#export]            the HTTP API and web page
+  quiver runs list|show|tail|decide|resume|cancel   stored runs
+  quiver sessions list|clear                    stored sessions
+  quiver demo                                   a scripted walk through the features
+
+An agent file is a .js/.mjs module (.ts when tsx is installed) whose default export, or the
+export named after #, is an Agent.
+
+Common options:
+  --store SPEC          sqlite:PATH, postgres://…, or memory (runs/sessions/chat/serve
+                        default to sqlite:.quiver/quiver.db; run stores only when given)
+  --model PROVIDER:ID   use this model instead of the agent's (e.g. openai:gpt-4.1-mini)
+  --json                one JSON event per line on stdout
+  --show-reasoning      print the model's reasoning (hidden by default)
+  -h, --help            help for a command
+
+Exit codes: 0 completed, 1 failed, 2 usage error, 3 parked awaiting approval, 130 cancelled.
+Colors follow the terminal; NO_COLOR=1 turns them off.`;
+
+export const RUN_HELP = `Usage: quiver run <agent-file>[#export] [prompt|-] [options]
+
+Runs the agent once on the prompt (or on stdin when the prompt is "-" or missing and stdin is
+not a terminal) and streams what it does.
+
+Options:
+  --json                  one JSON event per line on stdout (serializeEvent)
+  --store SPEC            persist the run: sqlite:PATH | postgres://… | memory; a call that
+                          needs approval with no terminal to ask then parks the run (exit 3)
+  --session ID            continue (and store) this session's conversation (needs --store)
+  --model PROVIDER:ID     override the agent's model
+  --mode MODE             permission mode: default | acceptEdits | bypass
+  --show-reasoning        print the model's reasoning`;
+
+export const CHAT_HELP = `Usage: quiver chat <agent-file>[#export] [options]
+
+An interactive conversation in the terminal. Type a message and press Enter; /exit or Ctrl+D
+leaves. Ctrl+C while the agent works cancels its run; a second Ctrl+C exits.
+
+Options:
+  --session ID            continue this session (default: a new one)
+  --store SPEC            where runs and sessions are kept (default sqlite:.quiver/quiver.db)
+  --mode MODE             permission mode: default | acceptEdits | bypass
+  --model PROVIDER:ID     override the agent's model
+  --show-reasoning        print the model's reasoning`;
+
+export const SERVE_HELP = `Usage: quiver serve <agent-file>[#export] [options]
+
+Serves the agent over HTTP (the chat API, the run event streams and the web page).
+
+Options:
+  --port N                port to listen on (default 3000; 0 picks a free one)
+  --hostname HOST         address to bind (default 127.0.0.1)
+  --token T               require "Authorization: Bearer T" (needed off loopback)
+  --store SPEC            where runs are kept (default sqlite:.quiver/quiver.db)
+  --model PROVIDER:ID     override the agent's model`;
+
+export const RUNS_HELP = `Usage: quiver runs <command> [options]
+
+Commands:
+  list [--status running|parked|completed|failed] [--json]
+  show <runId> [--json]                 transcript, calls, approvals, usage and cost
+  tail <runId> [--json]                 print the run's events and follow new ones
+  decide <runId> <callId> --approve|--deny [--reason TEXT]
+  resume <runId> <agent-file>[#export] [--json]
+  cancel <runId>                        end a parked or abandoned run as cancelled
+
+Options:
+  --store SPEC            sqlite:PATH | postgres://… (default sqlite:.quiver/quiver.db)`;
+
+export const SESSIONS_HELP = `Usage: quiver sessions <command> [options]
+
+Commands:
+  list [--json]           sessions with their number of runs
+  clear <sessionId>       delete every run of a session
+
+Options:
+  --store SPEC            sqlite:PATH | postgres://… (default sqlite:.quiver/quiver.db)`;
+
+export const DEMO_HELP = `Usage: quiver demo [--json] [--model PROVIDER:ID]
+
+Plays a short scripted session — parallel calls, a retry, a truncated result, an approval — with
+a ScriptedModel (a fixed script, not a language model). --model drives it with a real model.`;
