@@ -14,7 +14,29 @@ export type PermissionSubject = {
   readOnly?: boolean;
   /** A built-in file-edit tool (the workspace's write/edit), auto-approved in "acceptEdits". */
   editTool?: boolean;
+  /**
+   * The tool's own verdict on this call's arguments, when it has rules of its own (the workspace
+   * shell's `allow` / `deny` command prefixes). `undefined` leaves the decision to the mode.
+   */
+  rule?: (args: unknown) => PermissionDecision | undefined;
 };
+
+/** What a tool adds to permission checks and approval prompts for each of its calls. */
+export interface CallReview {
+  /** See `PermissionSubject.rule`. */
+  rule?(args: unknown): PermissionDecision | undefined;
+  /** What an approval prompt shows besides the reason: a one-line description and, e.g., a diff. */
+  describe?(
+    args: unknown,
+    ctx: RunContext,
+  ): { description: string; details?: unknown } | Promise<{ description: string; details?: unknown }>;
+}
+
+/**
+ * Per-tool reviews, keyed by the tool object (the workspace registers its tools here; the
+ * approval step reads it). A weak map: a tool that is dropped takes its review with it.
+ */
+export const CALL_REVIEWS = new WeakMap<object, CallReview>();
 
 /** Decides, per call, whether a tool may run, must ask a human, or is refused. */
 export interface Permissions {
@@ -74,15 +96,20 @@ export class StandardPermissions implements Permissions {
     return !this.#denied.has(tool.name) && (this.#allowed === undefined || this.#allowed.has(tool.name));
   }
 
-  check(tool: PermissionSubject): PermissionDecision {
+  check(tool: PermissionSubject, args?: unknown): PermissionDecision {
     if (this.#denied.has(tool.name))
       return { behavior: "deny", reason: `${tool.name} is denied by this agent's permissions` };
     if (this.#allowed && !this.#allowed.has(tool.name)) {
       return { behavior: "deny", reason: `${tool.name} is not among this agent's allowed tools` };
     }
+    // A tool's own rule: its "deny" holds in every mode (bypass too); its "allow" stands in for
+    // the human a destructive call would otherwise ask; its "ask" only refines the reason.
+    const ruled = tool.rule?.(args);
+    if (ruled?.behavior === "deny") return ruled;
     if (this.mode === "bypass" || !tool.destructive) return { behavior: "allow" };
+    if (ruled?.behavior === "allow") return ruled;
     if (this.mode === "acceptEdits" && (tool.editTool || this.#editTools.has(tool.name)))
       return { behavior: "allow" };
-    return { behavior: "ask", reason: `${tool.name} is destructive` };
+    return ruled ?? { behavior: "ask", reason: `${tool.name} is destructive` };
   }
 }

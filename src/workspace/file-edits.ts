@@ -1,0 +1,226 @@
+import { readFile } from "node:fs/promises";
+import { ToolError } from "../errors.js";
+import type { RunContext } from "../run/context.js";
+import { atomicWrite } from "./atomic-write.js";
+import { unifiedDiff } from "./diff.js";
+import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";
+import { codeOf, type ResolvedPath, resolveInside } from "./paths.js";
+import { asParsed, formatText, lineNumbersAt, parseText, type TextFile } from "./text-file.js";
+
+export type WriteArgs = { path: string; content: string };
+export type EditArgs = { path: string; old_string: string; new_string: string; replace_all?: boolean };
+
+/** A planned change: what is on disk now and what will be. */
+type Plan = {
+  target: ResolvedPath;
+  /** The file's current bytes, absent for a new file. */
+  before?: Buffer;
+  beforeText?: string;
+  afterText: string;
+  /** What the tool tells the model. */
+  summary: string;
+};
+
+/**
+ * The file half of `write_file` and `edit_file`: the read-before-write check, the edit itself,
+ * and the atomic write. Kept apart from the tool definitions so approval prompts can show the
+ * same change (as a diff) that the tool would make.
+ */
+export class FileEditor {
+  constructor(
+    readonly root: string,
+    readonly ledger: ReadLedger,
+  ) {}
+
+  async planWrite({ path, content }: WriteArgs, ctx: RunContext, check: boolean): Promise<Plan> {
+    const target = await resolveInside(this.root, path);
+    const before = await this.#current(target, path, ctx, check, "write");
+    if (before === undefined) {
+      return {
+        target,
+        afterText: content,
+        summary: `Created ${target.relative} (${describeSize(content)}).`,
+      };
+    }
+    // An existing file keeps its BOM and CRLF line endings unless the new content has its own.
+    const style = parseText(before.toString("utf8"));
+    const afterText = content.includes("\r\n") ? content : formatText(content, style);
+    return {
+      target,
+      before,
+      beforeText: before.toString("utf8"),
+      afterText,
+      summary: `Wrote ${target.relative} (${describeSize(content)}, replacing ${describeSize(before.toString("utf8"))}).`,
+    };
+  }
+
+  async planEdit(args: EditArgs, ctx: RunContext, check: boolean): Promise<Plan> {
+    const { path, old_string, new_string, replace_all = false } = args;
+    if (old_string === "") {
+      throw new ToolError("old_string is empty", {
+        hint: "Quote the exact text to replace, or use write_file to create a file.",
+      });
+    }
+    if (old_string === new_string)
+      throw new ToolError("old_string and new_string are the same: nothing would change");
+    const target = await resolveInside(this.root, path);
+    const before = await this.#current(target, path, ctx, check, "edit");
+    if (before === undefined) {
+      throw new ToolError(`${path} does not exist`, { hint: "Use write_file to create a new file." });
+    }
+    const beforeText = before.toString("utf8");
+    const file = parseText(beforeText);
+    const updated = applyEdit(
+      file,
+      target.relative,
+      asParsed(old_string, file),
+      asParsed(new_string, file),
+      replace_all,
+    );
+    return {
+      target,
+      before,
+      beforeText,
+      afterText: formatText(updated.text, file),
+      summary: `Edited ${target.relative}: replaced ${updated.count === 1 ? "1 occurrence" : `${updated.count} occurrences`} (line${updated.lines.length === 1 ? "" : "s"} ${updated.lines.join(", ")}).`,
+    };
+  }
+
+  /** Writes a plan, records the new content in the ledger, and returns the tool's result. */
+  async apply(plan: Plan, ctx: RunContext) {
+    const bytes = Buffer.from(plan.afterText, "utf8");
+    try {
+      await atomicWrite(plan.target.real, bytes);
+    } catch (error) {
+      throw new ToolError(`could not write ${plan.target.relative} (${codeOf(error)})`);
+    }
+    const fact: FileFact = { root: plan.target.root, path: plan.target.relative, sha256: sha256(bytes) };
+    this.ledger.record(ctx, fact);
+    return {
+      content: [{ type: "text" as const, text: plan.summary }],
+      details: { ...fact, bytes: bytes.length },
+    };
+  }
+
+  /** An approval prompt's description and diff, computed like the call itself (without the ledger check). */
+  async describe(kind: "write" | "edit", args: WriteArgs | EditArgs, ctx: RunContext) {
+    const verb = kind === "write" ? "Write" : "Edit";
+    try {
+      const plan =
+        kind === "write"
+          ? await this.planWrite(args as WriteArgs, ctx, false)
+          : await this.planEdit(args as EditArgs, ctx, false);
+      const action =
+        plan.before === undefined ? `Create ${plan.target.relative}` : `${verb} ${plan.target.relative}`;
+      return {
+        description: `${action} (${describeSize(plan.afterText)})`,
+        details: {
+          path: plan.target.relative,
+          diff: unifiedDiff(plan.target.relative, plan.beforeText, plan.afterText),
+        },
+      };
+    } catch (error) {
+      return { description: `${verb} ${args.path} — this call will fail: ${(error as Error).message}` };
+    }
+  }
+
+  /**
+   * The file's bytes now, or `undefined` when it does not exist. With `check`, an existing file
+   * must be one this run read or wrote, unchanged since (by content: a touch does not count).
+   */
+  async #current(
+    target: ResolvedPath,
+    given: string,
+    ctx: RunContext,
+    check: boolean,
+    verb: "write" | "edit",
+  ): Promise<Buffer | undefined> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(target.real);
+    } catch (error) {
+      const code = codeOf(error);
+      if (code === "ENOENT") return undefined;
+      if (code === "EISDIR") throw new ToolError(`${given} is a directory`);
+      throw new ToolError(`cannot read ${given} (${code})`);
+    }
+    if (!check) return bytes;
+    const seen = this.ledger.seen(ctx, target.root, target.relative);
+    if (seen === undefined) {
+      throw new ToolError(
+        `${target.relative} exists and has not been read in this run, so it cannot be ${verb === "write" ? "overwritten" : "edited"} yet`,
+        {
+          hint: `Read it with read_file first, then ${verb} it.`,
+        },
+      );
+    }
+    if (seen !== sha256(bytes)) {
+      throw new ToolError(
+        `${target.relative} changed since it was read (its content is no longer what this run saw)`,
+        {
+          hint: `Read it again with read_file, then ${verb} it based on what it holds now.`,
+        },
+      );
+    }
+    return bytes;
+  }
+}
+
+/** Replaces `oldText` by `newText` in the file's text: exactly once, or every time with `all`. */
+function applyEdit(
+  file: TextFile,
+  path: string,
+  oldText: string,
+  newText: string,
+  all: boolean,
+): { text: string; count: number; lines: number[] } {
+  const offsets: number[] = [];
+  for (let at = file.text.indexOf(oldText); at !== -1; at = file.text.indexOf(oldText, at + oldText.length)) {
+    offsets.push(at);
+  }
+  if (offsets.length === 0) {
+    const near = looseMatchLine(file.text, oldText);
+    throw new ToolError(`old_string was found 0 times in ${path}`, {
+      hint:
+        near !== undefined
+          ? `It matches at line ${near} if whitespace is ignored: copy the text exactly as read_file shows it (without the line-number prefix).`
+          : "Copy the text exactly as read_file shows it (without the line-number prefix), including whitespace.",
+    });
+  }
+  const lines = lineNumbersAt(file.text, offsets);
+  if (offsets.length > 1 && !all) {
+    throw new ToolError(
+      `old_string was found ${offsets.length} times in ${path}, at lines ${lines.join(", ")}`,
+      {
+        hint: "Include more surrounding lines to make it unique, or set replace_all to replace every occurrence.",
+      },
+    );
+  }
+  const parts: string[] = [];
+  let from = 0;
+  for (const at of offsets) {
+    parts.push(file.text.slice(from, at), newText);
+    from = at + oldText.length;
+  }
+  parts.push(file.text.slice(from));
+  return { text: parts.join(""), count: offsets.length, lines };
+}
+
+/** The first line where `needle` matches line by line once leading/trailing whitespace is ignored. */
+function looseMatchLine(text: string, needle: string): number | undefined {
+  const want = needle.split("\n").map((l) => l.trim());
+  while (want.length > 1 && want.at(-1) === "") want.pop();
+  if (want.every((l) => l === "")) return undefined;
+  const have = text.split("\n").map((l) => l.trim());
+  for (let i = 0; i + want.length <= have.length; i++) {
+    let ok = true;
+    for (let j = 0; j < want.length && ok; j++) ok = have[i + j] === want[j];
+    if (ok) return i + 1;
+  }
+  return undefined;
+}
+
+function describeSize(text: string): string {
+  const lines = text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+  return `${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}, ${Buffer.byteLength(text).toLocaleString("en-US")} bytes`;
+}

@@ -1,0 +1,321 @@
+import { spawn } from "node:child_process";
+import { access, constants, open, realpath, stat } from "node:fs/promises";
+import path from "node:path";
+import { ToolError } from "../errors.js";
+import { jsonSchema } from "../tool/json-schema.js";
+import { type Tool, tool } from "../tool/tool.js";
+import { asksForSkipped, globMatcher } from "./list-files.js";
+import { codeOf, isWithin, resolveInside, toPosix } from "./paths.js";
+import { looksBinary } from "./text-file.js";
+import { type WalkEntry, walkFiles } from "./walk.js";
+
+const DEFAULT_MATCH_LIMIT = 100;
+const MAX_MATCH_LIMIT = 2_000;
+const MAX_MATCH_LINE_CHARS = 300;
+/** Files read at once by the Node search: enough to keep the disk busy while regexes run. */
+const READ_CONCURRENCY = 8;
+
+type GrepArgs = { pattern: string; path?: string; glob?: string; ignore_case?: boolean; limit?: number };
+
+/** One matching line. */
+export type GrepMatch = { path: string; line: number; text: string };
+
+export type GrepOptions = {
+  root: string;
+  pattern: string;
+  path?: string;
+  glob?: string;
+  ignoreCase?: boolean;
+  limit?: number;
+  signal?: AbortSignal;
+  /** "auto" (default) uses `rg` when it is on PATH; "node" never does. */
+  engine?: "auto" | "node" | "rg";
+};
+
+export type GrepOutcome = {
+  matches: GrepMatch[];
+  truncated: boolean;
+  filesSearched?: number;
+  bytesSearched?: number;
+  engine: "node" | "rg";
+};
+
+export function grepFilesTool(root: string): Tool<GrepArgs> {
+  return tool({
+    name: "grep_files",
+    label: "Search files",
+    description:
+      "Search the workspace's text files for a regular expression (JavaScript syntax), line by line. Returns " +
+      "`path:line:text` for each matching line. Files ignored by .gitignore, binary files, and the .git and " +
+      "node_modules directories are skipped unless the path or glob names them.",
+    parameters: jsonSchema<GrepArgs>({
+      type: "object",
+      properties: {
+        pattern: { type: "string", description: "Regular expression to search for." },
+        path: {
+          type: "string",
+          description: "File or directory to search, relative to the root. Default: the root.",
+        },
+        glob: { type: "string", description: 'Only files matching this glob ("*.ts", "src/**/*.md").' },
+        ignore_case: { type: "boolean", default: false, description: "Match case-insensitively." },
+        limit: {
+          type: "integer",
+          minimum: 1,
+          maximum: MAX_MATCH_LIMIT,
+          description: `At most this many matching lines. Default ${DEFAULT_MATCH_LIMIT}.`,
+        },
+      },
+      required: ["pattern"],
+      additionalProperties: false,
+    }),
+    readOnly: true,
+    idempotent: true,
+    execute: async ({ pattern, path: given, glob, ignore_case, limit }, ctx) => {
+      const options: GrepOptions = { root, pattern, signal: ctx.signal };
+      if (given !== undefined) options.path = given;
+      if (glob !== undefined) options.glob = glob;
+      if (ignore_case !== undefined) options.ignoreCase = ignore_case;
+      if (limit !== undefined) options.limit = limit;
+      const outcome = await grepFiles(options);
+      if (outcome.matches.length === 0)
+        return `No matches for ${JSON.stringify(pattern)}${glob ? ` in files matching ${glob}` : ""}.`;
+      const lines = outcome.matches.map((m) => `${m.path}:${m.line}:${m.text}`);
+      if (outcome.truncated) {
+        lines.push(
+          `[stopped at ${outcome.matches.length} matching lines: narrow the pattern, path or glob, or raise limit]`,
+        );
+      }
+      return lines.join("\n");
+    },
+  });
+}
+
+/**
+ * The search behind `grep_files`, usable on its own (the benchmark calls it). Uses `rg` when it
+ * is already installed and the search fits it, else a Node walk that honours `.gitignore`.
+ */
+export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
+  const regex = compile(options.pattern, options.ignoreCase ?? false);
+  const start = await resolveInside(options.root, options.path ?? ".");
+  const info = await stat(start.real).catch((error) => {
+    throw new ToolError(
+      codeOf(error) === "ENOENT"
+        ? `${options.path} does not exist`
+        : `cannot search ${options.path} (${codeOf(error)})`,
+    );
+  });
+  const limit = Math.min(options.limit ?? DEFAULT_MATCH_LIMIT, MAX_MATCH_LIMIT);
+  const engine = options.engine ?? "auto";
+  if (engine !== "node" && (await ripgrepPath())) {
+    const viaRg = await grepWithRipgrep(start.root, start.real, options, limit).catch((error) => {
+      if (engine === "rg") throw error;
+      return undefined; // a pattern rg's syntax refuses (lookbehind…) falls back to Node
+    });
+    if (viaRg) return viaRg;
+  } else if (engine === "rg") {
+    throw new ToolError("rg is not on PATH");
+  }
+  const matches: GrepMatch[] = [];
+  const state = { truncated: false, files: 0, bytes: 0 };
+  const matchesGlob = globMatcher(options.glob);
+  const take = (found: GrepMatch[]) => {
+    for (const match of found) {
+      if (matches.length >= limit) {
+        state.truncated = true;
+        return;
+      }
+      matches.push(match);
+    }
+  };
+  if (info.isFile()) {
+    take(
+      await searchFile(
+        { relative: start.relative, absolute: start.real, symlink: false },
+        start.root,
+        regex,
+        state,
+      ),
+    );
+  } else {
+    // A bounded pool: files are read concurrently, matches are taken in walk order.
+    const queue: Array<Promise<GrepMatch[]>> = [];
+    try {
+      for await (const entry of walkFiles({
+        root: start.root,
+        start: start.real,
+        includeSkipped: asksForSkipped(start.relative, options.glob),
+        ...(options.signal && { signal: options.signal }),
+      })) {
+        if (matchesGlob && !matchesGlob(entry.relative)) continue;
+        queue.push(searchFile(entry, start.root, regex, state));
+        if (queue.length >= READ_CONCURRENCY) take(await queue.shift()!);
+        if (state.truncated) break;
+      }
+      while (queue.length > 0 && !state.truncated) take(await queue.shift()!);
+    } finally {
+      // Reads still in flight settle before the search returns (searchFile never rejects).
+      await Promise.all(queue);
+    }
+  }
+  return {
+    matches,
+    truncated: state.truncated,
+    filesSearched: state.files,
+    bytesSearched: state.bytes,
+    engine: "node",
+  };
+}
+
+function compile(pattern: string, ignoreCase: boolean): RegExp {
+  try {
+    return new RegExp(pattern, `gm${ignoreCase ? "i" : ""}`);
+  } catch (error) {
+    throw new ToolError(`invalid pattern ${JSON.stringify(pattern)}: ${(error as Error).message}`, {
+      hint: "The pattern is a JavaScript regular expression; escape special characters such as ( [ . * with a backslash.",
+    });
+  }
+}
+
+/** The matching lines of one file; binary files, and links that lead out of the root, give none. */
+async function searchFile(
+  entry: WalkEntry,
+  root: string,
+  regex: RegExp,
+  state: { files: number; bytes: number },
+): Promise<GrepMatch[]> {
+  let file = entry.absolute;
+  if (entry.symlink) {
+    try {
+      file = await realpath(entry.absolute);
+    } catch {
+      return [];
+    }
+    if (!isWithin(root, file)) return [];
+  }
+  let bytes: Buffer;
+  try {
+    const handle = await open(file, "r");
+    try {
+      if (!(await handle.stat()).isFile()) return [];
+      bytes = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return [];
+  }
+  state.files++;
+  state.bytes += bytes.length;
+  if (looksBinary(bytes)) return [];
+  const text = bytes.toString("utf8");
+  // One scan for the common case, a file without a match; a fresh copy keeps lastIndex per file.
+  const re = new RegExp(regex.source, regex.flags);
+  const found: GrepMatch[] = [];
+  let line = 1;
+  let counted = 0;
+  let lastLine = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    for (let i = text.indexOf("\n", counted); i !== -1 && i < m.index; i = text.indexOf("\n", i + 1)) {
+      line++;
+      counted = i + 1;
+    }
+    if (m[0].length === 0) re.lastIndex++;
+    if (line === lastLine) continue;
+    lastLine = line;
+    const lineStart = text.lastIndexOf("\n", m.index - 1) + 1;
+    let lineEnd = text.indexOf("\n", m.index);
+    if (lineEnd === -1) lineEnd = text.length;
+    let content = text.slice(lineStart, lineEnd);
+    if (content.endsWith("\r")) content = content.slice(0, -1);
+    if (content.length > MAX_MATCH_LINE_CHARS) content = `${content.slice(0, MAX_MATCH_LINE_CHARS)} [...]`;
+    found.push({ path: entry.relative, line, text: content });
+  }
+  return found;
+}
+
+let ripgrep: Promise<string | undefined> | undefined;
+
+/** `rg` if it is already on PATH. Never downloaded. */
+export function ripgrepPath(): Promise<string | undefined> {
+  ripgrep ??= (async () => {
+    for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+      if (!dir) continue;
+      const candidate = path.join(dir, "rg");
+      try {
+        await access(candidate, constants.X_OK);
+        return candidate;
+      } catch {}
+    }
+    return undefined;
+  })();
+  return ripgrep;
+}
+
+async function grepWithRipgrep(
+  root: string,
+  start: string,
+  options: GrepOptions,
+  limit: number,
+): Promise<GrepOutcome> {
+  const rg = (await ripgrepPath())!;
+  const args = [
+    "--json",
+    "--hidden",
+    "--no-require-git",
+    "--no-config",
+    "--no-ignore-parent",
+    "--glob",
+    "!.git",
+  ];
+  if (!asksForSkipped(toPosix(path.relative(root, start)), options.glob))
+    args.push("--glob", "!node_modules");
+  if (options.ignoreCase) args.push("--ignore-case");
+  if (options.glob) args.push("--glob", options.glob);
+  args.push("--regexp", options.pattern, "--", start);
+  const child = spawn(rg, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  const matches: GrepMatch[] = [];
+  let truncated = false;
+  let buffer = "";
+  let stderr = "";
+  const onAbort = () => child.kill("SIGKILL");
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    if (stderr.length < 4_000) stderr += chunk;
+  });
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    buffer += chunk;
+    let newline = buffer.indexOf("\n");
+    while (newline !== -1) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+      newline = buffer.indexOf("\n");
+      if (truncated) continue;
+      const event = JSON.parse(line) as {
+        type: string;
+        data: { path?: { text?: string }; line_number?: number; lines?: { text?: string } };
+      };
+      if (event.type !== "match") continue;
+      if (matches.length >= limit) {
+        truncated = true;
+        child.kill("SIGKILL");
+        continue;
+      }
+      let text = (event.data.lines?.text ?? "").replace(/\r?\n$/, "");
+      if (text.length > MAX_MATCH_LINE_CHARS) text = `${text.slice(0, MAX_MATCH_LINE_CHARS)} [...]`;
+      const file = event.data.path?.text ?? "";
+      matches.push({
+        path: toPosix(path.relative(root, path.resolve(root, file))),
+        line: event.data.line_number ?? 0,
+        text,
+      });
+    }
+  });
+  const code = await new Promise<number | null>((done, fail) => {
+    child.on("error", fail);
+    child.on("close", done);
+  }).finally(() => options.signal?.removeEventListener("abort", onAbort));
+  options.signal?.throwIfAborted();
+  // rg: 0 = matches, 1 = none, 2 = an error (a pattern it cannot parse…); killed at the limit is fine.
+  if (code === 2 && !truncated) throw new ToolError(`rg failed: ${stderr.trim()}`);
+  return { matches, truncated, engine: "rg" };
+}

@@ -1,0 +1,170 @@
+import { type ChildProcess, spawn } from "node:child_process";
+
+/** How long a group gets between SIGTERM and SIGKILL. */
+export const KILL_GRACE_MS = 2_000;
+/** After the command exits, how long its output may still arrive before stragglers are killed. */
+const DRAIN_MS = 150;
+/** Output kept in memory: the first and the last half of this; the middle is counted, not kept. */
+const MAX_KEPT_CHARS = 4_000_000;
+
+/** How the command ended. */
+export type CommandOutcome = {
+  output: string;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Characters of output dropped from the middle to bound memory (the spilled text says so too). */
+  droppedChars: number;
+  durationMs: number;
+};
+
+export type SpawnSpec = { file: string; args: string[]; cwd: string; env: Record<string, string> };
+
+export type RunCommandOptions = {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Called with each chunk of output (stdout and stderr interleaved as they arrive). */
+  onOutput?: (chunk: string) => void;
+};
+
+/**
+ * Runs one command in a process group of its own and makes sure the whole group is gone when it
+ * returns: on timeout or cancel the group gets SIGTERM, then SIGKILL after `KILL_GRACE_MS`; when
+ * the command exits, whatever it left running in its group (a background job) is killed after a
+ * short drain. It resolves on exit rather than on the pipes closing, so a background child that
+ * keeps stdout open cannot make it hang. stdin is closed.
+ */
+export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise<CommandOutcome> {
+  const started = performance.now();
+  const output = new HeadTail(MAX_KEPT_CHARS);
+  let child: ChildProcess;
+  try {
+    child = spawn(spec.file, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      detached: true, // its own process group: one kill reaches every process it starts
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return new Promise<CommandOutcome>((resolve, reject) => {
+    let timedOut = false;
+    let cancelled = false;
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
+    let finished = false;
+    const onData = (text: string) => {
+      output.push(text);
+      options.onOutput?.(text);
+    };
+    // Decoded per stream, so a character split across two chunks is not garbled.
+    child.stdout!.setEncoding("utf8").on("data", onData);
+    child.stderr!.setEncoding("utf8").on("data", onData);
+    const stop = () => {
+      killGroup(child, "SIGTERM");
+      killTimer ??= setTimeout(() => killGroup(child, "SIGKILL"), KILL_GRACE_MS);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      cancelled = true;
+      stop();
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      clearTimeout(drainTimer);
+      clearTimeout(killTimer);
+      options.signal?.removeEventListener("abort", onAbort);
+      // No survivors: anything still in the group (a background job) goes now.
+      killGroup(child, "SIGKILL");
+      child.stdout!.destroy();
+      child.stderr!.destroy();
+      resolve({
+        output: output.text(),
+        exitCode: exited?.code ?? null,
+        signal: exited?.signal ?? null,
+        timedOut,
+        cancelled,
+        droppedChars: output.dropped,
+        durationMs: Math.round(performance.now() - started),
+      });
+    };
+    child.once("error", (error) => {
+      if (exited) return;
+      finished = true;
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+    child.once("exit", (code, signal) => {
+      exited = { code, signal };
+      // The pipes usually close at once; a background child holding them gets a short drain.
+      drainTimer = setTimeout(finish, DRAIN_MS);
+    });
+    child.once("close", () => {
+      if (exited) finish();
+    });
+  });
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+/** Text that keeps its first and last `max / 2` characters and counts what it dropped between. */
+class HeadTail {
+  #head = "";
+  #tail: string[] = [];
+  #tailChars = 0;
+  dropped = 0;
+  readonly #half: number;
+
+  constructor(max: number) {
+    this.#half = Math.floor(max / 2);
+  }
+
+  push(text: string): void {
+    if (this.#head.length < this.#half) {
+      const room = this.#half - this.#head.length;
+      this.#head += text.slice(0, room);
+      text = text.slice(room);
+      if (!text) return;
+    }
+    this.#tail.push(text);
+    this.#tailChars += text.length;
+    while (this.#tailChars > this.#half && this.#tail.length > 0) {
+      const over = this.#tailChars - this.#half;
+      const first = this.#tail[0]!;
+      if (first.length <= over) {
+        this.#tail.shift();
+        this.#tailChars -= first.length;
+        this.dropped += first.length;
+      } else {
+        this.#tail[0] = first.slice(over);
+        this.#tailChars -= over;
+        this.dropped += over;
+      }
+    }
+  }
+
+  text(): string {
+    const tail = this.#tail.join("");
+    return this.dropped > 0
+      ? `${this.#head}\n[... ${this.dropped.toLocaleString("en-US")} chars of output not kept ...]\n${tail}`
+      : this.#head + tail;
+  }
+}
