@@ -1,0 +1,201 @@
+import type { Message } from "../index.js";
+import { HttpError, KEEPALIVE_MS, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import type { RunLog } from "./run-log.js";
+import type { RunRegistry } from "./runs.js";
+import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
+
+/** What the AI SDK's `DefaultChatTransport` posts. Only the fields Quiver reads are typed. */
+type UIPart = {
+  type?: unknown;
+  text?: unknown;
+  state?: unknown;
+  toolCallId?: unknown;
+  output?: unknown;
+  errorText?: unknown;
+  approval?: unknown;
+};
+type UIMessage = { id?: unknown; role?: unknown; parts?: unknown };
+
+const UI_STREAM_HEADERS = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
+
+/**
+ * `POST /api/chat`: a new user message starts a run (the chat id is its session); an assistant
+ * message whose id is a run's id carries approval responses and `ask_human` answers for that
+ * run, which then continues in a new response under the same message id.
+ */
+export async function postChat(
+  request: Request,
+  registry: RunRegistry,
+  userId: string | undefined,
+  defaultAgent: string,
+): Promise<Response> {
+  const body = await readJsonObject(request);
+  const chatId = body.id;
+  if (typeof chatId !== "string" || chatId === "")
+    throw new HttpError(400, "bad_request", '"id" (the chat id) must be a non-empty string');
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new HttpError(400, "bad_request", '"messages" must be a non-empty array of UI messages');
+  const last = messages.at(-1) as UIMessage;
+  if (!last || typeof last !== "object" || !Array.isArray(last.parts))
+    throw new HttpError(400, "bad_request", "the last message must be an object with a parts array");
+  const agentKey = body.agent === undefined ? defaultAgent : body.agent;
+  if (typeof agentKey !== "string") throw new HttpError(400, "bad_request", '"agent" must be a string');
+
+  if (last.role === "assistant" && typeof last.id === "string") {
+    const log = await registry.get(last.id, userId);
+    if (log) return continueRun(log, last.parts as UIPart[], registry);
+  }
+  if (last.role !== "user")
+    throw new HttpError(
+      400,
+      "bad_request",
+      "the last message must be the user's, or a run's assistant message",
+    );
+  const text = textOf(last.parts as UIPart[]);
+  if (text === "") throw new HttpError(400, "bad_request", "the user message has no text");
+
+  // A new message supersedes a run of this chat that still waits or runs.
+  const previous = await registry.latestOfSession(chatId, userId);
+  if (previous && !previous.finished && previous.status !== "detached") {
+    await registry.cancel(previous, "superseded by a new message").catch(() => {});
+    const until = Date.now() + 5_000;
+    while (!previous.finished && Date.now() < until) await previous.changed(until - Date.now());
+  }
+  let input: string | Message[] = text;
+  if (!registry.store) {
+    const history = previous?.messages ?? historyOf(messages.slice(0, -1) as UIMessage[]);
+    input = [...history, { role: "user", content: text }];
+  }
+  const log = registry.start(agentKey, input, { userId, sessionId: chatId });
+  return chatStream(log, 0);
+}
+
+/** `GET /api/chat/:chatId/stream`: the chat's current run from its start, then live; 204 when idle. */
+export async function resumeChat(
+  chatId: string,
+  registry: RunRegistry,
+  userId: string | undefined,
+): Promise<Response> {
+  const log = await registry.latestOfSession(chatId, userId);
+  if (!log || log.finished || log.status === "detached") return new Response(null, { status: 204 });
+  return chatStream(log, 0);
+}
+
+async function continueRun(log: RunLog, parts: UIPart[], registry: RunRegistry): Promise<Response> {
+  // What the client has seen: up to where the last response ended (or everything so far).
+  const cursor = log.chatCursor ?? log.all.length;
+  for (const part of parts) {
+    if (!part || typeof part !== "object" || typeof part.toolCallId !== "string") continue;
+    const approval = part.approval as { approved?: unknown; reason?: unknown } | undefined;
+    if (part.state === "approval-responded" && approval && typeof approval.approved === "boolean") {
+      const reason = typeof approval.reason === "string" ? approval.reason : undefined;
+      await ignoreStale(registry.decide(log, part.toolCallId, approval.approved, reason));
+    } else if (part.state === "output-available" || part.state === "output-error") {
+      const open = [...log.questions.values()].some(
+        (q) => q.call.id === part.toolCallId || `${q.runId}/${q.call.id}` === part.toolCallId,
+      );
+      if (!open) continue;
+      const answer =
+        part.state === "output-error"
+          ? `(no answer: ${String(part.errorText ?? "declined")})`
+          : typeof part.output === "string"
+            ? part.output
+            : JSON.stringify(part.output ?? "");
+      await ignoreStale(
+        Promise.resolve().then(() => registry.answer(log, part.toolCallId as string, answer)),
+      );
+    }
+  }
+  return chatStream(log, cursor);
+}
+
+/** A response the client already had decided (a repeated POST) is not an error. */
+async function ignoreStale(action: Promise<void>): Promise<void> {
+  try {
+    await action;
+  } catch (error) {
+    if (!(error instanceof HttpError && error.status === 409)) throw error;
+  }
+}
+
+/**
+ * The UI message stream of one run from `from` (an index into its events): `start` with the
+ * run's id as the message id, the translated events, and an end where the run finishes or
+ * waits for a person. Produced as the client reads (backpressure), never buffered ahead.
+ */
+export function chatStream(log: RunLog, from: number): Response {
+  const translator = new UIStreamTranslator(log.runId);
+  if (from > 0) translator.prime(log.all.slice(0, from));
+  let cursor = from;
+  let started = false;
+  let done = false;
+  let lastSent = Date.now();
+  const next = async (signal: AbortSignal): Promise<string | null> => {
+    for (;;) {
+      if (signal.aborted) return null;
+      const out: UIChunk[] = [];
+      if (!started) {
+        started = true;
+        out.push({ type: "start", messageId: log.runId });
+      } else if (translator.finished) {
+        if (done) return null;
+        done = true;
+        return "data: [DONE]\n\n";
+      } else if (cursor < log.all.length) {
+        const end = Math.min(log.all.length, cursor + 64);
+        for (; cursor < end; cursor++) translator.translate(log.all[cursor]!, out);
+      } else if (log.blocked) {
+        translator.blocked(out);
+        log.chatCursor = cursor;
+      } else if (log.finished || log.status === "detached") {
+        translator.end(out, log.status === "failed" ? "failed" : "unknown");
+      } else {
+        await log.changed(KEEPALIVE_MS, signal);
+        if (
+          cursor === log.all.length &&
+          !log.blocked &&
+          !log.finished &&
+          Date.now() - lastSent >= KEEPALIVE_MS
+        ) {
+          lastSent = Date.now();
+          return ": keepalive\n\n";
+        }
+        continue;
+      }
+      if (out.length === 0) continue;
+      lastSent = Date.now();
+      let text = "";
+      for (const chunk of out) text += `data: ${JSON.stringify(chunk)}\n\n`;
+      return text;
+    }
+  };
+  return pullResponse(next, UI_STREAM_HEADERS);
+}
+
+function textOf(parts: UIPart[]): string {
+  let text = "";
+  for (const part of parts)
+    if (part && part.type === "text" && typeof part.text === "string") text += (text ? "\n" : "") + part.text;
+  return text.trim();
+}
+
+/**
+ * A conversation the server has no record of (no store, and not run here since it started):
+ * rebuilt from the client's messages, text only — tool calls the client shows are not replayed
+ * to the model as calls, because the client may not be trusted to report them faithfully.
+ */
+function historyOf(messages: UIMessage[]): Message[] {
+  const history: Message[] = [];
+  for (const message of messages) {
+    if (
+      !message ||
+      (message.role !== "user" && message.role !== "assistant") ||
+      !Array.isArray(message.parts)
+    )
+      continue;
+    const text = textOf(message.parts as UIPart[]);
+    if (text) history.push({ role: message.role, content: text });
+  }
+  return history;
+}

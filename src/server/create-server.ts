@@ -1,0 +1,200 @@
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import { type Agent, type RunOptions, UserError } from "../index.js";
+import type { RunStore } from "../store/types.js";
+import type { HumanChannel } from "../tools/ask-human.js";
+import { authenticate, type Caller, type ServerAuth } from "./auth.js";
+import { postChat, resumeChat } from "./chat.js";
+import { errorResponse, HttpError, optionalString, readJsonObject, stringField } from "./http.js";
+import { eventStream, resumePoint, runSummary } from "./native.js";
+import { PAGE_HTML } from "./page.js";
+import { RunRegistry } from "./runs.js";
+
+/** Options every run the server starts gets (besides its store, session and user). */
+export type ServerRunOptions = Omit<RunOptions<any>, "store" | "sessionId" | "userId" | "runId" | "signal">;
+
+export interface ServerOptions {
+  /** The agent to serve. Give this or `agents`. */
+  agent?: Agent<any, any>;
+  /** Several agents by name; a request picks one with `agent` (default: the first). */
+  agents?: Record<string, Agent<any, any>>;
+  /**
+   * Keep runs here: approvals park (and survive a restart), clients replay from the log, and a
+   * chat's history is read back from its session. Without it runs live in memory.
+   */
+  store?: RunStore;
+  /** A bearer token, or `(request) => userId | null`. Required unless the server only listens on loopback. */
+  auth?: ServerAuth;
+  /** The channel of the agent's `askHuman(channel)` tool: its questions are answered through the server. */
+  human?: HumanChannel;
+  /** Run options for every run (dependencies, budgets…), or a function of who starts it. */
+  runOptions?:
+    | ServerRunOptions
+    | ((ctx: { userId: string | undefined; sessionId: string | undefined }) => ServerRunOptions);
+  /** Finished runs kept in memory for replay. Default 200 (with a store, evicted ones reload from it). */
+  retainFinishedRuns?: number;
+}
+
+/** What `createServer` returns: a Web-standard handler plus what `serve()` needs. */
+export interface QuiverServer {
+  /** Handles one request (Node, Next.js route handlers, Bun, Deno, Workers). */
+  fetch(request: Request, env?: unknown): Promise<Response>;
+  /** The underlying Hono app, to mount under a prefix or add routes. */
+  readonly app: Hono;
+  /** True when requests are authenticated (required to listen beyond loopback). */
+  readonly hasAuth: boolean;
+  /** Cancels the runs this server drives (their stored logs stay). */
+  close(reason?: string): void;
+}
+
+/**
+ * The bundled server: the AI SDK UI message stream at `POST /api/chat` (stock `useChat` works),
+ * the native event stream and control endpoints under `/api/runs/:runId`, and a chat page at `/`.
+ *
+ * @example
+ * import { createServer, serve } from "quiver-agents/server";
+ * const server = createServer({ agent });
+ * const { url } = await serve(server, { port: 3000 });
+ * console.log(`chat at ${url}`);
+ */
+export function createServer(options: ServerOptions): QuiverServer {
+  const agents = new Map<string, Agent<any, any>>();
+  if (options.agent) agents.set(options.agent.name, options.agent);
+  for (const [name, agent] of Object.entries(options.agents ?? {})) agents.set(name, agent);
+  if (agents.size === 0) throw new UserError("createServer needs { agent } or { agents: { name: agent } }");
+  const defaultAgent = [...agents.keys()][0]!;
+  const runOptions = options.runOptions;
+  const registry = new RunRegistry({
+    agents,
+    retainFinishedRuns: options.retainFinishedRuns ?? 200,
+    ...(options.store && { store: options.store }),
+    ...(options.human && { human: options.human }),
+    ...(runOptions && {
+      runOptions: (ctx) =>
+        (typeof runOptions === "function" ? runOptions(ctx) : runOptions) as Record<string, unknown>,
+    }),
+  });
+  const auth = options.auth;
+  const app = new Hono();
+
+  const caller = (request: Request, env: unknown): Promise<Caller> =>
+    authenticate(request, auth, remoteAddressOf(env));
+
+  app.onError((error) => {
+    if (error instanceof HttpError) {
+      const response = errorResponse(error.status, error.code, error.message);
+      if (error.status === 401) response.headers.set("www-authenticate", 'Bearer realm="quiver"');
+      return response;
+    }
+    return errorResponse(500, "internal", error instanceof Error ? error.message : String(error));
+  });
+  app.notFound(() => errorResponse(404, "not_found", "no such route"));
+
+  app.get("/", async (c) => {
+    // The page holds no secrets: behind auth it is public and asks for the token itself.
+    if (auth === undefined) await caller(c.req.raw, c.env);
+    return c.html(PAGE_HTML, 200, {
+      "cache-control": "no-cache",
+      "content-security-policy":
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    });
+  });
+
+  app.get("/api/agents", async (c) => {
+    await caller(c.req.raw, c.env);
+    return c.json({ agents: registry.agentKeys, default: defaultAgent });
+  });
+
+  app.post("/api/chat", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    return postChat(c.req.raw, registry, userId, defaultAgent);
+  });
+
+  app.get("/api/chat/:chatId/stream", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    return resumeChat(c.req.param("chatId"), registry, userId);
+  });
+
+  app.post("/api/runs", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const body = await readJsonObject(c.req.raw);
+    const message = stringField(body, "message");
+    const sessionId = optionalString(body, "sessionId") ?? `session_${randomUUID()}`;
+    const agentKey = optionalString(body, "agent") ?? defaultAgent;
+    let input: string | import("../index.js").Message[] = message;
+    if (!registry.store) {
+      const previous = await registry.latestOfSession(sessionId, userId);
+      if (previous && !previous.finished && previous.status !== "detached")
+        throw new HttpError(
+          409,
+          "busy",
+          `session ${sessionId} has a run in progress (${previous.runId}); cancel it or inject into it`,
+        );
+      input = [...(previous?.messages ?? []), { role: "user", content: message }];
+    }
+    const log = registry.start(agentKey, input, { userId, sessionId });
+    return c.json({ runId: log.runId, sessionId }, 201);
+  });
+
+  app.get("/api/runs/:runId", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    return c.json(runSummary(await registry.require(c.req.param("runId"), userId)));
+  });
+
+  app.get("/api/runs/:runId/events", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const log = await registry.require(c.req.param("runId"), userId);
+    return eventStream(log, resumePoint(c.req.raw));
+  });
+
+  app.post("/api/runs/:runId/approve", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const log = await registry.require(c.req.param("runId"), userId);
+    const body = await readJsonObject(c.req.raw);
+    const callId = stringField(body, "callId");
+    if (typeof body.approved !== "boolean")
+      throw new HttpError(400, "bad_request", '"approved" must be true or false');
+    await registry.decide(log, callId, body.approved, optionalString(body, "reason"));
+    return c.json({ ok: true }, 202);
+  });
+
+  app.post("/api/runs/:runId/answer", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const log = await registry.require(c.req.param("runId"), userId);
+    const body = await readJsonObject(c.req.raw);
+    const callId = stringField(body, "callId");
+    if (typeof body.answer !== "string") throw new HttpError(400, "bad_request", '"answer" must be a string');
+    registry.answer(log, callId, body.answer);
+    return c.json({ ok: true }, 202);
+  });
+
+  app.post("/api/runs/:runId/inject", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const log = await registry.require(c.req.param("runId"), userId);
+    const body = await readJsonObject(c.req.raw);
+    registry.inject(log, stringField(body, "message"));
+    return c.json({ ok: true }, 202);
+  });
+
+  app.post("/api/runs/:runId/cancel", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    const log = await registry.require(c.req.param("runId"), userId);
+    await registry.cancel(log);
+    return c.json({ ok: true }, 202);
+  });
+
+  return {
+    app,
+    hasAuth: auth !== undefined,
+    fetch: async (request, env) => app.fetch(request, env),
+    close: (reason = "the server is shutting down") => registry.cancelAll(reason),
+  };
+}
+
+/** The peer's address when the runtime tells it (@hono/node-server passes the Node request). */
+function remoteAddressOf(env: unknown): string | undefined {
+  const incoming = (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress;
+}

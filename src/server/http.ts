@@ -1,0 +1,133 @@
+/** Request bodies above this are refused with 413 before they are read in full. */
+export const MAX_BODY_BYTES = 1_000_000;
+
+/** A request the server refuses: it becomes a JSON error response with this status. */
+export class HttpError extends Error {
+  override name = "HttpError";
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** The JSON error body every refusal has: `{ error: { code, message } }`. */
+export function errorResponse(status: number, code: string, message: string): Response {
+  return Response.json({ error: { code, message } }, { status, headers: { "cache-control": "no-store" } });
+}
+
+export function notFound(what = "no such run"): HttpError {
+  return new HttpError(404, "not_found", what);
+}
+
+/**
+ * Reads a JSON object body: 413 over `MAX_BODY_BYTES` (counted as it streams in, so a lying or
+ * missing Content-Length cannot get more through), 415 when it is not declared as JSON (which
+ * also makes a browser on another origin ask first, so a page elsewhere cannot post here), 400
+ * when it does not parse or is not an object.
+ */
+export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type.trim()))
+    throw new HttpError(
+      415,
+      "unsupported_media_type",
+      "send the body as JSON (content-type: application/json)",
+    );
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const text = await readCapped(request);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, "bad_json", `the body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value))
+    throw new HttpError(400, "bad_request", "the body must be a JSON object");
+  return value as Record<string, unknown>;
+}
+
+async function readCapped(request: Request): Promise<string> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function tooLarge(): HttpError {
+  return new HttpError(413, "body_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+}
+
+/** A required string field, else 400 naming it. */
+export function stringField(body: Record<string, unknown>, name: string): string {
+  const value = body[name];
+  if (typeof value !== "string" || value === "")
+    throw new HttpError(400, "bad_request", `"${name}" must be a non-empty string`);
+  return value;
+}
+
+/** An optional string field, else 400 naming it. */
+export function optionalString(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new HttpError(400, "bad_request", `"${name}" must be a string`);
+  return value;
+}
+
+/** How long an idle stream waits before it sends a comment line, so proxies keep it open. */
+export const KEEPALIVE_MS = 15_000;
+
+/**
+ * A streaming response that produces text only when the client reads: `next()` is called for
+ * the next piece once the previous one has been taken (a stalled client stalls its producer
+ * instead of growing a buffer), and `null` ends the stream. `signal` aborts when the client
+ * goes away.
+ */
+export function pullResponse(
+  next: (signal: AbortSignal) => Promise<string | null>,
+  headers: Record<string, string>,
+  status = 200,
+): Response {
+  const encoder = new TextEncoder();
+  const gone = new AbortController();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const text = await next(gone.signal);
+          if (gone.signal.aborted) return;
+          if (text === null) controller.close();
+          else controller.enqueue(encoder.encode(text));
+        } catch (error) {
+          controller.error(error);
+        }
+      },
+      cancel() {
+        gone.abort();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { status, headers });
+}
+
+export const SSE_HEADERS: Record<string, string> = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+};

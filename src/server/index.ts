@@ -1,0 +1,10 @@
+// The public surface of "quiver-agents/server": re-exports only.
+export type { Caller, ServerAuth } from "./auth.js";
+export {
+  createServer,
+  type QuiverServer,
+  type ServerOptions,
+  type ServerRunOptions,
+} from "./create-server.js";
+export { MAX_BODY_BYTES } from "./http.js";
+export { type ServeOptions, type Serving, serve } from "./serve.js";

@@ -1,0 +1,81 @@
+import { serializeEvent } from "../index.js";
+import { HttpError, KEEPALIVE_MS, pullResponse, SSE_HEADERS } from "./http.js";
+import type { RunLog } from "./run-log.js";
+
+/**
+ * Where a native stream starts: after `Last-Event-ID` (an EventSource reconnecting sends it)
+ * or `?after=`; 0 replays the run from its first event.
+ */
+export function resumePoint(request: Request): number {
+  const header = request.headers.get("last-event-id");
+  const query = new URL(request.url).searchParams.get("after");
+  const raw = header ?? query;
+  if (raw === null || raw === "") return 0;
+  if (!/^\d{1,15}$/.test(raw.trim()))
+    throw new HttpError(
+      400,
+      "bad_request",
+      `the resume point ${JSON.stringify(raw)} is not a non-negative integer (an event seq)`,
+    );
+  return Number(raw.trim());
+}
+
+/**
+ * `GET /api/runs/:runId/events`: SSE with `id: <seq>` and `data: serializeEvent(ev)`, replaying
+ * the run's own events after `after`, then following it live until it completes or fails (a
+ * parked run keeps the stream open: a decision resumes it). Produced as the client reads;
+ * closing the connection detaches, it never cancels the run.
+ */
+export function eventStream(log: RunLog, after: number): Response {
+  let cursor = after;
+  let lastSent = Date.now();
+  let greeted = false;
+  const next = async (signal: AbortSignal): Promise<string | null> => {
+    if (!greeted) {
+      greeted = true;
+      // Tells EventSource how soon to reconnect; it sends Last-Event-ID when it does.
+      return "retry: 2000\n\n";
+    }
+    for (;;) {
+      if (signal.aborted) return null;
+      const events = log.ownAfter(cursor, 128);
+      if (events.length > 0) {
+        let text = "";
+        for (const event of events) text += `id: ${event.seq}\ndata: ${serializeEvent(event)}\n\n`;
+        cursor = events.at(-1)!.seq;
+        lastSent = Date.now();
+        return text;
+      }
+      if (log.finished || log.status === "detached") return null;
+      await log.changed(KEEPALIVE_MS, signal);
+      if (log.ownAfter(cursor, 1).length === 0 && Date.now() - lastSent >= KEEPALIVE_MS) {
+        lastSent = Date.now();
+        return ": keepalive\n\n";
+      }
+    }
+  };
+  return pullResponse(next, SSE_HEADERS);
+}
+
+/** `GET /api/runs/:runId`: where the run stands and what it waits for. */
+export function runSummary(log: RunLog): Record<string, unknown> {
+  const waiting = log.status === "parked" ? log.parked : [...log.asking.values()];
+  return {
+    runId: log.runId,
+    agent: log.agentKey,
+    sessionId: log.sessionId ?? null,
+    status: log.status,
+    lastSeq: log.lastSeq,
+    awaitingApproval: waiting.map((w) => ({
+      callId: w.runId === log.runId ? w.call.id : `${w.runId}/${w.call.id}`,
+      name: w.call.name,
+      args: w.call.args,
+    })),
+    questions: [...log.questions.values()].map((q) => ({
+      callId: q.runId === log.runId ? q.call.id : `${q.runId}/${q.call.id}`,
+      question: q.question.question,
+      options: q.question.options,
+      multiSelect: q.question.multiSelect,
+    })),
+  };
+}

@@ -1,0 +1,359 @@
+import {
+  type Agent,
+  type Message,
+  type RunContext,
+  type RunEvent,
+  type RunHandle,
+  Runner,
+  type ToolCall,
+  UserError,
+} from "../index.js";
+import type { RunStore } from "../store/types.js";
+import type { HumanChannel, HumanQuestion } from "../tools/ask-human.js";
+import { askingAgent } from "./asking-agent.js";
+import { HttpError, notFound } from "./http.js";
+import { callKey, RunLog } from "./run-log.js";
+
+export type RunRegistryOptions = {
+  agents: Map<string, Agent<any, any>>;
+  store?: RunStore;
+  human?: HumanChannel;
+  /** Finished runs kept in memory for replay; older ones are evicted (from the store they reload). */
+  retainFinishedRuns: number;
+  /** Passed to every run (dependencies, budgets, limits). */
+  runOptions?: (ctx: {
+    userId: string | undefined;
+    sessionId: string | undefined;
+  }) => Record<string, unknown>;
+};
+
+/**
+ * Every run the server knows: started here, resumed here, or loaded from the store on request.
+ * Each run's handle is drained at once into its `RunLog` (the run never waits for a client), and
+ * decisions, answers, messages and cancels reach the run through here.
+ */
+export class RunRegistry {
+  readonly store: RunStore | undefined;
+  readonly #agents = new Map<string, Agent<any, any>>();
+  readonly #names = new Map<string, string>();
+  readonly #options: RunRegistryOptions;
+  readonly #logs = new Map<string, RunLog>();
+  /** Child run id → its root run's log. */
+  readonly #roots = new Map<string, RunLog>();
+  /** Questions that arrived before their call's `tool_call_started` was seen, by run id. */
+  readonly #unmatched = new Map<string, HumanQuestion[]>();
+  readonly #loading = new Map<string, Promise<RunLog | undefined>>();
+  readonly #human: HumanChannel | undefined;
+
+  constructor(options: RunRegistryOptions) {
+    this.#options = options;
+    this.store = options.store;
+    this.#human = options.human;
+    for (const [key, agent] of options.agents) {
+      this.#agents.set(
+        key,
+        askingAgent(agent, (call, ctx) => this.#onAsk(call, ctx)),
+      );
+      this.#names.set(agent.name, key);
+    }
+    if (options.human) void this.#listen(options.human);
+  }
+
+  get agentKeys(): string[] {
+    return [...this.#agents.keys()];
+  }
+
+  /** Starts a run and begins draining it. */
+  start(
+    agentKey: string,
+    input: string | Message[],
+    context: { userId: string | undefined; sessionId: string | undefined },
+  ): RunLog {
+    const agent = this.#agents.get(agentKey);
+    if (!agent) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
+    const extra = this.#options.runOptions?.(context) ?? {};
+    const handle = Runner.stream(agent, input, {
+      ...extra,
+      ...(context.userId !== undefined && { userId: context.userId }),
+      ...(context.sessionId !== undefined && { sessionId: context.sessionId }),
+      ...(this.store && { store: this.store }),
+    });
+    const log = new RunLog(handle.runId, agentKey, context.userId, context.sessionId);
+    this.#logs.set(log.runId, log);
+    this.#drive(log, handle);
+    this.#evict();
+    return log;
+  }
+
+  /**
+   * The run's log if `userId` may see it, else `undefined` (so another user's run and an
+   * unknown run look the same: 404). Loads a run this process has not seen from the store.
+   */
+  async get(runId: string, userId: string | undefined): Promise<RunLog | undefined> {
+    const log = this.#logs.get(runId) ?? this.#roots.get(runId) ?? (await this.#load(runId));
+    if (!log || log.userId !== userId) return undefined;
+    return log;
+  }
+
+  /** Like `get`, but a 404 `HttpError` when the run is not there for this user. */
+  async require(runId: string, userId: string | undefined): Promise<RunLog> {
+    const log = await this.get(runId, userId);
+    if (!log) throw notFound(`no run ${runId}`);
+    return log;
+  }
+
+  /** The most recent root run of a session this user can see, from memory or the store. */
+  async latestOfSession(sessionId: string, userId: string | undefined): Promise<RunLog | undefined> {
+    let latest: RunLog | undefined;
+    for (const log of this.#logs.values())
+      if (log.sessionId === sessionId && log.userId === userId) latest = log;
+    if (latest || !this.store) return latest;
+    const runs = (await this.store.listRuns({ sessionId })).filter((r) => r.parentRunId === undefined);
+    const last = runs.at(-1);
+    return last ? this.get(last.runId, userId) : undefined;
+  }
+
+  /**
+   * Decides a call waiting for approval. `callId` is the call's id, or `childRunId/callId` for
+   * a call of a child run. A stored, parked run resumes once every call it waits on is decided.
+   */
+  async decide(log: RunLog, callId: string, approved: boolean, reason?: string): Promise<void> {
+    if (log.status === "running" && this.store && log.asking.size > 0) {
+      // Asked a moment ago: the run is about to park (its decision is then stored).
+      const until = Date.now() + 5_000;
+      while (log.status === "running" && Date.now() < until) await log.changed(until - Date.now());
+    }
+    if (log.status === "parked") {
+      const i = log.parked.findIndex((p) => matches(p, callId));
+      if (i < 0) throw notWaiting(log, callId);
+      const target = log.parked[i]!;
+      try {
+        await Runner.decide(this.store!, target.runId, target.call.id, {
+          approved,
+          ...(reason !== undefined && { reason }),
+        });
+      } catch (error) {
+        if (error instanceof UserError) throw notWaiting(log, callId);
+        throw error;
+      }
+      log.parked.splice(i, 1);
+      if (log.parked.length === 0) await this.#resume(log);
+      return;
+    }
+    const entry = [...log.asking.values()].find((p) => matches(p, callId));
+    const handle = log.handle;
+    if (log.status !== "running" || !entry || !handle) throw notWaiting(log, callId);
+    const ok = approved
+      ? handle.approvals.approve(entry.call.id)
+      : handle.approvals.reject(entry.call.id, reason);
+    if (!ok) throw notWaiting(log, callId);
+  }
+
+  /** Answers the open `ask_human` question of call `callId`. */
+  answer(log: RunLog, callId: string, text: string): void {
+    const open = [...log.questions.values()].find((q) => matches(q, callId));
+    if (!open || !this.#human?.answer(open.question.id, text))
+      throw new HttpError(409, "not_waiting", `run ${log.runId} has no question waiting on call ${callId}`);
+  }
+
+  /** Steers a running run with a user message. */
+  inject(log: RunLog, message: string): void {
+    if (log.status !== "running" || !log.handle)
+      throw new HttpError(409, "not_running", `run ${log.runId} is ${log.status}; start a new run instead`);
+    try {
+      log.handle.inject(message);
+    } catch (error) {
+      throw new HttpError(409, "not_running", (error as Error).message);
+    }
+  }
+
+  /** Stops a run: a running one is cancelled, a parked one resumes only to stop as cancelled. */
+  async cancel(log: RunLog, reason = "cancelled by the user"): Promise<void> {
+    if (log.status === "running" && log.handle) {
+      log.handle.cancel(reason);
+      return;
+    }
+    if (log.status === "parked") {
+      const stop = new AbortController();
+      stop.abort(new Error(reason));
+      await this.#resume(log, stop.signal);
+      return;
+    }
+    if (log.finished) return;
+    throw new HttpError(409, "not_running", `run ${log.runId} is not driven by this server`);
+  }
+
+  /** Resumes a parked run under the same id; its events continue in the same log. */
+  async #resume(log: RunLog, signal?: AbortSignal): Promise<void> {
+    const agent = this.#agents.get(log.agentKey)!;
+    const extra = this.#options.runOptions?.({ userId: log.userId, sessionId: log.sessionId }) ?? {};
+    const handle = Runner.resume(agent, log.runId, {
+      ...extra,
+      store: this.store!,
+      ...(signal && { signal }),
+    });
+    log.status = "running";
+    log.parked = [];
+    log.asking.clear();
+    this.#drive(log, handle);
+    log.touch();
+  }
+
+  #drive(log: RunLog, handle: RunHandle<any>): void {
+    log.handle = handle;
+    const done = (async () => {
+      try {
+        for await (const event of handle) this.#track(log, event);
+      } catch {
+        // The failure is in the log as run_failed; result() below says how it ended.
+      }
+      try {
+        const result = await handle.result();
+        log.status = result.stopReason === "awaiting_approval" ? "parked" : "completed";
+        log.messages = result.messages;
+      } catch {
+        log.status = "failed";
+      }
+      if (log.status !== "parked") log.parked = [];
+      log.asking.clear();
+      log.running.clear();
+      log.handle = undefined;
+      log.touch();
+      this.#evict();
+    })();
+    void done;
+  }
+
+  #track(log: RunLog, event: RunEvent): void {
+    switch (event.type) {
+      case "run_started":
+        if (event.runId !== log.runId) this.#roots.set(event.runId, log);
+        break;
+      case "tool_call_started": {
+        log.running.set(callKey(event.runId, event.call.id), { call: event.call, runId: event.runId });
+        const waiting = this.#unmatched.get(event.runId);
+        if (waiting) for (const q of [...waiting]) this.#match(q);
+        break;
+      }
+      case "tool_call_completed": {
+        const key = callKey(event.runId, event.call.id);
+        log.running.delete(key);
+        log.questions.delete(key);
+        log.asking.delete(key);
+        break;
+      }
+      case "approval_resolved":
+        log.asking.delete(callKey(event.runId, event.call.id));
+        break;
+      case "run_parked":
+        for (const call of event.pending) log.parked.push({ call, runId: event.runId });
+        break;
+    }
+    log.append(event);
+  }
+
+  #onAsk(call: ToolCall, ctx: RunContext<any>): void {
+    const log = this.#logs.get(ctx.runId) ?? this.#roots.get(ctx.runId);
+    if (!log) return;
+    log.asking.set(callKey(ctx.runId, call.id), { call, runId: ctx.runId });
+    log.touch();
+  }
+
+  async #listen(channel: HumanChannel): Promise<void> {
+    try {
+      for await (const question of channel.questions()) this.#match(question);
+    } catch {
+      // Another consumer owns the channel: answers can still go through `channel.answer`.
+    }
+  }
+
+  /** Ties a question to the call that asked it: by `callId` when the channel gives one, else by its text. */
+  #match(question: HumanQuestion): void {
+    const log = this.#logs.get(question.runId) ?? this.#roots.get(question.runId);
+    const unmatched = this.#unmatched.get(question.runId) ?? [];
+    const forget = () => {
+      const i = unmatched.indexOf(question);
+      if (i >= 0) unmatched.splice(i, 1);
+      if (unmatched.length === 0) this.#unmatched.delete(question.runId);
+    };
+    if (!log) {
+      forget();
+      return;
+    }
+    const declared = (question as { callId?: string }).callId;
+    let found: { call: ToolCall; runId: string } | undefined;
+    for (const entry of log.running.values()) {
+      if (entry.runId !== question.runId) continue;
+      const args = entry.call.args as { question?: unknown } | undefined;
+      if (declared !== undefined ? entry.call.id === declared : args?.question === question.question)
+        found = entry;
+    }
+    if (!found) {
+      if (!unmatched.includes(question)) unmatched.push(question);
+      this.#unmatched.set(question.runId, unmatched);
+      return;
+    }
+    forget();
+    log.questions.set(callKey(found.runId, found.call.id), { question, ...found });
+    log.touch();
+  }
+
+  async #load(runId: string): Promise<RunLog | undefined> {
+    if (!this.store) return undefined;
+    const pending = this.#loading.get(runId);
+    if (pending) return pending;
+    const loading = this.#loadFromStore(runId).finally(() => this.#loading.delete(runId));
+    this.#loading.set(runId, loading);
+    return loading;
+  }
+
+  async #loadFromStore(runId: string): Promise<RunLog | undefined> {
+    const events = await this.store!.read(runId);
+    const first = events[0];
+    if (first?.type !== "run_started") return undefined;
+    // A child run is reached through its root, whose log holds its events too.
+    if (first.parentRunId !== undefined) return undefined;
+    const agentKey = this.#names.get(first.agent) ?? this.agentKeys[0]!;
+    const log = new RunLog(runId, agentKey, first.userId, first.sessionId);
+    for (const event of events) this.#track(log, event);
+    const last = events.at(-1)!;
+    if (last.type === "run_failed") log.status = "failed";
+    else if (last.type === "run_completed")
+      log.status = last.stopReason === "awaiting_approval" ? "parked" : "completed";
+    else if (last.type === "run_parked") log.status = "parked";
+    else log.status = "detached";
+    if (log.status !== "parked") log.parked = [];
+    log.running.clear();
+    log.asking.clear();
+    const raced = this.#logs.get(runId);
+    if (raced) return raced;
+    this.#logs.set(runId, log);
+    this.#evict();
+    return log;
+  }
+
+  /** Keeps at most `retainFinishedRuns` finished runs in memory, dropping the least recently used. */
+  #evict(): void {
+    const finished = [...this.#logs.values()].filter((l) => l.finished || l.status === "detached");
+    const excess = finished.length - this.#options.retainFinishedRuns;
+    if (excess <= 0) return;
+    finished.sort((a, b) => a.touchedAt - b.touchedAt);
+    for (const log of finished.slice(0, excess)) {
+      this.#logs.delete(log.runId);
+      for (const [child, root] of this.#roots) if (root === log) this.#roots.delete(child);
+    }
+  }
+
+  /** Cancels every running run (used when the server shuts down). */
+  cancelAll(reason: string): void {
+    for (const log of this.#logs.values()) log.handle?.cancel(reason);
+  }
+}
+
+function matches(entry: { call: ToolCall; runId: string }, callId: string): boolean {
+  return entry.call.id === callId || callKey(entry.runId, entry.call.id) === callId;
+}
+
+function notWaiting(log: RunLog, callId: string): HttpError {
+  return new HttpError(409, "not_waiting", `run ${log.runId} has no call ${callId} waiting for approval`);
+}
