@@ -3,7 +3,7 @@ import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
 import type { ApprovalAnswer, ApprovalOutcome } from "./approvals.js";
 import type { RunContext } from "./context.js";
-import { type Permissions, StandardPermissions } from "./permissions.js";
+import { CALL_REVIEWS, type Permissions, StandardPermissions } from "./permissions.js";
 import { messageOf } from "./tool-result.js";
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
@@ -38,6 +38,7 @@ async function checkAndAsk(
   const config = run.agent.config;
   const ctx = preflightContext(run, call);
   const permissions: Permissions = config.permissions ?? DEFAULT_PERMISSIONS;
+  const review = CALL_REVIEWS.get(tool);
   let askReason: string | undefined;
   try {
     const decision = await permissions.check(
@@ -46,6 +47,7 @@ async function checkAndAsk(
         destructive: tool.destructive ?? false,
         readOnly: tool.readOnly ?? false,
         editTool: BUILTIN_EDIT_TOOLS.has(tool),
+        ...(review?.rule && { rule: (a: unknown) => review.rule!(a) }),
       },
       args,
       ctx,
@@ -80,7 +82,29 @@ async function checkAndAsk(
     };
   }
   if (askReason === undefined) return undefined;
-  return ask(run, call, askReason, ctx);
+  return ask(
+    run,
+    call,
+    askReason,
+    ctx,
+    review?.describe ? await describeCall(review.describe, args, ctx) : undefined,
+  );
+}
+
+type Prompt = { description: string; details?: unknown };
+
+/** What the tool says about the call for the prompt; a failing description never blocks the question. */
+async function describeCall(
+  describe: (args: unknown, ctx: RunContext) => Prompt | Promise<Prompt>,
+  args: unknown,
+  ctx: RunContext,
+): Promise<Prompt | undefined> {
+  try {
+    const prompt = await describe(args, ctx);
+    return typeof prompt?.description === "string" ? prompt : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function ask(
@@ -88,10 +112,17 @@ async function ask(
   call: ToolCall,
   reason: string,
   ctx: RunContext,
+  prompt?: Prompt,
 ): Promise<ApprovalOutcome> {
   const config = run.agent.config;
   const { decision, settle } = run.approvals.wait(call, run.runId);
-  const event = run.emit({ type: "approval_required", call, reason });
+  const event = run.emit({
+    type: "approval_required",
+    call,
+    reason,
+    ...(prompt && { description: prompt.description }),
+    ...(prompt?.details !== undefined && { details: prompt.details }),
+  });
   // Control methods are non-enumerable: the event stays a plain JSON record.
   Object.defineProperties(event, {
     approve: { value: () => void settle({ approved: true, by: "stream" }), enumerable: false },
