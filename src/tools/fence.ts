@@ -1,3 +1,5 @@
+import { fold, foldedView } from "./confusables.js";
+
 /**
  * Fencing: third-party text goes between two fixed marker lines, and everything inside that
  * could pass for the agent's own framing is disarmed first. See docs/fencing.md.
@@ -52,7 +54,7 @@ export interface FenceOptions {
  * });
  */
 export function fence(text: string, options: FenceOptions = {}): string {
-  const body = disarm(String(text)).replace(/\n+$/, "");
+  const body = withoutTrailingNewlines(disarm(String(text)));
   const lines: string[] = [];
   if (options.source !== undefined) {
     // One line only: a newline in a source would let it forge lines outside the fence.
@@ -85,6 +87,16 @@ export function disarm(text: string): string {
   return out;
 }
 
+/**
+ * `text` without its trailing newlines. Not `/\n+$/`: a regex engine tries that at every
+ * newline of every run that is not at the end, which is quadratic in a run's length.
+ */
+function withoutTrailingNewlines(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 10) end--;
+  return end === text.length ? text : text.slice(0, end);
+}
+
 // ---------------------------------------------------------------------------------------
 // Step 1: invisible characters.
 
@@ -112,10 +124,13 @@ function stripInvisible(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------
-// Step 2: framing, matched on a folded view of the text.
+// Step 2: framing, matched on a folded view of the text (see confusables.ts).
 
-/** Characters that may separate the letters and words of a near-copy of a marker. */
-const SEP = String.raw`[\s\-_.*~=:|/\\#+•·]`;
+/**
+ * Characters that may separate the letters and words of a near-copy of a marker: white
+ * space (blanks fold to a space), and punctuation used as padding.
+ */
+const SEP = "[\\s\\-_.,;:!?*~=|/#+•·‧∙⋅'\"`^(){}]";
 const spaced = (word: string) => word.split("").join(`${SEP}{0,3}`);
 const WORDS = (...words: string[]) => words.map(spaced).join(`${SEP}*`);
 
@@ -155,129 +170,25 @@ const FRAMING_TAG_NAMES = [
 /** Namespaced framing tags (`<x:invoke>`, `<x:parameter>`), which only appear prefixed. */
 const NAMESPACED_TAG_NAMES = "invoke|parameters?|function_calls|function_results|tool_use";
 
+/*
+ * Every pattern below must stay linear in the input: a regex engine tries each one at every
+ * position, so two unbounded quantifiers over overlapping classes side by side (`\s*\/?\s*`)
+ * cost the square of a run's length (`<` and 80,000 spaces blocked for seconds). An optional
+ * slash is therefore `\s*(?:\/\s*)?`, and every other repetition is bounded or separated by a
+ * literal. test/tools/fence-linear.test.ts holds the adversarial inputs.
+ */
 const TOKEN = [
   // <|im_start|>, <|endoftext|>, <|begin_of_text|>, <|eot_id|>, <｜begin▁of▁sentence｜> (folded)…
   String.raw`<\s*\|[^|<>\n]{0,64}\|\s*>`,
   // Llama 2 / Mistral: [INST] [/INST] <<SYS>> <</SYS>> [SYSTEM_PROMPT] [TOOL_CALLS]…
-  String.raw`\[\s*\/?\s*(?:inst|sys|system_prompt|available_tools|tool_calls|tool_results|tool_content)\s*\]`,
-  String.raw`<<\s*\/?\s*sys\s*>>`,
+  String.raw`\[\s*(?:\/\s*)?(?:inst|sys|system_prompt|available_tools|tool_calls|tool_results|tool_content)\s*\]`,
+  String.raw`<<\s*(?:\/\s*)?sys\s*>>`,
   // <system-reminder>, </assistant>, <tool_result id="1">, <end_of_turn>…
-  String.raw`<\s*\/?\s*(?:[a-z][a-z0-9_-]*:)?(?:${FRAMING_TAG_NAMES})(?=[\s/>])[^<>\n]{0,200}>`,
-  String.raw`<\s*\/?\s*[a-z][a-z0-9_-]*:(?:${NAMESPACED_TAG_NAMES})(?=[\s/>])[^<>\n]{0,200}>`,
+  String.raw`<\s*(?:\/\s*)?(?:[a-z][a-z0-9_-]*:)?(?:${FRAMING_TAG_NAMES})(?=[\s/>])[^<>\n]{0,200}>`,
+  String.raw`<\s*(?:\/\s*)?[a-z][a-z0-9_-]*:(?:${NAMESPACED_TAG_NAMES})(?=[\s/>])[^<>\n]{0,200}>`,
 ].join("|");
 
 const FRAMING = new RegExp(`(${MARKER})|(?:${TOKEN})`, "g");
-
-/**
- * Letters that look like the Latin letters of the marker words, folded in the matching
- * view only (the output keeps the original characters). NFKD already handles full-width
- * and mathematical forms; this covers the Cyrillic and Greek look-alikes it leaves alone.
- */
-const CONFUSABLES: Record<string, string> = {
-  а: "a",
-  в: "b",
-  е: "e",
-  ё: "e",
-  г: "r",
-  і: "i",
-  ї: "i",
-  к: "k",
-  м: "m",
-  н: "h",
-  о: "o",
-  р: "p",
-  с: "c",
-  т: "t",
-  у: "y",
-  х: "x",
-  ѕ: "s",
-  ј: "j",
-  ԁ: "d",
-  ɡ: "g",
-  ο: "o",
-  α: "a",
-  ε: "e",
-  ι: "i",
-  ν: "v",
-  τ: "t",
-  κ: "k",
-  ρ: "p",
-  χ: "x",
-  ı: "i",
-};
-const DASHES = /[\p{Pd}\u2212\u2500\u2501\u23af\u2e3a\u2e3b]/u;
-const COMBINING = /\p{M}/gu;
-const foldCache = new Map<string, string>();
-
-/** One code point of the matching view: NFKD, no combining marks, lower case, look-alikes folded. */
-function fold(char: string): string {
-  const code = char.charCodeAt(0);
-  // Backslashes vanish from the view: Markdown escaping (`\<start\_of\_turn>`, `\[INST]`)
-  // changes nothing about how a token reads.
-  if (code === 0x5c) return "";
-  if (code < 0x80) return code >= 65 && code <= 90 ? String.fromCharCode(code + 32) : char;
-  let folded = foldCache.get(char);
-  if (folded === undefined) {
-    folded = char.normalize("NFKD").replace(COMBINING, "").toLowerCase();
-    folded = Array.from(folded, (c) => CONFUSABLES[c] ?? (DASHES.test(c) ? "-" : c)).join("");
-    if (foldCache.size < 4096) foldCache.set(char, folded);
-  }
-  return folded;
-}
-
-/** The folded view of `text`, with each view position's span in the original. */
-function foldedView(text: string): {
-  view: string;
-  start: (i: number) => number;
-  end: (i: number) => number;
-} {
-  // ASCII text without backslashes (most pages) folds to its lower case, position for position.
-  if (/^[\x00-\x5b\x5d-\x7f]*$/.test(text)) {
-    return { view: text.toLowerCase(), start: (i) => i, end: (i) => i + 1 };
-  }
-  // Most folds are one unit to one unit; expansions (ligatures, "㈱" → "(株)") grow the arrays.
-  let starts = new Int32Array(text.length + 16);
-  let ends = new Int32Array(text.length + 16);
-  const parts: string[] = [];
-  let length = 0;
-  const reserve = (extra: number) => {
-    if (length + extra <= starts.length) return;
-    const grow = (a: Int32Array) => {
-      const b = new Int32Array(a.length * 2 + extra);
-      b.set(a);
-      return b;
-    };
-    starts = grow(starts);
-    ends = grow(ends);
-  };
-  const special = /[^\x00-\x5b\x5d-\x7f]/g; // non-ASCII, or a backslash
-  for (let i = 0; i < text.length; ) {
-    special.lastIndex = i;
-    const next = special.exec(text)?.index ?? text.length;
-    if (next > i) {
-      // A plain ASCII run: lower case, position for position.
-      parts.push(text.slice(i, next).toLowerCase());
-      reserve(next - i);
-      for (let j = i; j < next; j++, length++) {
-        starts[length] = j;
-        ends[length] = j + 1;
-      }
-      i = next;
-      if (i >= text.length) break;
-    }
-    const code = text.charCodeAt(i);
-    const width = code >= 0xd800 && code <= 0xdbff && i + 1 < text.length ? 2 : 1;
-    const folded = fold(text.slice(i, i + width));
-    reserve(folded.length);
-    for (let k = 0; k < folded.length; k++, length++) {
-      starts[length] = i;
-      ends[length] = i + width;
-    }
-    parts.push(folded);
-    i += width;
-  }
-  return { view: parts.join(""), start: (i) => starts[i]!, end: (i) => ends[i]! };
-}
 
 function rewriteFraming(text: string): string {
   const { view, start, end } = foldedView(text);
