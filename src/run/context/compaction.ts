@@ -113,7 +113,8 @@ export function compactRequest(
   const state = stateOf(run);
   const { view } = state;
   view.sync();
-  request.tools = offered(state, request.tools, run);
+  const allTools = request.tools;
+  request.tools = offered(state, allTools, run);
   let fixed = fixedOf(state, request.system, request.tools);
   if (state.reported) {
     state.calibration.observe(
@@ -129,7 +130,7 @@ export function compactRequest(
   }
   const finish = () => {
     // The recall tool appears with the first elision (a change of view anyway).
-    const tools = offered(state, request.tools, run);
+    const tools = offered(state, allTools, run);
     if (tools !== request.tools) {
       request.tools = tools;
       fixed = fixedOf(state, request.system, tools);
