@@ -202,6 +202,15 @@ export async function executeTurn(
         }
         case "error":
           finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
+          // An untrusted tool's own error text (an MCP `isError` result, a server's error
+          // message) reaches the model just like its output does.
+          if (
+            tool.untrustedOutput &&
+            !run.tainted &&
+            (outcome.errorKind === "tool_error" || outcome.errorKind === "host_error")
+          ) {
+            markTainted(run, `${tool.name} error`, call);
+          }
           if (config.cancelSiblingsOnError) cancelSiblings(call);
           return;
         case "budget":

@@ -76,10 +76,18 @@ export interface McpServerOptions {
    */
   needsApproval?: boolean | readonly string[] | McpApprovalPredicate;
   /**
-   * Bound on connecting, listing and each call, in ms (default 60,000). A call's timer
-   * restarts at each progress notification: a long job that reports progress is alive.
+   * Bound in ms (default 60,000) on connecting and listing together — starting the process
+   * or reaching the URL, `initialize`, and every page of `tools/list`, reconnection attempts
+   * included — and, separately, on each call. A call's timer restarts at each progress
+   * notification: a long job that reports progress is alive.
    */
   timeoutMs?: number;
+  /**
+   * Largest message accepted from the server, in bytes (default 16 MiB). A larger result is
+   * dropped unread as it arrives and its call fails with a `host_error` saying so; the call
+   * is not sent again, and the connection stays up.
+   */
+  maxResultBytes?: number;
   include?: McpToolFilter;
   exclude?: McpToolFilter;
   /**
@@ -94,6 +102,7 @@ export interface McpServerOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
+export { DEFAULT_MAX_RESULT_BYTES } from "./oversize.js";
 
 const PREFIX_PATTERN = /^[a-zA-Z0-9_-]{1,40}$/;
 
@@ -125,6 +134,14 @@ export function checkConfig(config: McpServerConfig, options: McpServerOptions):
   if (options.prefix !== undefined && !PREFIX_PATTERN.test(options.prefix)) {
     throw new UserError(
       `mcpServer(): invalid prefix ${JSON.stringify(options.prefix)}: use 1-40 letters, digits, "_" or "-"`,
+    );
+  }
+  if (
+    options.maxResultBytes !== undefined &&
+    !(Number.isSafeInteger(options.maxResultBytes) && options.maxResultBytes >= 1024)
+  ) {
+    throw new UserError(
+      `mcpServer(): maxResultBytes must be a whole number of bytes, at least 1024, got ${options.maxResultBytes}`,
     );
   }
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {

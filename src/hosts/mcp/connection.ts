@@ -6,7 +6,13 @@ import { UserError } from "../../errors.js";
 import type { JSONSchema } from "../../model/types.js";
 import type { RunContext } from "../../run/context.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
-import { DEFAULT_TIMEOUT_MS, isStdioServer, type McpServerConfig, type McpServerOptions } from "./config.js";
+import {
+  DEFAULT_MAX_RESULT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  isStdioServer,
+  type McpServerConfig,
+  type McpServerOptions,
+} from "./config.js";
 import { type HttpTransport, httpTransport } from "./http-transport.js";
 import { ProcessTransport } from "./process-transport.js";
 import { loadSdk, loadStdio } from "./sdk.js";
@@ -84,12 +90,17 @@ export class Connection {
     return this.#session && !this.#session.dead ? this.#session : undefined;
   }
 
-  /** The live session, connecting (or reconnecting, with backoff) when there is none. */
-  async session(signal?: AbortSignal): Promise<Session> {
+  /**
+   * The live session, connecting (or reconnecting, with backoff) when there is none. All
+   * connection attempts together end by `deadline` (a `Date.now()` value; default
+   * `timeoutMs` from now), so a caller can share one budget between connecting and its own
+   * requests.
+   */
+  async session(signal?: AbortSignal, deadline = Date.now() + this.#timeoutMs): Promise<Session> {
     if (this.closed) throw new HostClosed(`MCP server ${this.label} is closed`);
     const current = this.current;
     if (current) return current;
-    this.#connecting ??= this.#connectWithBackoff().finally(() => {
+    this.#connecting ??= this.#connectWithBackoff(deadline).finally(() => {
       this.#connecting = undefined;
     });
     if (!signal) return await this.#connecting;
@@ -133,12 +144,18 @@ export class Connection {
     await session.client.close().catch(() => {});
   }
 
-  async #connectWithBackoff(): Promise<Session> {
+  async #connectWithBackoff(deadline: number): Promise<Session> {
     let lastError: unknown;
+    let attempts = 0;
     for (const delay of RECONNECT_DELAYS_MS) {
+      // No attempt starts that could not finish in time: the bound is the whole connection.
+      if (attempts > 0 && Date.now() + delay >= deadline) break;
       if (delay > 0) await sleep(delay, this.#closing.signal);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      attempts++;
       try {
-        const session = await this.#connectOnce();
+        const session = await this.#connectOnce(remaining);
         if (this.closed) {
           await this.#end(session);
           throw new HostClosed(`MCP server ${this.label} is closed`);
@@ -153,16 +170,19 @@ export class Connection {
     }
     const message = lastError instanceof Error ? lastError.message : String(lastError);
     throw new Error(
-      `could not connect to MCP server ${this.label} (${RECONNECT_DELAYS_MS.length} attempts): ${message}`,
+      `could not connect to MCP server ${this.label} (${attempts} attempt${attempts === 1 ? "" : "s"} within ${this.#timeoutMs} ms): ${message}`,
       { cause: lastError },
     );
   }
 
-  async #connectOnce(): Promise<Session> {
+  async #connectOnce(timeoutMs: number): Promise<Session> {
     const sdk = await loadSdk();
     const config = this.#config;
-    const child = isStdioServer(config) ? new ProcessTransport(config, await loadStdio()) : undefined;
-    const http = isStdioServer(config) ? undefined : await httpTransport(config);
+    const maxBytes = this.#options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+    const child = isStdioServer(config)
+      ? new ProcessTransport(config, await loadStdio(), maxBytes)
+      : undefined;
+    const http = isStdioServer(config) ? undefined : await httpTransport(config, maxBytes);
     const transport = child ?? http!;
     // Elicitation is always declared so that a server can ask; without a handler it is
     // declined, which a server must handle (see onElicitation).
@@ -181,8 +201,18 @@ export class Connection {
     client.onerror = (error) => {
       if (partial.session) this.#onTransportError(partial.session, error);
     };
+    // One budget for the whole handshake: starting the transport, `initialize`, and the
+    // `initialized` notification (an HTTP POST that a server could leave hanging).
+    const budget = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeoutMs)]);
     try {
-      await client.connect(transport, { timeout: this.#timeoutMs, signal: this.#closing.signal });
+      const connected = client.connect(transport, { timeout: timeoutMs, signal: budget });
+      const outcome = await raceAbort(connected, budget);
+      if (isAborted(outcome)) {
+        connected.catch(() => {});
+        throw this.#closing.signal.aborted
+          ? new HostClosed(`MCP server ${this.label} is closed`)
+          : new Error(`the server did not complete the MCP handshake within ${timeoutMs} ms`);
+      }
     } catch (error) {
       await client.close().catch(() => {});
       throw this.#connectFailure(error, child);
@@ -201,7 +231,7 @@ export class Connection {
   }
 
   #connectFailure(error: unknown, process: ProcessTransport | undefined): Error {
-    if (error instanceof UserError) return error;
+    if (error instanceof UserError || error instanceof HostClosed) return error;
     const message = error instanceof Error ? error.message : String(error);
     if (!process) return new Error(message, { cause: error });
     const exit = process.exitDescription ? `; the process ${process.exitDescription}` : "";

@@ -2,16 +2,39 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { raceAbort } from "../../abort.js";
 import { ToolError } from "../../errors.js";
 import type { RunContext } from "../../run/context.js";
+import { fence } from "../../tools/fence.js";
 import { ChangeFeed } from "../change-feed.js";
 import type { HostedTool, ToolHost, ToolHostChange } from "../tool-host.js";
 import { checkConfig, type McpServerConfig, type McpServerOptions } from "./config.js";
 import { Connection, type Session } from "./connection.js";
 import { NotDelivered } from "./delivery.js";
 import { buildListing, diffListings, type Listing } from "./listing.js";
+import { oversizeOf } from "./oversize.js";
+import { cleanPeerLine, cleanPeerText } from "./peer-text.js";
 import { toToolOutput } from "./results.js";
 
 /** How many pages of `tools/list` are read before giving up on a server that never stops. */
 const MAX_LIST_PAGES = 100;
+/**
+ * The least time between two listings a server's change notifications cause. The first
+ * change after a quiet spell is listed at once; a server that keeps announcing changes is
+ * listed at most this often, however many notifications it sends.
+ */
+const RELIST_GAP_MS = 500;
+/** How many calls refused for a too-large result are remembered, so a retry is refused too. */
+const MAX_REFUSED = 256;
+/** Longest server-written text (an error message, a stderr tail) quoted in a failure when not fenced. */
+const MAX_PEER_ERROR_CHARS = 2_000;
+
+/** A failure of the host, not the tool; `retryable: false` when sending the call again cannot help. */
+class McpHostFailure extends Error {
+  override name = "McpHostFailure";
+  readonly retryable: boolean;
+  constructor(message: string, options: { cause: unknown; retryable?: boolean }) {
+    super(message, { cause: options.cause });
+    this.retryable = options.retryable ?? true;
+  }
+}
 
 type CurrentListing = Listing & { session: Session; generation: number };
 
@@ -32,8 +55,11 @@ export class McpToolHost implements ToolHost {
   #listingInFlight: Promise<CurrentListing> | undefined;
   /** Bumped by every list_changed notification; a listing older than it is stale. */
   #generation = 0;
-  /** The listing a list_changed notification started, until it is done. */
-  #announced: Promise<unknown> | undefined;
+  /** Lists again after change notifications, coalescing them, until the listing is current. */
+  #announcing: Promise<void> | undefined;
+  readonly #closing = new AbortController();
+  /** Calls (by idempotency key) whose result was too large: a retry of one fails the same way, unsent. */
+  readonly #refused = new Map<string, Error>();
 
   constructor(config: McpServerConfig, options: McpServerOptions = {}) {
     checkConfig(config, options);
@@ -75,16 +101,28 @@ export class McpToolHost implements ToolHost {
       });
     }
     const { mcpName, hosted } = listed;
+    const key = ctx.idempotencyKey;
+    const refused = key === undefined ? undefined : this.#refused.get(key);
+    if (refused) throw refused;
+    const generation = this.#generation;
     const untrack = this.#connection.track(ctx);
     try {
-      const result = await this.#callWithReconnect(mcpName, hosted, args, ctx);
+      let result: CallToolResult;
+      try {
+        result = await this.#callWithReconnect(mcpName, hosted, args, ctx);
+      } catch (error) {
+        if (error instanceof McpHostFailure && !error.retryable && key !== undefined) {
+          if (this.#refused.size >= MAX_REFUSED) this.#refused.delete(this.#refused.keys().next().value!);
+          this.#refused.set(key, error);
+        }
+        throw error;
+      }
       // A tool that changes the tool list (the server announces it before answering) returns
-      // only once watchers have heard of the change, so the very next model request offers
-      // the new list.
-      if (this.#announced) await raceAbort(this.#announced, ctx.signal);
+      // only once the new list is known, so the very next model request offers it.
+      if (this.#generation !== generation) await raceAbort(this.#listedSince(this.#generation), ctx.signal);
       return toToolOutput(result, {
         fence: this.#options.fence === true,
-        source: `MCP server ${this.name}, tool ${mcpName}`,
+        source: `MCP server ${this.name}, tool ${cleanPeerLine(mcpName)}`,
       });
     } finally {
       untrack();
@@ -115,6 +153,7 @@ export class McpToolHost implements ToolHost {
    * HTTP session is deleted. Watchers end; later calls fail. Safe to call more than once.
    */
   async close(): Promise<void> {
+    this.#closing.abort();
     this.#changes.close();
     await this.#connection.close();
   }
@@ -146,6 +185,8 @@ export class McpToolHost implements ToolHost {
         )) as CallToolResult;
       } catch (error) {
         if (ctx.signal.aborted) throw error;
+        const oversize = oversizeOf(error);
+        if (oversize) throw this.#tooLarge(error, mcpName, oversize.bytes, oversize.limit);
         const notDelivered = error instanceof NotDelivered;
         // `dead` is set by the transport's close before pending calls are rejected.
         const lost = notDelivered || session.dead;
@@ -167,30 +208,50 @@ export class McpToolHost implements ToolHost {
     lost: boolean,
     notDelivered: boolean,
   ): Error {
-    const detail = error instanceof Error ? error.message : String(error);
+    const tool = cleanPeerLine(mcpName);
+    // Whatever an error says may come from the server (a JSON-RPC error's message, its
+    // stderr): it is peer text, fenced like a result when results are.
+    const detail = this.#peerText(error instanceof Error ? error.message : String(error));
     if (notDelivered) {
-      return new Error(`MCP server ${this.name} could not be reached for ${mcpName}: ${detail}`, {
+      return new McpHostFailure(`MCP server ${this.name} could not be reached for ${tool}: ${detail}`, {
         cause: error,
       });
     }
     if (lost) {
       const exit = session.process?.exitDescription;
-      return new Error(
-        `MCP server ${this.name} went away during the call to ${mcpName}${exit ? ` (its process ${exit})` : ""}; ` +
+      return new McpHostFailure(
+        `MCP server ${this.name} went away during the call to ${tool}${exit ? ` (its process ${exit})` : ""}; ` +
           "the call may or may not have taken effect. The next call reconnects.",
         { cause: error },
       );
     }
     const code = (error as { code?: unknown }).code;
     if (code === -32001) {
-      return new Error(
-        `MCP server ${this.name} did not answer the call to ${mcpName} within ${this.#connection.timeoutMs} ms`,
-        {
-          cause: error,
-        },
+      return new McpHostFailure(
+        `MCP server ${this.name} did not answer the call to ${tool} within ${this.#connection.timeoutMs} ms`,
+        { cause: error },
       );
     }
-    return new Error(`MCP server ${this.name} failed the call to ${mcpName}: ${detail}`, { cause: error });
+    return new McpHostFailure(`MCP server ${this.name} failed the call to ${tool}: ${detail}`, {
+      cause: error,
+    });
+  }
+
+  #tooLarge(error: unknown, mcpName: string, bytes: number, limit: number): Error {
+    return new McpHostFailure(
+      `MCP server ${this.name} answered the call to ${cleanPeerLine(mcpName)} with a result too large to accept ` +
+        `(more than ${limit} bytes; ${bytes} arrived before it was dropped). The call ran on the server and is ` +
+        "not sent again: ask for less (a smaller range, a page, a filter), or raise maxResultBytes.",
+      { cause: error, retryable: false },
+    );
+  }
+
+  /** Server-written text for a failure message: fenced when results are, else cleaned and bounded. */
+  #peerText(text: string): string {
+    if (this.#options.fence === true) {
+      return `\n${fence(text.slice(0, 4 * MAX_PEER_ERROR_CHARS), { source: `MCP server ${this.name}` })}`;
+    }
+    return cleanPeerText(text, MAX_PEER_ERROR_CHARS);
   }
 
   async #currentListing(signal?: AbortSignal): Promise<CurrentListing> {
@@ -222,13 +283,19 @@ export class McpToolHost implements ToolHost {
 
   async #listOnce(): Promise<CurrentListing> {
     const generation = this.#generation;
-    const session = await this.#connection.session();
+    // Connecting, initialising and every page share one budget.
+    const deadline = Date.now() + this.#connection.timeoutMs;
+    const session = await this.#connection.session(undefined, deadline);
     const tools = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const answer = await session.client.listTools(cursor ? { cursor } : undefined, {
-        timeout: this.#connection.timeoutMs,
-      });
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        throw new Error(
+          `MCP server ${this.name} did not finish listing its tools within ${this.#connection.timeoutMs} ms`,
+        );
+      }
+      const answer = await session.client.listTools(cursor ? { cursor } : undefined, { timeout: remaining });
       tools.push(...answer.tools);
       cursor = answer.nextCursor;
       if (!cursor) break;
@@ -244,15 +311,56 @@ export class McpToolHost implements ToolHost {
     return listing;
   }
 
+  /** A listing started after change `generation` was announced (two listings at most). */
+  async #listedSince(generation: number): Promise<void> {
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        if ((await this.#relist()).generation >= generation) return;
+      }
+    } catch {
+      // The server went away; the call's result stands, and the next listing reconnects.
+    }
+  }
+
+  /**
+   * A change notification marks the listing stale and starts one listing; notifications
+   * that arrive meanwhile are coalesced into at most one more, `RELIST_GAP_MS` later. A
+   * server flooding notifications costs one listing per gap, not one per notification.
+   */
   #toolsChanged(): void {
     this.#generation++;
-    // Listing now turns the bare "something changed" into added/removed/updated events.
-    const announced = this.#relist().catch(() => {
-      // The server went away; the next listing or call reconnects and lists again.
-    });
-    this.#announced = announced;
-    void announced.finally(() => {
-      if (this.#announced === announced) this.#announced = undefined;
+    if (this.#announcing || this.#closing.signal.aborted) return;
+    this.#announcing = this.#announce().finally(() => {
+      this.#announcing = undefined;
     });
   }
+
+  async #announce(): Promise<void> {
+    for (let first = true; this.#listing?.generation !== this.#generation; first = false) {
+      if (!first && !(await pause(RELIST_GAP_MS, this.#closing.signal))) return;
+      try {
+        // Listing turns the bare "something changed" into added/removed/updated events.
+        await this.#relist();
+      } catch {
+        // The server went away; the next listing or call reconnects and lists again.
+        return;
+      }
+    }
+  }
+}
+
+/** Waits `ms` without holding the process open; false when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      resolve(value);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    timer.unref?.();
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -5,6 +5,13 @@ import { compileJsonSchema } from "../../tool/ajv.js";
 import { FENCE_NOTE } from "../../tools/fence.js";
 import type { HostedTool, ToolHostChange } from "../tool-host.js";
 import { type McpServerOptions, matches } from "./config.js";
+import {
+  cleanPeerLine,
+  cleanPeerText,
+  cleanSchemaText,
+  MAX_DESCRIPTION_CHARS,
+  MAX_TITLE_CHARS,
+} from "./peer-text.js";
 import { modelFacingName, withHash } from "./tool-names.js";
 
 /** One offered tool: what the runner sees, and the server's own name to call it by. */
@@ -15,6 +22,10 @@ export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool> };
 
 /** Schemas already checked, by their JSON (relisting must not compile them again). */
 const checkedSchemas = new Map<string, string | null>();
+/** Bounds the cache above: a server that changes its schemas on every listing must not grow it for ever. */
+const MAX_CHECKED_SCHEMAS = 1_000;
+/** Largest input schema offered to a model (its JSON, in characters). */
+const MAX_SCHEMA_CHARS = 64 * 1024;
 
 /**
  * A server's `tools/list` answer → what the runner offers: filtered by `include`/`exclude`,
@@ -75,14 +86,18 @@ function toHostedTool(tool: McpTool, name: string, options: McpServerOptions, se
     untrustedOutput: options.untrustedOutput ?? true,
   };
   const label = tool.title ?? annotations.title;
-  if (label) hosted.label = label;
+  if (label) hosted.label = cleanPeerLine(label, MAX_TITLE_CHARS);
   const needsApproval = approvalFor(tool.name, options.needsApproval);
   if (needsApproval !== undefined) hosted.needsApproval = needsApproval;
   return hosted;
 }
 
+/**
+ * The server's description, cleaned and bounded: it is not fenced (it is the tool's own
+ * definition), so nothing in it may pass for framing or a chat-template token.
+ */
 function describe(tool: McpTool, options: McpServerOptions): string {
-  const text = tool.description ?? tool.title ?? "";
+  const text = cleanPeerText(tool.description ?? tool.title ?? "", MAX_DESCRIPTION_CHARS);
   return options.fence ? (text ? `${text}\n\n${FENCE_NOTE}` : FENCE_NOTE) : text;
 }
 
@@ -100,12 +115,26 @@ function approvalFor(
 }
 
 function parametersOf(tool: McpTool, server: string): JSONSchema {
-  // A deep copy: the listing must not share objects with the SDK's cached response.
-  const { $id: _id, ...schema } = JSON.parse(JSON.stringify(tool.inputSchema ?? {})) as JSONSchema;
+  const original = JSON.stringify(tool.inputSchema ?? {});
+  let schema: JSONSchema = {};
+  let problem: string | null | undefined =
+    original.length > MAX_SCHEMA_CHARS
+      ? `it is ${original.length} characters long, more than ${MAX_SCHEMA_CHARS}`
+      : undefined;
+  if (problem === undefined) {
+    try {
+      // A copy with its prose cleaned: the listing must not share objects with the SDK's
+      // cached response, and a model reads every description in it.
+      const { $id: _id, ...rest } = cleanSchemaText(JSON.parse(original)) as JSONSchema;
+      schema = rest;
+    } catch (error) {
+      problem = (error as Error).message;
+    }
+  }
   // ajv registers a schema under its `$id`, so the second listing of the same tool would
   // clash with the first: the id means nothing to a model, it is dropped.
   const json = JSON.stringify(schema);
-  let problem = checkedSchemas.get(json);
+  problem ??= checkedSchemas.get(json);
   if (problem === undefined) {
     try {
       if (schema.type !== undefined && schema.type !== "object") {
@@ -116,12 +145,15 @@ function parametersOf(tool: McpTool, server: string): JSONSchema {
     } catch (error) {
       problem = (error as Error).message;
     }
+    if (checkedSchemas.size >= MAX_CHECKED_SCHEMAS) checkedSchemas.clear();
     checkedSchemas.set(json, problem);
   }
   if (problem !== null) {
+    // For the developer, not the model: the exact name (escaped) is what `exclude` needs.
+    const name = JSON.stringify(tool.name.slice(0, 128));
     throw new UserError(
-      `MCP server ${server}: tool "${tool.name}" has an invalid input schema (${problem}); ` +
-        `leave it out with exclude: [${JSON.stringify(tool.name)}]`,
+      `MCP server ${server}: tool ${name} has an invalid input schema (${problem}); ` +
+        `leave it out with exclude: [${name}]`,
     );
   }
   return schema;

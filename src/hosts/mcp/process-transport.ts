@@ -5,6 +5,8 @@ import { UserError } from "../../errors.js";
 import { exited, reapOnExit, release, signalTree } from "./child-reaper.js";
 import type { McpStdioServer } from "./config.js";
 import { NotDelivered } from "./delivery.js";
+import { LineFraming } from "./line-framing.js";
+import { oversizeResponse, oversizeTarget } from "./oversize.js";
 import type { loadStdio } from "./sdk.js";
 
 type StdioSdk = Awaited<ReturnType<typeof loadStdio>>;
@@ -32,16 +34,23 @@ export class ProcessTransport implements Transport {
 
   readonly #params: McpStdioServer;
   readonly #sdk: StdioSdk;
-  readonly #buffer: InstanceType<StdioSdk["ReadBuffer"]>;
+  readonly #framing: LineFraming;
   readonly #awaiting = new Set<string | number>();
   #child: ChildProcess | undefined;
   #stderrTail = "";
   #exit: string | undefined;
 
-  constructor(params: McpStdioServer, sdk: StdioSdk) {
+  constructor(params: McpStdioServer, sdk: StdioSdk, maxMessageBytes: number) {
     this.#params = params;
     this.#sdk = sdk;
-    this.#buffer = new sdk.ReadBuffer();
+    this.#framing = new LineFraming(maxMessageBytes, {
+      line: (text) => this.#line(text),
+      oversize: (head, tail, bytes) => {
+        const id = oversizeTarget(head, tail, this.#awaiting);
+        if (id !== undefined) this.#deliver(oversizeResponse(id, bytes, maxMessageBytes));
+        else this.onerror?.(new Error(`dropped a message of ${bytes} bytes, more than ${maxMessageBytes}`));
+      },
+    });
   }
 
   /** The server process id while it runs. */
@@ -99,13 +108,13 @@ export class ProcessTransport implements Transport {
         release(child);
         if (this.#child === child) this.#child = undefined;
         this.#awaiting.clear();
-        this.#buffer.clear();
+        this.#framing.clear();
         this.onclose?.();
       });
       for (const stream of [child.stdin, child.stdout, child.stderr]) {
         stream?.on("error", (error) => this.onerror?.(error));
       }
-      child.stdout?.on("data", (chunk: Buffer) => this.#read(chunk));
+      child.stdout?.on("data", (chunk: Buffer) => this.#framing.push(chunk));
       child.stderr?.on("data", (chunk: Buffer) => {
         this.#stderrTail = (this.#stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
       });
@@ -120,6 +129,10 @@ export class ProcessTransport implements Transport {
     if ("method" in message && "id" in message) {
       this.#awaiting.add(message.id);
       this.#hold();
+    } else if ("method" in message && message.method === "notifications/cancelled") {
+      // A request given up on (timeout, abort) is answered by nothing any more.
+      const id = (message.params as { requestId?: string | number } | undefined)?.requestId;
+      if (id !== undefined && this.#awaiting.delete(id)) this.#hold();
     }
     return new Promise((resolve, reject) => {
       stdin.write(this.#sdk.serializeMessage(message), (error) => {
@@ -145,35 +158,28 @@ export class ProcessTransport implements Transport {
     signalTree(child, "SIGKILL");
   }
 
-  #read(chunk: Buffer): void {
+  #line(text: string): void {
+    let message: JSONRPCMessage;
     try {
-      this.#buffer.append(chunk);
+      message = this.#sdk.deserializeMessage(text);
     } catch (error) {
-      // A message larger than the buffer limit: the stream cannot be resynchronised.
+      // A line that is not JSON-RPC (a server logging to stdout by mistake): skip it.
       this.onerror?.(error as Error);
-      void this.close();
       return;
     }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.#buffer.readMessage();
-      } catch (error) {
-        // A line that is not JSON-RPC (a server logging to stdout by mistake): skip it.
-        this.onerror?.(error as Error);
-        continue;
-      }
-      if (message === null) break;
-      if (
-        !("method" in message) &&
-        "id" in message &&
-        message.id !== undefined &&
-        this.#awaiting.delete(message.id)
-      ) {
-        this.#hold();
-      }
-      this.onmessage?.(message);
+    this.#deliver(message);
+  }
+
+  #deliver(message: JSONRPCMessage): void {
+    if (
+      !("method" in message) &&
+      "id" in message &&
+      message.id !== undefined &&
+      this.#awaiting.delete(message.id)
+    ) {
+      this.#hold();
     }
+    this.onmessage?.(message);
   }
 
   /** Keeps the event loop alive only while an answer is awaited (see the class comment). */
