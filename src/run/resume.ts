@@ -3,7 +3,7 @@ import type { Message } from "../model/types.js";
 import type { RunStore } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
-import { restoreView } from "./context/compaction.js";
+import { rememberView, restoreView } from "./context/compaction.js";
 import type { PriorTurn, RequestedCall } from "./executor.js";
 import { Handoff } from "./handoff.js";
 import { type AgentSetup, finishRun, prepareAgent, turns } from "./loop.js";
@@ -174,6 +174,7 @@ export async function loadSession(store: RunStore, sessionId: string): Promise<M
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
   for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
     const state = replay(await store.read(summary.runId));
+    rememberView(state.messages, state.compaction);
     if (state.messages.length) return state.messages;
   }
   return [];

@@ -351,3 +351,57 @@ describe("compaction", () => {
     );
   });
 });
+
+describe("a session's next run", () => {
+  it("starts from the view the last run ended with: no second summary, the prompt prefix unchanged", async () => {
+    const store = new MemoryStore();
+    let summaries = 0;
+    const summarize = new ScriptedModel(
+      Array.from({ length: 20 }, () => () => ({ text: `summary ${++summaries}` })),
+    );
+    let k = 0;
+    const model = new ScriptedModel(
+      Array.from({ length: 40 }, () => (req: ModelRequest): ScriptedTurn => {
+        const usage = usageOf(req);
+        // Each question gets 12 lookups, then an answer.
+        k++;
+        if (k % 13 !== 0)
+          return {
+            text: `thinking about ${k} `.repeat(50),
+            toolCalls: [{ name: "lookup", args: { n: k } }],
+            usage,
+          };
+        return { text: `answer after ${k} turns`, usage };
+      }),
+    );
+    const agent = new Agent({
+      name: "a",
+      model,
+      tools: [lookup],
+      compaction: { maxInputTokens: 4_000, keepRecentTurns: 2, summarize },
+    });
+    const first = await Runner.run(agent, "first question", { store, sessionId: "s1" });
+    expect(first.stopReason).toBe("completed");
+    expect(summaries).toBeGreaterThan(0);
+    const lastSeen = model.requests.at(-1)!.messages;
+    const summariesBefore = summaries;
+    const requestsBefore = model.requests.length;
+
+    const handle = Runner.stream(agent, "second question", { store, sessionId: "s1" });
+    const events = await collect(handle);
+    const second = await handle.result();
+    expect(second.stopReason).toBe("completed");
+    // The whole conversation is in the transcript…
+    expect(second.messages.slice(0, first.messages.length)).toEqual(first.messages);
+    // …and the model's first request of the new run extends what it saw last: same summary, same stubs.
+    const firstOfSecond = model.requests[requestsBefore]!.messages;
+    expect(isPrefix(lastSeen, firstOfSecond)).toBe(true);
+    expect(firstOfSecond.at(-1)).toEqual({ role: "user", content: "second question" });
+    const adopted = events.find((e) => e.type === "compaction")!;
+    expect(adopted.summary?.text).toBe(`summary ${summariesBefore}`);
+    // The new run's own log rebuilds its view.
+    expect(replay(await store.read(second.runId)).view?.slice(0, -1)).toEqual(
+      model.requests.at(-1)!.messages,
+    );
+  });
+});

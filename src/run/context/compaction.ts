@@ -1,5 +1,5 @@
 import { UserError } from "../../errors.js";
-import type { Model, ModelRequest, ToolSpec, Usage } from "../../model/types.js";
+import type { Message, Model, ModelRequest, ToolSpec, Usage } from "../../model/types.js";
 import type { ActiveRun } from "../active-run.js";
 import type { EventOf } from "../events.js";
 import { costOf } from "../pricing.js";
@@ -80,6 +80,44 @@ function stateOf(run: ActiveRun): RunContextState {
   return state;
 }
 
+/**
+ * Views of stored conversations, keyed by their last message: a run that continues one (a
+ * session, or `loadSession()` history passed as input) starts from the view its last run
+ * ended with instead of compacting afresh — no second summary, and the prompt prefix stays.
+ */
+const conversationViews = new WeakMap<Message, { length: number; logged: LoggedCompaction }>();
+
+/** Remembers the view a stored conversation ended with (`loadSession` calls this). */
+export function rememberView(messages: readonly Message[], logged: LoggedCompaction | undefined): void {
+  const last = messages[messages.length - 1];
+  if (last && logged) conversationViews.set(last, { length: messages.length, logged });
+}
+
+/** A fresh run whose transcript begins with a remembered conversation takes over its view, as its own compaction event. */
+function adoptConversationView(
+  run: ActiveRun,
+  state: RunContextState,
+  config: Compaction,
+  request: ModelRequest,
+): void {
+  const transcript = run.transcript;
+  for (let index = transcript.length - 1; index >= 0; index--) {
+    const known = conversationViews.get(transcript[index]!);
+    if (!known || known.length !== index + 1) continue;
+    const { view } = state;
+    const fixed = fixedChars(request.system, request.tools);
+    const before = state.calibration.tokens(fixed + view.chars);
+    for (const change of known.logged.changes) view.apply(change);
+    if (known.logged.lastRequest) state.reported = known.logged.lastRequest;
+    if (!view.compacted) return;
+    // This run's own log must rebuild its view: one event that says where the conversation stood.
+    const summary = view.summary === undefined ? undefined : { text: view.summary, messages: view.cut };
+    const after = state.calibration.tokens(fixed + view.chars);
+    emitCompaction(run, view.elided(), summary, before, after, config.maxInputTokens);
+    return;
+  }
+}
+
 /** What a log says about a run's view: its compaction changes and the provider's last count. */
 export type LoggedCompaction = {
   changes: CompactionChange[];
@@ -110,9 +148,11 @@ export function compactRequest(
   config: Compaction,
   request: ModelRequest & { tools: ToolSpec[] },
 ): Promise<void> | undefined {
+  const fresh = !states.has(run);
   const state = stateOf(run);
   const { view } = state;
   view.sync();
+  if (fresh) adoptConversationView(run, state, config, request);
   const allTools = request.tools;
   request.tools = offered(state, allTools, run);
   let fixed = fixedOf(state, request.system, request.tools);

@@ -83,6 +83,17 @@ export class ContextView {
     return this.#summary;
   }
 
+  /** The results shown as stubs (not those inside the summary), in transcript order. */
+  elided(): ElidedResult[] {
+    const elided: ElidedResult[] = [];
+    for (const [callId, index] of this.#hidden) {
+      const message = this.#transcript[index];
+      if (index < this.#cut || message?.role !== "tool") continue;
+      elided.push({ callId, name: message.name, index, chars: contentChars(message.content) });
+    }
+    return elided.sort((a, b) => a.index - b.index);
+  }
+
   /** The transcript index of a result the model sees only as a stub or through the summary. */
   hiddenIndex(callId: string): number | undefined {
     return this.#hidden.get(callId);
