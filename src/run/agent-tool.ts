@@ -1,4 +1,5 @@
 import { BudgetExceeded, ToolError, UserError } from "../errors.js";
+import { asError } from "../thrown.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { toJsonText } from "../tool/render.js";
 import { type Tool, tool } from "../tool/tool.js";
@@ -66,7 +67,7 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
       try {
         result = await runLoop(child, input);
       } catch (error) {
-        const failure = error instanceof Error ? error : new Error(String(error));
+        const failure = asError(error);
         child.emit({ type: "run_failed", name: failure.name, message: failure.message, kind: "internal" });
         throw error;
       } finally {

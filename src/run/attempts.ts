@@ -7,6 +7,7 @@ import {
   type ToolErrorKind,
 } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
+import { isInstance } from "../thrown.js";
 import type { Tool } from "../tool/tool.js";
 import type { RetryBackoff } from "../tool/types.js";
 import { runInWorker } from "../tool/worker.js";
@@ -14,6 +15,7 @@ import type { ActiveRun } from "./active-run.js";
 import { CallContext } from "./call-context.js";
 import { enterRunContext, leaveRunContext, type RunContext } from "./context.js";
 import { toolSemaphore } from "./semaphore.js";
+import type { RunTracing } from "./tracing/run-tracing.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";
 
@@ -129,7 +131,7 @@ async function runOneAttempt(
     // The permit is held until the work really ends, even if the run stops waiting for it.
     const permit = release;
     release = undefined;
-    const value = await attemptOnce(tool, args, ctx, settings, permit);
+    const value = await attemptOnce(tool, args, ctx, settings, permit, run.tracing);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
@@ -152,6 +154,7 @@ function attemptOnce(
   ctx: CallContext,
   settings: AttemptSettings,
   permit: (() => void) | undefined,
+  tracing: RunTracing | undefined,
 ): Promise<unknown> {
   const { stopper } = settings;
   return new Promise<unknown>((resolve, reject) => {
@@ -183,7 +186,13 @@ function attemptOnce(
     };
     let work: Promise<unknown>;
     try {
-      work = enterRunContext(ctx, () => invoke(tool, args, args, ctx, 0));
+      // Traced: the call's execute_tool span is the active span inside the tool.
+      work = enterRunContext(
+        ctx,
+        tracing
+          ? () => tracing.inCall(ctx.toolCallId, () => invoke(tool, args, args, ctx, 0))
+          : () => invoke(tool, args, args, ctx, 0),
+      );
     } catch (error) {
       ended();
       return reject(error);
@@ -244,17 +253,27 @@ async function revalidateAndExecute(tool: Tool, args: unknown, ctx: RunContext):
 }
 
 function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {
-  if (error instanceof RunCancelled) {
+  try {
+    return classifyKnown(run, error, callSignal);
+  } catch {
+    // A hostile thrown value (a Proxy whose traps throw) defeated even the checks above: it is
+    // still the tool's failure, described as well as it can be.
+    return { kind: "error", errorKind: "tool_error", message: messageOf(error), retryable: true };
+  }
+}
+
+function classifyKnown(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {
+  if (isInstance(error, RunCancelled)) {
     run.controller.abort(error);
     return { kind: "cancelled" };
   }
   if (callSignal.aborted) return { kind: "cancelled" };
-  if (error instanceof BudgetExceeded) {
+  if (isInstance(error, BudgetExceeded)) {
     if (run.owns(error)) return { kind: "budget", error };
     // A child run's own budget: a recoverable failure of the delegation.
     return { kind: "error", errorKind: "budget", message: error.message, retryable: false };
   }
-  if (error instanceof InvalidToolArguments) {
+  if (isInstance(error, InvalidToolArguments)) {
     return {
       kind: "error",
       errorKind: "invalid_arguments",
@@ -263,7 +282,7 @@ function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneA
       retryable: false,
     };
   }
-  if (error instanceof AttemptTimeout) {
+  if (isInstance(error, AttemptTimeout)) {
     return {
       kind: "error",
       errorKind: "timeout",
@@ -272,9 +291,9 @@ function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneA
       retryable: true,
     };
   }
-  if (error instanceof HostCallError)
+  if (isInstance(error, HostCallError))
     return { kind: "error", errorKind: "host_error", message: error.message, retryable: true };
-  const hint = error instanceof ToolError ? error.hint : undefined;
+  const hint = isInstance(error, ToolError) ? readHint(error) : undefined;
   return {
     kind: "error",
     errorKind: "tool_error",
@@ -282,4 +301,12 @@ function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneA
     ...(hint !== undefined && { hint }),
     retryable: true,
   };
+}
+
+function readHint(error: ToolError): string | undefined {
+  try {
+    return typeof error.hint === "string" ? error.hint : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,14 +1,17 @@
 import { ProviderError, UserError } from "../errors.js";
+import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
+import { asError } from "../thrown.js";
 import { ActiveRun, type RunOptions } from "./active-run.js";
 import type { Agent } from "./agent.js";
 import { EventQueue } from "./event-queue.js";
-import { leaseOwner } from "./event-writer.js";
+import { type LeaseWait, leaseOwner } from "./event-writer.js";
 import type { RunEvent } from "./events.js";
 import { RunHandle } from "./handle.js";
 import { inputMessages, type RunInput, runLoop } from "./loop.js";
 import type { RunResult } from "./result.js";
-import { loadRun, loadSession, resumeLoop, storedResult } from "./resume.js";
+import { type AgentsByName, recoverableRuns } from "./recover.js";
+import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./resume.js";
 import { assertRunInput } from "./run-input.js";
 
 /**
@@ -48,25 +51,61 @@ export const Runner = {
   },
 
   /**
-   * Continues a stored run — after a crash, a restart, or an approval decided with
-   * `Runner.decide` — from its event log. The handle emits only new events (seq continues). A
-   * run that had already finished resolves with its stored result and emits nothing.
+   * Continues a stored run — after a crash, a restart, a store outage, or an approval decided
+   * with `Runner.decide` — from its event log. The handle emits only new events (seq
+   * continues). A run that had already finished resolves with its stored result and emits
+   * nothing. A run whose process died on this machine is taken over at once; while another
+   * live process drives it, the handle rejects with `LeaseConflict`, or first waits up to
+   * `waitForLeaseMs` for that process to finish or die.
    *
    * @example
-   * const handle = Runner.resume(agent, runId, { store });
+   * const handle = Runner.resume(agent, runId, { store, waitForLeaseMs: 30_000 });
    * const result = await handle.result();
    */
   resume<Deps, Output>(
     agent: Agent<Deps, Output>,
     runId: string,
-    options: RunOptions<Deps> & { store: RunStore },
+    options: ResumeOptions<Deps>,
   ): RunHandle<Output> {
     if (!options.store) throw new UserError("Runner.resume needs the run's { store }");
-    return start(agent, { ...options, runId }, true, async (run) => {
-      const state = await loadRun(options.store, runId);
-      if (state.status !== "running") return { finished: storedResult(state, agent) };
-      return resumeLoop(run, state);
-    });
+    const { waitForLeaseMs, ...runOptions } = options;
+    if (waitForLeaseMs !== undefined && !(Number.isFinite(waitForLeaseMs) && waitForLeaseMs >= 0)) {
+      throw new UserError(`Runner.resume: waitForLeaseMs must be a number of ms of at least 0 (got ${String(waitForLeaseMs)})`);
+    }
+    const lease: LeaseWait = { waitMs: waitForLeaseMs ?? 0 };
+    return start(
+      agent,
+      { ...runOptions, runId },
+      true,
+      async (run) => {
+        const state = await loadRun(options.store, runId);
+        if (state.status !== "running" && !resumesAfterFailure(state)) return { finished: storedResult(state, agent) };
+        return resumeLoop(run, state);
+      },
+      lease,
+    );
+  },
+
+  /**
+   * For a supervisor restarting a process: resumes every stored run that is unfinished and not
+   * being driven — its process died (on this machine, or its lease expired), or its store
+   * failed for a while — plus parked runs whose every pending approval has been decided.
+   * Runs of agents missing from `agents` and child runs (driven by their parent) are left
+   * alone. Returns the handles of the runs it resumed; a run another process takes first
+   * rejects with `LeaseConflict`.
+   *
+   * @example
+   * const handles = await Runner.recover(store, { billing, support });
+   * await Promise.allSettled(handles.map((h) => h.result()));
+   */
+  async recover(
+    store: RunStore,
+    agents: AgentsByName,
+    options: Omit<ResumeOptions<any>, "store"> = {},
+  ): Promise<RunHandle<any>[]> {
+    if (!store) throw new UserError("Runner.recover needs a store");
+    const found = await recoverableRuns(store, agents);
+    return found.map(({ runId, agent }) => Runner.resume(agent, runId, { ...options, store }));
   },
 
   /**
@@ -116,6 +155,19 @@ export const Runner = {
   },
 };
 
+/** What `Runner.resume` accepts: run options with the run's store, and how long to wait for its lease. */
+export type ResumeOptions<Deps = unknown> = RunOptions<Deps> & {
+  store: RunStore;
+  /** How long to wait while another live process holds the run's lease. Default 0: `LeaseConflict` at once. */
+  waitForLeaseMs?: number;
+};
+
+/**
+ * How long a stopped (cancelled or failed) stored run may take to store its last events before
+ * its handle settles anyway: a store that stopped answering must not keep `result()` pending.
+ */
+export const STORE_GRACE_MS = 2_000;
+
 type Body = (run: ActiveRun) => Promise<RunResult<any> | { finished: RunResult<any> }>;
 
 /** A fresh run: with a store and a known session, its conversation continues from the store. */
@@ -133,6 +185,7 @@ function start<Deps, Output>(
   options: RunOptions<Deps>,
   hasChannel: boolean,
   body: Body,
+  lease: LeaseWait = {},
 ): RunHandle<Output> {
   const queue = new EventQueue();
   // Runner.run() has no reader: its events go to the store (if any), never to a buffer.
@@ -140,34 +193,67 @@ function start<Deps, Output>(
   const run = new ActiveRun(agent, options, queue);
   run.hasChannel = hasChannel;
   const result = new Promise<RunResult<Output>>((resolve, reject) => {
+    let settled = false;
+    let grace: NodeJS.Timeout | undefined;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(grace);
+      outcome();
+    };
+    const fail = (failure: Error) =>
+      settle(() => {
+        queue.end(failure, true);
+        reject(failure);
+      });
+    if (run.store) {
+      // Once the run stops, its last events get STORE_GRACE_MS to be stored; a store that does
+      // not answer by then no longer holds the handle (the run goes on settling behind it).
+      const onStop = () => {
+        grace = setTimeout(() => fail(storeStalled(run)), STORE_GRACE_MS);
+        grace.unref?.();
+      };
+      if (run.signal.aborted) onStop();
+      else run.signal.addEventListener("abort", onStop, { once: true });
+    }
     setImmediate(() => {
-      drive(run, body).then(
-        (value) => {
-          queue.end();
-          resolve(value as RunResult<Output>);
-        },
-        (failure: Error) => {
-          queue.end(failure, true);
-          reject(failure);
-        },
+      drive(run, body, { ...lease, signal: run.signal }).then(
+        (value) =>
+          settle(() => {
+            queue.end();
+            resolve(value as RunResult<Output>);
+          }),
+        fail,
       );
     });
   });
   return new RunHandle<Output>(run, queue, result);
 }
 
+/** The error a stopped run's handle settles with when its store did not take its last events in time. */
+function storeStalled(run: ActiveRun): Error {
+  const reason = run.signal.reason;
+  if (reason instanceof StoreError) return reason;
+  const why = reason instanceof Error ? reason.message : "it was stopped";
+  return new StoreError(
+    `run ${run.runId} stopped (${why}), but its store did not confirm the last events within ${STORE_GRACE_MS} ms; ` +
+      "the stored log ends where the store stopped answering, and the run stays unfinished there until resumed",
+    { runId: run.runId, retryable: true },
+  );
+}
+
 /** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
-async function drive(run: ActiveRun, body: Body): Promise<RunResult<any>> {
+async function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
   let leased = false;
   try {
     if (run.store) {
-      await run.writer.acquire(run.runId);
+      await run.writer.acquire(run.runId, lease);
       leased = true;
     }
     const outcome = await body(run);
     return "finished" in outcome ? outcome.finished : outcome;
   } catch (error) {
-    const failure = error instanceof Error ? error : new Error(String(error));
+    const failure = asError(error);
     run.emit({
       type: "run_failed",
       name: failure.name,
@@ -184,7 +270,8 @@ function failureKind(error: Error): string {
   if (error instanceof UserError) return "user_error";
   if (error instanceof ProviderError) return "provider_error";
   if (error instanceof LeaseConflict) return "lease_conflict";
-  if (error instanceof StoreError) return "store_error";
+  // The store failed, not the run: it stays resumable once the store works again.
+  if (error instanceof StoreError) return error.retryable ? STORE_UNAVAILABLE : "store_error";
   if (error.name === "OutputValidationError") return "output_invalid";
   return "internal";
 }

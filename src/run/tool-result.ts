@@ -1,5 +1,6 @@
 import type { ToolErrorKind } from "../errors.js";
 import type { ContentBlock, ToolCall, ToolMessage } from "../model/types.js";
+import { thrownMessage } from "../thrown.js";
 import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../tool/render.js";
 import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
@@ -122,12 +123,7 @@ function capContent(
   };
 }
 
+/** What a thrown value says, never throwing (see `thrownMessage`). */
 export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error) ?? String(error);
-  } catch {
-    return String(error);
-  }
+  return thrownMessage(error);
 }
