@@ -37,6 +37,12 @@ export type ToolMessage = {
   content: string | ContentBlock[];
   isError: boolean;
   details?: unknown;
+  /**
+   * Provenance: the content is third-party text (a web page, an MCP server's output or error).
+   * A run that starts from a transcript holding such a message starts tainted, so continuing a
+   * conversation keeps the care it needed. Providers never send this field.
+   */
+  untrusted?: boolean;
 };
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 

@@ -10,6 +10,7 @@ import { type AttemptSettings, type AttemptsOutcome, runAttempts } from "./attem
 import type { EventOf } from "./events.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
 import { recallNote, resultArtifactKey } from "./recall.js";
+import type { ToolCallRecord } from "./result.js";
 import {
   type CallResult,
   DEFAULT_MAX_IMAGE_BYTES,
@@ -94,6 +95,9 @@ export async function executeTurn(
     if (results[index] || (run.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
+    if (!synthesised && carriesPeerText(record) && toolset.get(record.call.name)?.untrustedOutput) {
+      result.message.untrusted = true;
+    }
     const event: EventOf<"tool_call_completed"> = {
       type: "tool_call_completed",
       call: record.call,
@@ -391,6 +395,11 @@ export function markTainted(run: ActiveRun, source: string, call?: ToolCall): vo
     r.tainted = source;
     r.emit({ type: "run_tainted", source, ...(call && { call }) });
   }
+}
+
+/** A success, or a failure whose text came from the tool (its error, its host's error). */
+function carriesPeerText(record: ToolCallRecord): boolean {
+  return record.ok || record.error?.kind === "tool_error" || record.error?.kind === "host_error";
 }
 
 function handoffRefused(call: ToolCall): string {

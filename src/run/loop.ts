@@ -20,7 +20,13 @@ import {
   resolveCompaction,
 } from "./context/compaction.js";
 import type { EventOf, StopReason } from "./events.js";
-import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
+import {
+  executeTurn,
+  markTainted,
+  type PriorTurn,
+  type RequestedCall,
+  type TurnExecution,
+} from "./executor.js";
 import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
@@ -82,6 +88,15 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   run.transcript.push(...messages);
   return turns(run, await prepareAgent(run, run.agent));
 }
+  // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
+  // before destructive calls in every run that continues it (sessions, `result.messages`).
+  const inherited = messages.find((m) => m.role === "tool" && m.untrusted);
+  if (inherited && !run.tainted) {
+    markTainted(
+      run,
+      `earlier untrusted output in the conversation (${(inherited as { name: string }).name})`,
+    );
+  }
 
 /** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
 export type UnfinishedTurn = { text: string; requested: RequestedCall[]; prior: PriorTurn };
