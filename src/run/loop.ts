@@ -86,8 +86,6 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
     ...(run.parent && { parentCallId: run.parent.callId }),
   });
   run.transcript.push(...messages);
-  return turns(run, await prepareAgent(run, run.agent));
-}
   // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
   // before destructive calls in every run that continues it (sessions, `result.messages`).
   const inherited = messages.find((m) => m.role === "tool" && m.untrusted);
@@ -97,6 +95,8 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
       `earlier untrusted output in the conversation (${(inherited as { name: string }).name})`,
     );
   }
+  return turns(run, await prepareAgent(run, run.agent));
+}
 
 /** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
 export type UnfinishedTurn = { text: string; requested: RequestedCall[]; prior: PriorTurn };
