@@ -11,6 +11,8 @@ import type { EventQueue } from "./event-queue.js";
 import { EventWriter } from "./event-writer.js";
 import type { EventBase, EventBody, RunEvent } from "./events.js";
 import { addUsage, emptyUsage, type ToolCallRecord } from "./result.js";
+import { openTracing, type RunTracing } from "./tracing/run-tracing.js";
+import type { TracerLike } from "./tracing/types.js";
 
 /** What `Runner.run()` and `Runner.stream()` accept besides the agent and input. */
 export interface RunOptions<Deps = unknown> {
@@ -34,6 +36,14 @@ export interface RunOptions<Deps = unknown> {
   store?: RunStore;
   /** How long this process's claim on the run lasts without renewal. Default 30,000. */
   leaseTtlMs?: number;
+  /**
+   * An OpenTelemetry `Tracer` (needs `@opentelemetry/api`): the run emits GenAI spans
+   * (`invoke_agent`, `chat`, `execute_tool`). Default: the one `instrument()` from
+   * "quiver-agents/otel" set, if any; `false` turns tracing off for this run.
+   */
+  tracer?: TracerLike | false;
+  /** Record prompts, answers, tool arguments and results on spans. Default false (they may hold personal data). */
+  captureContent?: boolean;
 }
 
 export const DEFAULT_MAX_TURNS = 50;
@@ -85,6 +95,8 @@ export class ActiveRun {
   readonly #queue: EventQueue;
   /** Stores events (when there is a store) before the reader sees them. Shared with child runs. */
   readonly writer: EventWriter;
+  /** This run's spans; `undefined` when it is not traced (then no event does any tracing work). */
+  readonly tracing: RunTracing | undefined;
 
   constructor(agent: Agent<any, any>, options: RunOptions<any>, queue: EventQueue, parent?: ParentLink) {
     this.runId = options.runId ?? `run_${randomUUID()}`;
@@ -117,6 +129,7 @@ export class ActiveRun {
       );
       this.#deadline.unref?.();
     }
+    this.tracing = openTracing(this);
   }
 
   get signal(): AbortSignal {
@@ -185,6 +198,7 @@ export class ActiveRun {
       event.path = this.path;
       event.parentRunId = this.parent.run.runId;
     }
+    this.tracing?.observe(event);
     this.writer.write(event);
     return event;
   }

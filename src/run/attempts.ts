@@ -15,9 +15,9 @@ import type { ActiveRun } from "./active-run.js";
 import { CallContext } from "./call-context.js";
 import { enterRunContext, leaveRunContext, type RunContext } from "./context.js";
 import { toolSemaphore } from "./semaphore.js";
-import type { RunTracing } from "./tracing/run-tracing.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";
+import type { RunTracing } from "./tracing/run-tracing.js";
 
 /** How the attempts of one call ended. */
 export type AttemptsOutcome =

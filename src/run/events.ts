@@ -1,4 +1,4 @@
-import type { ContentBlock, Message, ToolCall, Usage } from "../model/types.js";
+import type { ContentBlock, FinishReason, Message, ToolCall, Usage } from "../model/types.js";
 
 /** Why a run stopped without failing. */
 export type StopReason =
@@ -26,14 +26,24 @@ export type EventBase = {
 export type CallError = { kind: string; message: string };
 
 type Body =
-  | { type: "run_started"; input: Message[]; sessionId?: string; userId?: string; parentCallId?: string }
-  | { type: "turn_started"; turn: number }
+  /** `traceparent`: the run's `invoke_agent` span (W3C trace context) when the run is traced. */
+  | {
+      type: "run_started";
+      input: Message[];
+      sessionId?: string;
+      userId?: string;
+      parentCallId?: string;
+      traceparent?: string;
+    }
+  /** `model`: the name of the model asked this turn. */
+  | { type: "turn_started"; turn: number; model?: string }
   | { type: "text_delta"; delta: string }
   | { type: "reasoning_delta"; delta: string }
   | { type: "message"; message: Message }
   /** `repairs`: what the provider fixed in malformed argument JSON before it could be parsed. */
   | { type: "tool_call_requested"; call: ToolCall; index: number; repairs?: string[] }
-  | { type: "tool_call_input_delta"; index: number; callId?: string; name?: string; delta: string }
+  /** `callId`: the call's run-unique id, claimed at its first delta (the id its later events carry). */
+  | { type: "tool_call_input_delta"; index: number; callId: string; name?: string; delta: string }
   | {
       type: "approval_required";
       call: ToolCall;
@@ -94,12 +104,13 @@ type Body =
       tokensAfter: number;
       maxInputTokens: number;
     }
-  | { type: "turn_completed"; turn: number }
+  /** `finish` and `usage` (the turn's own tokens) when the model's answer completed. */
+  | { type: "turn_completed"; turn: number; finish?: FinishReason; usage?: Partial<Usage> }
   | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }
   /** A stored run released from memory while calls wait for approval; `Runner.resume` continues it. */
   | { type: "run_parked"; pending: ToolCall[] }
   /** A stored run picked up again (after a crash, a restart, or a decision). */
-  | { type: "run_resumed"; fromSeq: number }
+  | { type: "run_resumed"; fromSeq: number; traceparent?: string }
   | { type: "run_failed"; name: string; message: string; kind: string };
 
 type WithBase<B> = B extends unknown ? EventBase & B : never;

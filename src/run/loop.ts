@@ -2,12 +2,14 @@ import { BudgetExceeded, UserError } from "../errors.js";
 import type {
   AssistantMessage,
   ContentBlock,
+  FinishReason,
   Message,
   Model,
   ModelRequest,
   ModelSettings,
   ToolCall,
   ToolSpec,
+  Usage,
 } from "../model/types.js";
 import { StoreError } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
@@ -188,7 +190,7 @@ export async function turns(
     if (turn.text) run.lastText = turn.text;
 
     if (requested.length === 0) {
-      run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+      completeTurn(run, state);
       if (setup.contract) {
         const checked = await setup.contract.check(turn.text);
         if (!checked.ok) {
@@ -238,7 +240,31 @@ export async function turns(
   }
 }
 
-type LoopState = { setup: AgentSetup; corrected: boolean };
+type LoopState = {
+  setup: AgentSetup;
+  corrected: boolean;
+  /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
+  ended?: { finish: FinishReason; usage?: Partial<Usage> };
+};
+
+/** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */
+function completeTurn(run: ActiveRun, state?: LoopState): void {
+  const event: EventOf<"turn_completed"> = {
+    type: "turn_completed",
+    turn: run.turn,
+    runId: "",
+    seq: 0,
+    at: 0,
+    agent: "",
+  };
+  const ended = state?.ended;
+  if (ended) {
+    state.ended = undefined;
+    event.finish = ended.finish;
+    if (ended.usage) event.usage = ended.usage;
+  }
+  run.emit(event);
+}
 
 /**
  * Runs a turn's calls and closes the turn: tool messages in request order, then whatever the
@@ -265,7 +291,7 @@ async function runCalls(
     run.records.push(result.record);
     if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
   }
-  run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+  completeTurn(run, state);
 
   if (execution?.stop) {
     return execution.stop.reason === "budget"
@@ -344,7 +370,7 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
   groups.push({ from: "the agent's handoffs", tools: handoffTools(agent) });
   // Recall reads what the store kept of truncated results and what compaction elided.
   if (run.store || compaction)
-    groups.push({ from: "the run (recall_tool_result)", tools: recallTool(run.store) });
+    groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.store) });
   const toolset = new Toolset(groups, run.signal);
   run.onClose(() => toolset.close());
   await toolset.refresh();

@@ -4,7 +4,14 @@ import type { ActiveRun } from "./active-run.js";
 import type { EventOf } from "./events.js";
 
 /** A requested call as the model sent it, before the runner gives it a run-unique id. */
-export type RawCall = { providerId?: string; name: string; args: string; repairs?: string[] };
+export type RawCall = {
+  providerId?: string;
+  /** The run-unique id claimed when the call's first argument delta streamed. */
+  claimedId?: string;
+  name: string;
+  args: string;
+  repairs?: string[];
+};
 
 /** One model turn, assembled from its stream. */
 export type ModelTurn = {
@@ -16,7 +23,14 @@ export type ModelTurn = {
   providerData?: Record<string, unknown>;
 };
 
-type PartialCall = { id?: string; name?: string; args: string; complete: boolean; repairs?: string[] };
+type PartialCall = {
+  id?: string;
+  claimedId?: string;
+  name?: string;
+  args: string;
+  complete: boolean;
+  repairs?: string[];
+};
 
 /**
  * Streams one model turn, forwarding deltas as events, and assembles text, reasoning and
@@ -35,25 +49,32 @@ export function streamModelTurn(
   if (stopper.aborted) return Promise.resolve(undefined);
   const reading = { abandoned: false };
   run.modelStreaming = true;
+  const chat = run.tracing?.startChat(model, request);
   return new Promise<ModelTurn | undefined>((resolve, reject) => {
     const stop = () => {
       reading.abandoned = true;
       run.modelStreaming = false;
+      chat?.abandon();
       resolve(undefined);
     };
     stopper.watch(stop);
     // An abandoned reader settles late, maybe during a later turn: it must not touch the run.
-    readTurn(run, model, request, reading).then(
+    const read = chat
+      ? chat.within(() => readTurn(run, model, request, reading))
+      : readTurn(run, model, request, reading);
+    read.then(
       (turn) => {
         if (reading.abandoned) return;
         stopper.unwatch(stop);
         run.modelStreaming = false;
+        chat?.end(turn);
         resolve(turn);
       },
       (error) => {
         if (reading.abandoned) return;
         stopper.unwatch(stop);
         run.modelStreaming = false;
+        chat?.fail(error);
         reject(error);
       },
     );
@@ -101,16 +122,18 @@ async function readTurn(
           if (event.id) call.id = event.id;
           if (event.name) call.name = (call.name ?? "") + event.name;
           call.args += event.argsDelta;
+          // Claimed now, so a UI can key the streamed input by the id the call's later events carry.
+          call.claimedId ??= run.claimCallId(call.id);
           const delta: EventOf<"tool_call_input_delta"> = {
             type: "tool_call_input_delta",
             index: event.index,
+            callId: call.claimedId,
             delta: event.argsDelta,
             runId: "",
             seq: 0,
             at: 0,
             agent: "",
           };
-          if (call.id !== undefined) delta.callId = call.id;
           if (call.name !== undefined) delta.name = call.name;
           run.emit(delta);
           break;
@@ -118,6 +141,8 @@ async function readTurn(
         case "tool_call": {
           const index = event.index ?? nextFreeIndex(calls);
           const complete: PartialCall = { id: event.id, name: event.name, args: event.args, complete: true };
+          const claimedId = calls.get(index)?.claimedId;
+          if (claimedId !== undefined) complete.claimedId = claimedId;
           if (event.repairs?.length) complete.repairs = event.repairs;
           calls.set(index, complete);
           break;
@@ -159,6 +184,7 @@ async function readTurn(
     const call = calls.get(index)!;
     const raw: RawCall = { name: call.name ?? "", args: call.args };
     if (call.id !== undefined) raw.providerId = call.id;
+    if (call.claimedId !== undefined) raw.claimedId = call.claimedId;
     if (call.repairs) raw.repairs = call.repairs;
     turn.calls.push(raw);
   }
@@ -183,7 +209,7 @@ export function toToolCall(
   run: ActiveRun,
   raw: RawCall,
 ): { call: ToolCall; parseError?: string; repairs?: string[] } {
-  const id = run.claimCallId(raw.providerId);
+  const id = raw.claimedId ?? run.claimCallId(raw.providerId);
   const call: ToolCall = { id, name: raw.name, args: undefined };
   if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
   try {

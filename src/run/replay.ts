@@ -51,6 +51,8 @@ export type RunState = {
   lastSeq: number;
   /** When the run started (epoch ms). */
   startedAt?: number;
+  /** The W3C `traceparent` of the run's first span, when it was traced (a resumed run links to it). */
+  traceparent?: string;
   /** With context compaction: the changes of view the log recorded, and the provider's last input count. */
   compaction?: LoggedCompaction;
   /**
@@ -104,6 +106,7 @@ export function replay(events: Iterable<RunEvent>): RunState {
       case "run_started":
         state.messages.push(...event.input);
         state.startedAt = event.at;
+        if (event.traceparent !== undefined) state.traceparent = event.traceparent;
         break;
       case "turn_started":
         closeTurn();

@@ -14,6 +14,8 @@ export type HumanQuestion = {
   multiSelect: boolean;
   sessionId?: string;
   runId: string;
+  /** The id of the `ask_human` call that asked (its events carry the same id). */
+  callId?: string;
 };
 
 type Waiting = { question: HumanQuestion; resolve: (text: string) => void; reject: (error: Error) => void };
@@ -216,6 +218,7 @@ export function askHuman(
           multiSelect: choices.length > 0 && args.multi_select === true,
           ...(ctx.sessionId !== undefined && { sessionId: ctx.sessionId }),
           runId: ctx.runId,
+          callId: ctx.toolCallId,
         },
         ctx.signal,
       );

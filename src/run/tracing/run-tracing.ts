@@ -1,0 +1,380 @@
+/**
+ * OpenTelemetry GenAI spans for one run, derived from its events: `invoke_agent {agent}` for
+ * the run, `execute_tool {tool}` for each call (approvals and retries as span events), plus two
+ * hooks the loop calls directly: `startChat()` around a model turn (`chat {model}`) and
+ * `inCall()` around a tool's `execute`, so that spans the tool (or an HTTP client inside the
+ * provider) creates nest under ours when the app has a context manager. Every span is parented
+ * explicitly, so without a context manager they still form one trace.
+ *
+ * An untraced run has no `RunTracing` at all: the loop pays one `undefined` check per event.
+ */
+import type { Model, ModelRequest, ToolCall } from "../../model/types.js";
+import type { ActiveRun } from "../active-run.js";
+import type { RunEvent } from "../events.js";
+import type { ModelTurn } from "../model-turn.js";
+import {
+  argumentsJson,
+  finalOutputJson,
+  inputMessagesJson,
+  outputMessagesJson,
+  providerAndModel,
+  systemInstructionsJson,
+  toolDefinitionsJson,
+  usageAttributes,
+} from "./gen-ai.js";
+import { type OtelApi, otelApi, parseTraceparent, traceparentOf } from "./otel-api.js";
+import type { TraceAttributes, TracerLike, TraceSpan, TraceSpanContext, TraceSpanOptions } from "./types.js";
+
+/** What `instrument()` sets for every run that has no `tracer` of its own. */
+export type TracingDefaults = { tracer: TracerLike; captureContent: boolean };
+
+let defaults: TracingDefaults | undefined;
+
+/** Sets (or, with `undefined`, clears) the tracing every run gets by default. */
+export function setTracingDefaults(value: TracingDefaults | undefined): void {
+  defaults = value;
+}
+
+/** The tracing a run gets by default, if `instrument()` set one. */
+export function tracingDefaults(): TracingDefaults | undefined {
+  return defaults;
+}
+
+// Numeric values of @opentelemetry/api's enums (stable since 1.0): the core never imports it eagerly.
+const SPAN_KIND_INTERNAL = 0;
+const SPAN_KIND_CLIENT = 2;
+const STATUS_ERROR = 2;
+
+/**
+ * The tracing of a run: its own `tracer` option, else its parent run's, else `instrument()`'s.
+ * `tracer: false` turns it off for one run. Loads `@opentelemetry/api` (a `UserError` naming
+ * the install line when it is missing) only when a tracer applies.
+ */
+export function openTracing(run: ActiveRun): RunTracing | undefined {
+  const own = run.options.tracer;
+  if (own === false) return undefined;
+  const above = run.parent?.run.tracing;
+  const tracer = own ?? above?.tracer ?? defaults?.tracer;
+  if (!tracer) return undefined;
+  const captureContent =
+    run.options.captureContent ?? above?.captureContent ?? defaults?.captureContent ?? false;
+  const api = otelApi();
+  // A child run nests under the call that started it; a root run under whatever span is active
+  // where it was started (an HTTP request's, say).
+  const parentContext = above && run.parent ? above.callContext(run.parent.callId) : api.context.active();
+  return new RunTracing(run, api, tracer, captureContent, parentContext);
+}
+
+type CallSpan = { span: TraceSpan; context?: unknown };
+
+export class RunTracing {
+  readonly tracer: TracerLike;
+  readonly captureContent: boolean;
+  readonly #run: ActiveRun;
+  readonly #api: OtelApi;
+  readonly #parentContext: unknown;
+  #span: TraceSpan | undefined;
+  #context: unknown;
+  #link: TraceSpanContext | undefined;
+  readonly #calls = new Map<string, CallSpan>();
+  #chat: ChatTrace | undefined;
+
+  constructor(
+    run: ActiveRun,
+    api: OtelApi,
+    tracer: TracerLike,
+    captureContent: boolean,
+    parentContext: unknown,
+  ) {
+    this.#run = run;
+    this.#api = api;
+    this.tracer = tracer;
+    this.captureContent = captureContent;
+    this.#parentContext = parentContext;
+    this.#context = parentContext;
+  }
+
+  /** A resumed run's span links to the trace its `run_started` recorded. */
+  linkTo(traceparent: string | undefined): void {
+    this.#link = parseTraceparent(traceparent);
+  }
+
+  /** Sees every event the run emits, after its base is stamped and before anyone else sees it. */
+  observe(event: RunEvent): void {
+    switch (event.type) {
+      case "run_started": {
+        const traceparent = this.#startRun(event, undefined);
+        if (traceparent) event.traceparent = traceparent;
+        if (this.captureContent)
+          this.#span?.setAttribute("gen_ai.input.messages", inputMessagesJson(event.input));
+        break;
+      }
+      case "run_resumed": {
+        const traceparent = this.#startRun(event, this.#link);
+        if (traceparent) event.traceparent = traceparent;
+        this.#span?.setAttribute("quiver.resumed_from_seq", event.fromSeq);
+        break;
+      }
+      case "approval_required":
+        this.#callSpan(event.call).span.addEvent("quiver.approval.required", {
+          "quiver.approval.reason": event.reason,
+        });
+        break;
+      case "approval_resolved": {
+        const { span } = this.#callSpan(event.call);
+        const attributes = {
+          "quiver.approval.decision": event.decision,
+          "quiver.approval.decided_by": event.by,
+        };
+        span.addEvent("quiver.approval.resolved", { ...attributes, "quiver.approval.reason": event.reason });
+        span.setAttributes(attributes);
+        break;
+      }
+      case "tool_call_started":
+        this.#callSpan(event.call).span.setAttribute("quiver.tool.attempts", event.attempt);
+        break;
+      case "tool_call_retry":
+        this.#callSpan(event.call).span.addEvent("quiver.tool.retry", {
+          "quiver.tool.attempt": event.attempt,
+          "quiver.tool.retry_delay_ms": event.delayMs,
+          "error.type": event.error.kind,
+          "quiver.error.message": event.error.message,
+        });
+        break;
+      case "tool_call_completed": {
+        const { span } = this.#callSpan(event.call);
+        if (this.captureContent) span.setAttribute("gen_ai.tool.call.result", event.output);
+        if (!event.ok && event.error) fail(span, event.error.kind, event.error.message);
+        span.end();
+        this.#calls.delete(event.call.id);
+        break;
+      }
+      case "handoff":
+        this.#span?.addEvent("quiver.handoff", {
+          "quiver.handoff.from": event.from,
+          "quiver.handoff.to": event.to,
+        });
+        break;
+      case "run_tainted":
+        this.#span?.addEvent("quiver.run.tainted", { "quiver.taint.source": event.source });
+        break;
+      case "warning":
+        (this.#chat?.span ?? this.#span)?.addEvent("quiver.warning", {
+          "quiver.warning.code": event.code,
+          "quiver.warning.message": event.message,
+        });
+        break;
+      case "run_completed":
+        this.#span?.setAttributes({
+          ...usageAttributes(event.usage),
+          "quiver.stop_reason": event.stopReason,
+        });
+        if (this.captureContent)
+          this.#span?.setAttribute("gen_ai.output.messages", finalOutputJson(event.output, event.stopReason));
+        this.#endRun();
+        break;
+      case "run_parked":
+        for (const { span } of this.#calls.values()) span.setAttribute("quiver.tool.parked", true);
+        this.#span?.setAttribute("quiver.stop_reason", "awaiting_approval");
+        this.#endRun();
+        break;
+      case "run_failed":
+        this.#chat?.fail(Object.assign(new Error(event.message), { name: event.name }));
+        for (const { span } of this.#calls.values()) fail(span, event.name, event.message);
+        if (this.#span) {
+          this.#span.addEvent("exception", {
+            "exception.type": event.name,
+            "exception.message": event.message,
+          });
+          fail(this.#span, event.name, event.message);
+          this.#span.setAttribute("quiver.failure_kind", event.kind);
+        }
+        this.#endRun();
+        break;
+    }
+  }
+
+  /**
+   * Starts the `chat {model}` span of one model turn. The model's stream is read inside it
+   * (`within`), so spans an instrumented HTTP client starts under the provider nest here.
+   */
+  startChat(model: Model, request: ModelRequest): ChatTrace {
+    const { provider, model: modelId } = providerAndModel(model.name);
+    const settings = request.settings;
+    const attributes: TraceAttributes = {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": provider,
+      "gen_ai.request.model": modelId,
+      "gen_ai.agent.name": this.#run.agent.name,
+      "gen_ai.conversation.id": this.#run.options.sessionId,
+      "gen_ai.request.temperature": settings.temperature,
+      "gen_ai.request.top_p": settings.topP,
+      "gen_ai.request.max_tokens": settings.maxTokens,
+      "gen_ai.request.stop_sequences": settings.stop,
+      "quiver.turn": this.#run.turn,
+    };
+    const span = this.#start(`chat ${modelId}`, { kind: SPAN_KIND_CLIENT, attributes });
+    if (this.captureContent) {
+      if (request.system !== undefined)
+        span.setAttribute("gen_ai.system_instructions", systemInstructionsJson(request.system));
+      span.setAttribute("gen_ai.input.messages", inputMessagesJson(request.messages));
+      if (request.tools.length)
+        span.setAttribute("gen_ai.tool.definitions", toolDefinitionsJson(request.tools));
+    }
+    this.#chat = new ChatTrace(this, span, this.#api, this.#context);
+    return this.#chat;
+  }
+
+  /** Runs a tool's `execute` with its `execute_tool` span as the active span. */
+  inCall<T>(callId: string, fn: () => T): T {
+    const entry = this.#calls.get(callId);
+    if (!entry) return fn();
+    entry.context ??= this.#api.trace.setSpan(this.#context, entry.span);
+    return this.#api.context.with(entry.context, fn);
+  }
+
+  /** The context a child run started by this call nests under. */
+  callContext(callId: string): unknown {
+    const entry = this.#calls.get(callId);
+    if (!entry) return this.#context;
+    entry.context ??= this.#api.trace.setSpan(this.#context, entry.span);
+    return entry.context;
+  }
+
+  /** The chat span ended (called by `ChatTrace`). */
+  chatEnded(chat: ChatTrace): void {
+    if (this.#chat === chat) this.#chat = undefined;
+  }
+
+  #start(name: string, options: TraceSpanOptions): TraceSpan {
+    return this.tracer.startSpan(name, options, this.#context);
+  }
+
+  /** Starts the run's `invoke_agent` span; returns its `traceparent` for the log. */
+  #startRun(event: RunEvent, link: TraceSpanContext | undefined): string | undefined {
+    if (this.#span) return undefined;
+    const run = this.#run;
+    const attributes: TraceAttributes = {
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.name": event.agent,
+      "gen_ai.conversation.id": run.options.sessionId,
+      "quiver.run.id": run.runId,
+      "quiver.parent_run.id": run.parent?.run.runId,
+      "quiver.parent_call.id": run.parent?.callId,
+    };
+    const model = run.agent.config.model;
+    const modelName = typeof model === "string" ? model : model?.name;
+    if (modelName !== undefined) {
+      const { provider, model: modelId } = providerAndModel(modelName);
+      attributes["gen_ai.provider.name"] = provider;
+      attributes["gen_ai.request.model"] = modelId;
+    }
+    const options: TraceSpanOptions = { kind: SPAN_KIND_INTERNAL, attributes };
+    if (link) options.links = [{ context: link, attributes: { "quiver.link": "resumed_from" } }];
+    const span = this.tracer.startSpan(`invoke_agent ${event.agent}`, options, this.#parentContext);
+    this.#span = span;
+    this.#context = this.#api.trace.setSpan(this.#parentContext, span);
+    return traceparentOf(span.spanContext());
+  }
+
+  /** The `execute_tool` span of a call, started by its first event that is about running it. */
+  #callSpan(call: ToolCall): CallSpan {
+    let entry = this.#calls.get(call.id);
+    if (!entry) {
+      const span = this.#start(`execute_tool ${call.name}`, {
+        kind: SPAN_KIND_INTERNAL,
+        attributes: {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": call.name,
+          "gen_ai.tool.call.id": call.id,
+          "gen_ai.tool.type": "function",
+        },
+      });
+      if (this.captureContent)
+        span.setAttribute("gen_ai.tool.call.arguments", argumentsJson(call.args, call.rawArgs));
+      entry = { span };
+      this.#calls.set(call.id, entry);
+    }
+    return entry;
+  }
+
+  /** Ends the run's span and anything still open under it (a run that stopped mid-turn). */
+  #endRun(): void {
+    this.#chat?.abandon();
+    for (const { span } of this.#calls.values()) span.end();
+    this.#calls.clear();
+    this.#span?.end();
+    this.#span = undefined;
+  }
+}
+
+/** The `chat {model}` span of one model turn. Ends exactly once. */
+export class ChatTrace {
+  readonly span: TraceSpan;
+  readonly #tracing: RunTracing;
+  readonly #api: OtelApi;
+  readonly #context: unknown;
+  #ended = false;
+
+  constructor(tracing: RunTracing, span: TraceSpan, api: OtelApi, runContext: unknown) {
+    this.#tracing = tracing;
+    this.span = span;
+    this.#api = api;
+    this.#context = api.trace.setSpan(runContext, span);
+  }
+
+  /** Calls `fn` with this span active. */
+  within<T>(fn: () => T): T {
+    return this.#api.context.with(this.#context, fn);
+  }
+
+  /** The model answered: finish reason, token usage and (with content capture) the answer. */
+  end(turn: ModelTurn): void {
+    if (this.#ended) return;
+    this.span.setAttributes({
+      "gen_ai.response.finish_reasons": [turn.finish],
+      ...usageAttributes(turn.usage),
+    });
+    if (this.#tracing.captureContent) {
+      const calls = turn.calls.map((c) => ({
+        id: c.claimedId ?? c.providerId ?? "",
+        name: c.name,
+        args: c.args,
+      }));
+      this.span.setAttribute(
+        "gen_ai.output.messages",
+        outputMessagesJson(turn.text, turn.reasoning, calls, turn.finish),
+      );
+    }
+    this.#close();
+  }
+
+  /** The model call failed (a `ProviderError` after the provider's retries, a broken stream). */
+  fail(error: unknown): void {
+    if (this.#ended) return;
+    const failure = error instanceof Error ? error : new Error(String(error));
+    const status = (failure as { status?: unknown }).status;
+    if (typeof status === "number") this.span.setAttribute("http.response.status_code", status);
+    this.span.recordException(failure);
+    fail(this.span, failure.name, failure.message);
+    this.#close();
+  }
+
+  /** The turn was cut short (the run was cancelled, or a steering message interrupted it). */
+  abandon(): void {
+    if (this.#ended) return;
+    this.span.setAttribute("quiver.turn.abandoned", true);
+    this.#close();
+  }
+
+  #close(): void {
+    this.#ended = true;
+    this.span.end();
+    this.#tracing.chatEnded(this);
+  }
+}
+
+function fail(span: TraceSpan, type: string, message: string): void {
+  span.setAttribute("error.type", type);
+  span.setStatus({ code: STATUS_ERROR, message });
+}
