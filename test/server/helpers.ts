@@ -1,4 +1,4 @@
-import { Agent, jsonSchema, type RunEvent, ScriptedModel, type ScriptedTurn, tool } from "quiver-agents";
+import { Agent, jsonSchema, type RunEvent, ScriptedModel, tool } from "quiver-agents";
 
 /** A tool that needs approval and records what ran. */
 export function refundTool(ran: string[]) {
@@ -41,7 +41,11 @@ export function slowTool() {
   return { tool: t, release: () => release() };
 }
 
-export function agentWith(turns: ScriptedTurn[], tools: ReturnType<typeof tool>[] = [], name = "helper") {
+export function agentWith(
+  turns: ConstructorParameters<typeof ScriptedModel>[0],
+  tools: ReturnType<typeof tool>[] = [],
+  name = "helper",
+) {
   return new Agent({ name, model: new ScriptedModel(turns), tools });
 }
 
