@@ -20,7 +20,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const mode = modeOption(parsed, RUN_HELP);
   const prompt = await promptFrom(words);
   const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
-  const opened = await openStore(text(parsed, "store"), undefined);
+  const opened = await openStore(text(parsed, "store"), null);
   try {
     const approvals = { dismissed: new Set<string>(), stored: opened !== undefined };
     const cliAgent = agentForCli(agent, { mode, approvals });

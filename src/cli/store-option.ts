@@ -9,7 +9,7 @@ export const DEFAULT_STORE = "sqlite:.quiver/quiver.db";
 export type OpenedStore = { store: RunStore; spec: string; isDefault: boolean };
 
 /**
- * Opens `--store SPEC` (or `QUIVER_STORE`, or `fallback`): `sqlite:PATH`, `postgres://…` /
+ * Opens `--store SPEC` (or `QUIVER_STORE`, or `fallback`; `null`: no store unless asked): `sqlite:PATH`, `postgres://…` /
  * `postgresql://…`, or `memory` (this process only). The drivers load only here.
  *
  * @example
@@ -17,11 +17,11 @@ export type OpenedStore = { store: RunStore; spec: string; isDefault: boolean };
  */
 export async function openStore(
   spec: string | undefined,
-  fallback: string | undefined = DEFAULT_STORE,
+  fallback: string | null = DEFAULT_STORE,
 ): Promise<OpenedStore | undefined> {
   const given = spec ?? process.env.QUIVER_STORE;
   const chosen = given ?? fallback;
-  if (chosen === undefined) return undefined;
+  if (chosen === null) return undefined;
   const store = await storeFor(chosen);
   return { store, spec: chosen, isDefault: given === undefined };
 }

@@ -1,0 +1,126 @@
+import { randomBytes } from "node:crypto";
+import { ScriptedModel } from "../model/scripted.js";
+import type { Agent } from "../run/agent.js";
+import { Runner } from "../run/runner.js";
+import { loadAgentFile, modelName, withModel } from "./agent-file.js";
+import { agentForCli } from "./agent-setup.js";
+import { drive } from "./drive.js";
+import { LineReader } from "./line-reader.js";
+import { AGENT_OPTIONS, flag, modeOption, parseCommand, text } from "./options.js";
+import { EventRenderer } from "./render.js";
+import { type OpenedStore, openStore, storeArgument } from "./store-option.js";
+import { colorsFor, isInteractive } from "./terminal.js";
+import { CHAT_HELP, EXIT, UsageError } from "./usage.js";
+
+/**
+ * `quiver chat <agent-file>`: a conversation in the terminal. Each message is one run of the
+ * session (kept in the store, so `--session ID` continues it later); replies stream, calls
+ * print as they happen, approvals are asked at the keyboard.
+ */
+export async function chatCommand(args: string[]): Promise<number> {
+  const parsed = parseCommand(args, AGENT_OPTIONS, CHAT_HELP);
+  if (flag(parsed, "help")) {
+    process.stdout.write(`${CHAT_HELP}\n`);
+    return EXIT.completed;
+  }
+  const [agentSpec, ...extra] = parsed.positionals;
+  if (!agentSpec) throw new UsageError("quiver chat needs an agent file", CHAT_HELP);
+  if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`, CHAT_HELP);
+  if (flag(parsed, "json")) throw new UsageError("--json is for quiver run; chat is for a person", CHAT_HELP);
+  const mode = modeOption(parsed, CHAT_HELP);
+  const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
+  const c = colorsFor(process.stdout);
+  const opened = await chatStore(text(parsed, "store"), (note) => process.stdout.write(`${c.dim(note)}\n`));
+  const reader = new LineReader();
+  try {
+    const approvals = { dismissed: new Set<string>(), stored: true };
+    const cliAgent = agentForCli(agent, { mode, approvals });
+    const given = text(parsed, "session");
+    const sessionId =
+      given ?? `chat-${new Date().toISOString().slice(0, 10)}-${randomBytes(3).toString("hex")}`;
+    const resumed = given !== undefined && (await opened.store.listRuns({ sessionId })).length > 0;
+    banner(agent, sessionId, resumed, opened, c);
+    const renderer = new EventRenderer({
+      out: process.stdout,
+      err: process.stderr,
+      colors: colorsFor(process.stderr),
+      showReasoning: flag(parsed, "show-reasoning"),
+    });
+    const sessionAllowed = new Set<string>();
+    for (;;) {
+      const read = await reader.read(c.bold(c.cyan("› ")));
+      if ("eof" in read) break;
+      if ("interrupt" in read) return EXIT.cancelled;
+      const message = read.line.trim();
+      if (!message) continue;
+      if (message === "/exit" || message === "/quit") break;
+      if (message === "/help") {
+        process.stdout.write(`${CHAT_HELP}\n`);
+        continue;
+      }
+      const handle = Runner.stream(cliAgent, message, { store: opened.store, sessionId });
+      const outcome = await drive(handle, {
+        json: false,
+        renderer,
+        interactive: isInteractive(),
+        approvals,
+        sessionAllowed,
+        agentDecides: agent.config.approvalHandler !== undefined,
+        store: opened,
+        agentSpec,
+      });
+      renderer.settle();
+      if (outcome.error) renderer.note(renderer.colors.red(`error: ${outcome.error.message}`));
+      else if (outcome.code === EXIT.cancelled) renderer.note(renderer.colors.yellow("(cancelled)"));
+      process.stdout.write("\n");
+    }
+    process.stdout.write(
+      c.dim(
+        `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
+      ),
+    );
+    return EXIT.completed;
+  } finally {
+    reader.close();
+    await opened.store.close();
+  }
+}
+
+/**
+ * The chat's store: `--store`, else the default SQLite file; when better-sqlite3 is not
+ * installed and no store was asked for, the conversation lives in memory (and says so).
+ */
+async function chatStore(spec: string | undefined, note: (text: string) => void): Promise<OpenedStore> {
+  try {
+    return (await openStore(spec))!;
+  } catch (error) {
+    if (spec !== undefined || process.env.QUIVER_STORE !== undefined) throw error;
+    note(`not storing this chat: ${error instanceof Error ? error.message : String(error)}`);
+    return (await openStore("memory"))!;
+  }
+}
+
+function banner(
+  agent: Agent<any, any>,
+  sessionId: string,
+  resumed: boolean,
+  opened: OpenedStore,
+  c: ReturnType<typeof colorsFor>,
+): void {
+  const model = agent.config.model;
+  const scripted =
+    model instanceof ScriptedModel || (typeof model === "object" && model?.name === "scripted");
+  process.stdout.write(`${c.bold(`quiver chat · ${agent.name}`)} ${c.dim(`· model ${modelName(agent)}`)}\n`);
+  if (scripted)
+    process.stdout.write(
+      c.yellow(
+        "This agent's model is a ScriptedModel: it plays a fixed script and is not a language model.\n",
+      ) + c.dim("Use --model provider:id (e.g. openai:gpt-4.1-mini) to talk to a real one.\n"),
+    );
+  process.stdout.write(
+    c.dim(
+      `session ${sessionId}${resumed ? " (continued)" : ""} · store ${opened.spec}\n` +
+        "/exit or Ctrl+D leaves · Ctrl+C cancels a reply\n",
+    ),
+  );
+}

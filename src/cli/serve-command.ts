@@ -1,0 +1,67 @@
+import { loadAgentFile, modelName, withModel } from "./agent-file.js";
+import { flag, parseCommand, text } from "./options.js";
+import { openStore } from "./store-option.js";
+import { colorsFor } from "./terminal.js";
+import { EXIT, SERVE_HELP, UsageError } from "./usage.js";
+
+/**
+ * `quiver serve <agent-file>`: the agent behind the bundled server (chat API, run streams, web
+ * page), its runs in the default SQLite store unless `--store` says otherwise. Runs until
+ * Ctrl+C (or SIGTERM), then closes the server and the store.
+ */
+export async function serveCommand(args: string[]): Promise<number> {
+  const parsed = parseCommand(
+    args,
+    {
+      port: { type: "string" },
+      hostname: { type: "string" },
+      token: { type: "string" },
+      store: { type: "string" },
+      model: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    SERVE_HELP,
+  );
+  if (flag(parsed, "help")) {
+    process.stdout.write(`${SERVE_HELP}\n`);
+    return EXIT.completed;
+  }
+  const [agentSpec, ...extra] = parsed.positionals;
+  if (!agentSpec) throw new UsageError("quiver serve needs an agent file", SERVE_HELP);
+  if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`, SERVE_HELP);
+  const portText = text(parsed, "port") ?? "3000";
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65_535)
+    throw new UsageError(`--port must be a number from 0 to 65535, got "${portText}"`, SERVE_HELP);
+  const token = text(parsed, "token") ?? process.env.QUIVER_TOKEN;
+  const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
+  const { createServer, serve } = await import("../server/index.js");
+  const opened = (await openStore(text(parsed, "store")))!;
+  const server = createServer({ agent, store: opened.store, ...(token !== undefined && { auth: token }) });
+  const hostname = text(parsed, "hostname") ?? "127.0.0.1";
+  let serving: Awaited<ReturnType<typeof serve>>;
+  try {
+    serving = await serve(server, { port, hostname });
+  } catch (error) {
+    await opened.store.close();
+    throw error;
+  }
+  const c = colorsFor(process.stdout);
+  process.stdout.write(
+    `${c.bold(`quiver serve · ${agent.name}`)} ${c.dim(`· model ${modelName(agent)} · store ${opened.spec}`)}\n` +
+      `chat page   ${serving.url}/\n` +
+      `chat API    POST ${serving.url}/api/chat\n` +
+      `run events  GET ${serving.url}/api/runs/<runId>/events\n` +
+      `${token !== undefined ? "auth        Authorization: Bearer <token>\n" : c.dim("open on loopback only (no --token)\n")}` +
+      c.dim("Ctrl+C stops the server\n"),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  process.stdout.write(c.dim("stopping…\n"));
+  await serving.close();
+  await opened.store.close();
+  return EXIT.completed;
+}

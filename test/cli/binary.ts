@@ -1,0 +1,162 @@
+/**
+ * The `quiver` binary as users get it: the package compiled with tsc into a private folder
+ * (dist/ beside a copy of package.json, node_modules linked), so the binary and the agent files
+ * of a test resolve "quiver-agents" through the package's own `exports`, exactly as in an
+ * installed package. Built once per source tree (test files share it through a lock), so a
+ * clean clone needs no prebuilt dist/ and the checkout's own dist/ is never touched.
+ */
+import { execFile, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repo = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+const BUILD_TIMEOUT_MS = 120_000;
+
+function sourceKey(): string {
+  const hash = createHash("sha256");
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      const info = statSync(path);
+      if (info.isDirectory()) walk(path);
+      else hash.update(`${path}:${info.size}:${info.mtimeMs}\n`);
+    }
+  };
+  walk(join(repo, "src"));
+  hash.update(readFileSync(join(repo, "package.json")));
+  return hash.digest("hex").slice(0, 16);
+}
+
+/** The built package's folder and its binary; builds it unless a build of these sources exists. */
+export async function builtPackage(): Promise<{ root: string; bin: string }> {
+  const root = join(tmpdir(), `quiver-cli-build-${sourceKey()}`);
+  const bin = join(root, "dist/cli/main.js");
+  const ready = join(root, ".ready");
+  const lock = `${root}.lock`;
+  const deadline = Date.now() + BUILD_TIMEOUT_MS;
+  for (;;) {
+    if (existsSync(ready)) return { root, bin };
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      // Another test file is building: wait for it (a lock left by a crashed build goes stale).
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > BUILD_TIMEOUT_MS)
+        rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the build in ${root}`);
+      await new Promise((ok) => setTimeout(ok, 200));
+    }
+  }
+  try {
+    removeOldBuilds(root);
+    rmSync(root, { recursive: true, force: true });
+    mkdirSync(root, { recursive: true });
+    // Type errors elsewhere do not stop tsc from emitting; the typecheck step reports them.
+    await new Promise<void>((done) =>
+      execFile(
+        process.execPath,
+        [
+          join(repo, "node_modules/typescript/bin/tsc"),
+          "-p",
+          join(repo, "tsconfig.build.json"),
+          "--outDir",
+          join(root, "dist"),
+          "--declaration",
+          "false",
+          "--sourceMap",
+          "false",
+        ],
+        { cwd: repo, timeout: BUILD_TIMEOUT_MS },
+        () => done(),
+      ),
+    );
+    if (!existsSync(bin)) throw new Error(`tsc did not emit ${bin}`);
+    const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
+    writeFileSync(
+      join(root, "package.json"),
+      JSON.stringify(
+        { name: pkg.name, version: pkg.version, type: pkg.type, bin: pkg.bin, exports: pkg.exports },
+        null,
+        2,
+      ),
+    );
+    symlinkSync(join(repo, "node_modules"), join(root, "node_modules"), "dir");
+    writeFileSync(ready, "");
+    return { root, bin };
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Builds of earlier source trees, once they are an hour old (a test run never lasts that long). */
+function removeOldBuilds(current: string): void {
+  for (const name of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), name);
+    if (!name.startsWith("quiver-cli-build-") || path === current || path.endsWith(".lock")) continue;
+    const info = statSync(path, { throwIfNoEntry: false });
+    if (info && Date.now() - info.mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A fresh project folder whose node_modules holds the built package, with the given fixture
+ * agent files copied in: what `npm install quiver-agents` would give a user.
+ */
+export function project(pkgRoot: string, fixtures: string[] = []): string {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-cli-project-"));
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(pkgRoot, join(dir, "node_modules/quiver-agents"), "dir");
+  for (const name of fixtures) cpSync(join(repo, "test/cli/fixtures", name), join(dir, name));
+  return dir;
+}
+
+export type Ran = { code: number | null; stdout: string; stderr: string };
+
+/** Runs the binary to its end (bounded by `timeoutMs`) with stdin from `input` (or closed). */
+export function quiver(
+  bin: string,
+  args: string[],
+  options: { cwd: string; input?: string; env?: Record<string, string>; timeoutMs?: number },
+): Promise<Ran> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, NO_COLOR: "1", ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(
+        new Error(`quiver ${args.join(" ")} did not finish in time\nstdout: ${stdout}\nstderr: ${stderr}`),
+      );
+    }, options.timeoutMs ?? 15_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}
