@@ -36,7 +36,7 @@ import { type OutputContract, OutputValidationError, outputContract } from "./ou
 import type { Permissions } from "./permissions.js";
 import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "./plugin.js";
 import { costOf } from "./pricing.js";
-import { recallTool } from "./recall.js";
+import { sharedRecallTool } from "./recall.js";
 import type { RunResult } from "./result.js";
 import { type CallResult, errorResult } from "./tool-result.js";
 import { type ToolGroup, Toolset } from "./toolset.js";

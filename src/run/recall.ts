@@ -31,6 +31,29 @@ type RecallArgs = { call_id: string; offset?: number; max_chars?: number };
  * const agent = new Agent({ name: "a", model, tools: [lookup, recallTool(store)] });
  */
 export function recallTool(store?: RunStore): Tool<RecallArgs> {
+  return newRecallTool(store);
+}
+
+// One recall tool per store (and one without): every run offers it, and compiling its schema
+// per run would cost more than the rest of a short run's setup.
+const sharedTools = new WeakMap<RunStore, Tool<RecallArgs>>();
+let storeless: Tool<RecallArgs> | undefined;
+
+/** The run's recall tool: shared between runs on the same store. */
+export function sharedRecallTool(store: RunStore | undefined): Tool<RecallArgs> {
+  if (!store) {
+    storeless ??= newRecallTool(undefined);
+    return storeless;
+  }
+  let shared = sharedTools.get(store);
+  if (!shared) {
+    shared = newRecallTool(store);
+    sharedTools.set(store, shared);
+  }
+  return shared;
+}
+
+function newRecallTool(store: RunStore | undefined): Tool<RecallArgs> {
   return tool({
     name: RECALL_TOOL_NAME,
     description:
