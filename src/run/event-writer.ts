@@ -1,16 +1,15 @@
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
+import { leaseOwner } from "../store/lease-owner.js";
 import type { Lease, RunStore } from "../store/types.js";
-import { StoreError } from "../store/types.js";
+import { LeaseConflict, StoreError } from "../store/types.js";
 import type { EventQueue } from "./event-queue.js";
 import type { RunEvent } from "./events.js";
 
+export { leaseOwner } from "../store/lease-owner.js";
+
 export const DEFAULT_LEASE_TTL_MS = 30_000;
 
-/** A lease owner id: the host and process (for error messages), and what tells drivers apart. */
-export function leaseOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
+/** How a driver waits for a lease another process holds. */
+export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
 
 /**
  * Where a run's events go: straight to the reader, or — with a store — to the store first and
@@ -92,8 +91,7 @@ export class EventWriter {
           start = end;
         }
       } catch (error) {
-        this.#failure = error instanceof Error ? error : new StoreError(String(error));
-        this.#onFailure(this.#failure);
+        this.#fail(error instanceof Error ? error : new StoreError(String(error)));
       }
       for (const event of batch) this.#queue.push(event);
     });
@@ -101,12 +99,21 @@ export class EventWriter {
 
   /** This driver's identity: two drivers of one run in the same process conflict too. */
   readonly #owner = leaseOwner();
+  /** By when (this machine's clock) each lease must have been renewed: past it, the run stops. */
+  readonly #deadlines = new Map<string, number>();
+  #renewing = false;
 
-  /** Takes the run's lease (one writer per run) and keeps it renewed until `release`. */
-  async acquire(runId: string): Promise<void> {
+  /**
+   * Takes the run's lease (one writer per run) and keeps it renewed until `release`. While
+   * another live process holds it, waits up to `waitMs` (polling, so a holder that dies or
+   * lets go is noticed at once), then throws its `LeaseConflict`.
+   */
+  async acquire(runId: string, wait: LeaseWait = {}): Promise<void> {
     if (!this.store) return;
-    const lease = await this.store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
+    const requestedAt = Date.now();
+    const lease = await this.#acquire(runId, wait);
     this.#leases.set(runId, lease);
+    this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
     if (!this.#renewTimer) {
       this.#renewTimer = setInterval(
         () => void this.#renew(),
@@ -116,26 +123,106 @@ export class EventWriter {
     }
   }
 
-  async #renew(): Promise<void> {
-    for (const [runId, lease] of this.#leases) {
+  async #acquire(runId: string, { waitMs = 0, signal }: LeaseWait): Promise<Lease> {
+    const store = this.store!;
+    const giveUpAt = Date.now() + Math.max(0, waitMs);
+    let pause = 50;
+    while (true) {
       try {
-        this.#leases.set(runId, await this.store!.renewLease(lease, this.#leaseTtlMs));
+        return await store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
       } catch (error) {
-        this.#failure ??= error instanceof Error ? error : new StoreError(String(error));
-        this.#onFailure(this.#failure);
+        const left = giveUpAt - Date.now();
+        if (!(error instanceof LeaseConflict) || left <= 0 || signal?.aborted) throw error;
+        // Wake when the lease expires, or sooner to notice a holder that died or released it.
+        const until = Math.max(10, Math.min(pause, left, error.expiresAt - Date.now() + 10));
+        pause = Math.min(pause * 2, 1_000);
+        await pauseFor(until, signal);
       }
     }
   }
 
-  /** Stores what is pending, then gives the run's lease back. */
+  async #renew(): Promise<void> {
+    const store = this.store!;
+    // A renewal that hangs must not pile up others behind it; the deadline check still runs.
+    if (this.#failure === undefined) this.#checkDeadlines();
+    if (this.#renewing || this.#failure !== undefined) return;
+    this.#renewing = true;
+    try {
+      for (const [runId, lease] of this.#leases) {
+        const requestedAt = Date.now();
+        try {
+          const renewed = await store.renewLease(lease, this.#leaseTtlMs);
+          if (this.#leases.has(runId)) {
+            this.#leases.set(runId, renewed);
+            this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
+          }
+        } catch (error) {
+          this.#fail(
+            error instanceof StoreError
+              ? error
+              : new StoreError(`renewing the lease of run ${runId} failed: ${String(error)}`, {
+                  runId,
+                  cause: error,
+                }),
+          );
+          return;
+        }
+      }
+    } finally {
+      this.#renewing = false;
+    }
+  }
+
+  /** A lease whose renewal did not come back before it expired: another process may take the run now. */
+  #checkDeadlines(): void {
+    const now = Date.now();
+    for (const [runId, deadline] of this.#deadlines) {
+      if (now < deadline) continue;
+      this.#fail(
+        new StoreError(
+          `run ${runId}: its lease expired before the store confirmed a renewal (no answer for ${now - deadline + this.#leaseTtlMs} ms); ` +
+            "the run stopped so that no two processes drive it; resume it once the store answers",
+          { runId, retryable: true },
+        ),
+      );
+      return;
+    }
+  }
+
+  #fail(error: Error): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#onFailure(error);
+  }
+
+  /**
+   * Stores what is pending, then gives the run's lease back. After the store failed, nothing
+   * waits for it: the lease is let go in the background (it expires anyway).
+   */
   async release(runId: string): Promise<void> {
-    await this.flushed()?.catch(() => {});
+    if (this.#failure === undefined) await this.flushed()?.catch(() => {});
     const lease = this.#leases.get(runId);
     this.#leases.delete(runId);
+    this.#deadlines.delete(runId);
     if (this.#leases.size === 0) {
       clearInterval(this.#renewTimer);
       this.#renewTimer = undefined;
     }
-    if (lease && this.store) await this.store.releaseLease(lease).catch(() => {});
+    if (!lease || !this.store) return;
+    const released = this.store.releaseLease(lease).catch(() => {});
+    if (this.#failure === undefined) await released;
   }
+}
+
+/** Resolves after `ms`, or early when `signal` aborts. */
+function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -175,7 +175,7 @@ export async function executeTurn(
           };
           if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
           if (run.store) render.truncationNote = (head: number) => recallNote(call.id, head);
-          const result = successResult(tool, call, outcome.value, outcome.ctx, render);
+          let result = successResult(tool, call, outcome.value, outcome.ctx, render);
           const succeed = () => {
             finish(index, result, ms, outcome.value);
             if (!result.record.ok) {
@@ -197,10 +197,17 @@ export async function executeTurn(
               const failure =
                 error instanceof StoreError
                   ? error
-                  : new StoreError(`could not store the full output of ${call.id}`, {
+                  : new StoreError(`could not store the full output of ${call.id}: ${String(error)}`, {
                       runId: run.runId,
                       cause: error,
                     });
+              // The call did complete: its result is recorded as such (without the recall offer,
+              // whose text was not stored) before the store failure stops the run.
+              result = successResult(tool, call, outcome.value, outcome.ctx, {
+                ...render,
+                truncationNote: undefined,
+              });
+              succeed();
               run.controller.abort(failure);
             });
         }
@@ -390,16 +397,16 @@ export async function executeTurn(
 }
 
 /** Records that untrusted output entered the run (and every run above it). */
+/** A success, or a failure whose text came from the tool (its error, its host's error). */
+function carriesPeerText(record: ToolCallRecord): boolean {
+  return record.ok || record.error?.kind === "tool_error" || record.error?.kind === "host_error";
+}
+
 export function markTainted(run: ActiveRun, source: string, call?: ToolCall): void {
   for (let r: ActiveRun | undefined = run; r && !r.tainted; r = r.parent?.run) {
     r.tainted = source;
     r.emit({ type: "run_tainted", source, ...(call && { call }) });
   }
-}
-
-/** A success, or a failure whose text came from the tool (its error, its host's error). */
-function carriesPeerText(record: ToolCallRecord): boolean {
-  return record.ok || record.error?.kind === "tool_error" || record.error?.kind === "host_error";
 }
 
 function handoffRefused(call: ToolCall): string {

@@ -187,6 +187,11 @@ export function replay(events: Iterable<RunEvent>): RunState {
         state.status = "failed";
         state.error = { name: event.name, message: event.message, kind: event.kind };
         break;
+      case "run_resumed":
+        // Picked up again after a stop that did not finish it (a crash, a store outage, a park).
+        state.status = "running";
+        delete state.error;
+        break;
     }
   }
   if (changes.length || lastRequest) {

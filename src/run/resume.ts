@@ -1,5 +1,6 @@
 import { UserError } from "../errors.js";
 import type { Message } from "../model/types.js";
+import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import type { RunStore } from "../store/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
@@ -17,6 +18,14 @@ export async function loadRun(store: RunStore, runId: string): Promise<RunState>
   const events = await store.read(runId);
   if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
   return replay(events);
+}
+
+/**
+ * True for a run whose log ends with a failure of its store (disk full, lost connection, no
+ * answer), not of the run: it is unfinished, and resuming continues it from what was stored.
+ */
+export function resumesAfterFailure(state: RunState): boolean {
+  return state.status === "failed" && state.error?.kind === STORE_UNAVAILABLE;
 }
 
 /** The result a finished stored run ended with, rebuilt from its log. */

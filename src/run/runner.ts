@@ -9,8 +9,8 @@ import { type LeaseWait, leaseOwner } from "./event-writer.js";
 import type { RunEvent } from "./events.js";
 import { RunHandle } from "./handle.js";
 import { inputMessages, type RunInput, runLoop } from "./loop.js";
-import type { RunResult } from "./result.js";
 import { type AgentsByName, recoverableRuns } from "./recover.js";
+import type { RunResult } from "./result.js";
 import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./resume.js";
 import { assertRunInput } from "./run-input.js";
 
@@ -70,7 +70,9 @@ export const Runner = {
     if (!options.store) throw new UserError("Runner.resume needs the run's { store }");
     const { waitForLeaseMs, ...runOptions } = options;
     if (waitForLeaseMs !== undefined && !(Number.isFinite(waitForLeaseMs) && waitForLeaseMs >= 0)) {
-      throw new UserError(`Runner.resume: waitForLeaseMs must be a number of ms of at least 0 (got ${String(waitForLeaseMs)})`);
+      throw new UserError(
+        `Runner.resume: waitForLeaseMs must be a number of ms of at least 0 (got ${String(waitForLeaseMs)})`,
+      );
     }
     const lease: LeaseWait = { waitMs: waitForLeaseMs ?? 0 };
     return start(
@@ -79,7 +81,8 @@ export const Runner = {
       true,
       async (run) => {
         const state = await loadRun(options.store, runId);
-        if (state.status !== "running" && !resumesAfterFailure(state)) return { finished: storedResult(state, agent) };
+        if (state.status !== "running" && !resumesAfterFailure(state))
+          return { finished: storedResult(state, agent) };
         return resumeLoop(run, state);
       },
       lease,

@@ -5,7 +5,16 @@
  */
 import type { RunEvent } from "../run/events.js";
 import { serializeEvent } from "../run/serialize-event.js";
-import { EVENT_SCHEMA_VERSION, type Lease, LeaseConflict, type RunSummary, StoreError } from "./types.js";
+import { ownerIsGone } from "./lease-owner.js";
+import {
+  EVENT_SCHEMA_VERSION,
+  type Lease,
+  LeaseConflict,
+  type RunFilter,
+  type RunStatus,
+  type RunSummary,
+  StoreError,
+} from "./types.js";
 
 /**
  * A run's summary as the stores keep it. `parentRunId` marks a child run (an agent used as a
@@ -62,14 +71,45 @@ export function checkLeaseRequest(runId: string, owner: unknown, ttlMs: unknown)
 
 /**
  * Checks that `stored` (the lease the store holds for the run, if any) lets `owner` take it at
- * `now`: free, expired (its process died), or already `owner`'s. A live lease of another owner
- * is a `LeaseConflict`.
+ * `now`: free, expired, held by a process on this machine that no longer exists, or already
+ * `owner`'s. A live lease of another owner is a `LeaseConflict`.
  */
 export function checkLeaseFree(runId: string, owner: string, stored: Lease | undefined, now: number): void {
-  if (stored !== undefined && stored.owner !== owner && stored.expiresAt > now) {
+  if (
+    stored !== undefined &&
+    stored.owner !== owner &&
+    stored.expiresAt > now &&
+    !ownerIsGone(stored.owner)
+  ) {
     throw new LeaseConflict(runId, stored.owner, stored.expiresAt);
   }
 }
+
+/** The lease fields of a run's summary: who holds it and until when, if it is still live. */
+export function leaseFields(
+  lease: Lease | undefined,
+  now: number,
+): Pick<RunSummary, "leaseOwner" | "leaseExpiresAt"> {
+  if (lease === undefined || lease.expiresAt <= now) return {};
+  return { leaseOwner: lease.owner, leaseExpiresAt: lease.expiresAt };
+}
+
+/** The statuses a `RunFilter` asks for (undefined: any), checked. */
+export function filterStatuses(filter: RunFilter): ReadonlySet<RunStatus> | undefined {
+  const { status } = filter;
+  if (status === undefined) return undefined;
+  const list = typeof status === "string" ? [status] : status;
+  for (const s of list) {
+    if (!RUN_STATUSES.includes(s)) {
+      throw new StoreError(
+        `listRuns: unknown status ${JSON.stringify(s)}; use one of ${RUN_STATUSES.join(", ")}`,
+      );
+    }
+  }
+  return new Set(list);
+}
+
+const RUN_STATUSES: readonly RunStatus[] = ["running", "parked", "completed", "failed"];
 
 /**
  * Checks that `lease` is still the run's current, unexpired lease, as writing and renewing
@@ -208,7 +248,10 @@ function eventShapeProblem(value: unknown, runId: string, seq: number): string |
 /**
  * The run's summary after `events` are appended to a log summarised by `previous`. The agent,
  * session and start time come from `run_started` (until it arrives, from the first event);
- * the status changes only on `run_completed` / `run_failed`; `parentRunId` is that of the events.
+ * `parentRunId` is that of the events. The status follows the run's end events: `run_parked`
+ * parks it, `run_resumed` makes it running again, `run_completed` / `run_failed` finish it —
+ * except a `run_failed` of kind `store_unavailable`: the store failed, not the run, so it stays
+ * unfinished (running) and can be resumed once the store works.
  */
 export function summarize(
   runId: string,
@@ -238,10 +281,16 @@ export function summarize(
       if (event.sessionId !== undefined) summary.sessionId = event.sessionId;
       if (event.parentRunId !== undefined) summary.parentRunId = event.parentRunId;
     } else if (event.type === "run_completed") summary.status = "completed";
-    else if (event.type === "run_failed") summary.status = "failed";
+    else if (event.type === "run_failed")
+      summary.status = event.kind === STORE_UNAVAILABLE ? "running" : "failed";
+    else if (event.type === "run_parked") summary.status = "parked";
+    else if (event.type === "run_resumed") summary.status = "running";
   }
   return summary;
 }
+
+/** The `run_failed` kind of a run stopped by a store that could not be written for a while. */
+export const STORE_UNAVAILABLE = "store_unavailable";
 
 /** A failure of the database or driver, as a `StoreError` saying what the store was doing. */
 export function storeFailure(action: string, runId: string | undefined, error: unknown): StoreError {

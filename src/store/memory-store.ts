@@ -9,11 +9,13 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  filterStatuses,
+  leaseFields,
   type StoredEvent,
   type StoredRunSummary,
   summarize,
 } from "./log-rules.js";
-import type { Lease, RunStore, RunSummary, SessionSummary } from "./types.js";
+import type { Lease, RunFilter, RunStore, RunSummary, SessionSummary } from "./types.js";
 
 /**
  * A `RunStore` in this process's memory: for tests, demos and runs that need not outlive the
@@ -90,15 +92,22 @@ export class MemoryStore implements RunStore {
   async getRun(runId: string): Promise<RunSummary | undefined> {
     this.#checkOpen();
     const summary = this.#runs.get(runId);
-    return summary && { ...summary };
+    return summary && this.#withLease(summary, Date.now());
   }
 
-  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     this.#checkOpen();
+    const statuses = filterStatuses(filter);
+    const now = Date.now();
     return [...this.#runs.values()]
       .filter((run) => filter.sessionId === undefined || run.sessionId === filter.sessionId)
+      .filter((run) => statuses === undefined || statuses.has(run.status))
       .sort((a, b) => a.startedAt - b.startedAt || compareText(a.runId, b.runId))
-      .map((run) => ({ ...run }));
+      .map((run) => this.#withLease(run, now));
+  }
+
+  #withLease(summary: RunSummary, now: number): RunSummary {
+    return { ...summary, ...leaseFields(this.#leases.get(summary.runId), now) };
   }
 
   async listSessions(): Promise<SessionSummary[]> {

@@ -1,6 +1,7 @@
 import type * as Pg from "pg";
 import { UserError } from "../errors.js";
 import type { RunEvent } from "../run/events.js";
+import { ownerIsGone } from "./lease-owner.js";
 import {
   checkAfterSeq,
   checkArtifact,
@@ -11,6 +12,7 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  filterStatuses,
   storeFailure,
   summarize,
 } from "./log-rules.js";
@@ -28,13 +30,21 @@ import {
   RUN_UPDATE,
   type RunRow,
   runRowValues,
+  runsWithLeases,
   type SessionRow,
   toLease,
   toRunSummary,
   toSessionSummary,
   toStoredEvent,
 } from "./sql-rows.js";
-import { type Lease, type RunStore, type RunSummary, type SessionSummary, StoreError } from "./types.js";
+import {
+  type Lease,
+  type RunFilter,
+  type RunStore,
+  type RunSummary,
+  type SessionSummary,
+  StoreError,
+} from "./types.js";
 
 export type { PostgresClient, PostgresPool } from "./postgres-tables.js";
 
@@ -155,6 +165,19 @@ export class PostgresStore implements RunStore {
         `SELECT owner, expires_at, ${NOW_MS} AS now FROM ${this.#t.leases} WHERE run_id = $1`,
         [runId],
       );
+      if (holder !== undefined && ownerIsGone(holder.owner)) {
+        // Its process no longer exists on this machine: take the lease over, but only if that
+        // dead owner still holds it (another process may be taking it over too).
+        const [takenOver] = await this.#query(
+          "acquiring the lease",
+          runId,
+          `UPDATE ${this.#t.leases} SET owner = $2, expires_at = ${NOW_MS} + $3
+           WHERE run_id = $1 AND owner = $4 RETURNING expires_at`,
+          [runId, owner, Math.ceil(ttlMs), holder.owner],
+        );
+        if (takenOver !== undefined) return { runId, owner, expiresAt: Number(takenOver.expires_at) };
+        continue;
+      }
       // Throws LeaseConflict while the holder's lease is live; otherwise it was released or
       // expired since the insert, so try again.
       if (holder !== undefined) checkLeaseFree(runId, owner, toLease(runId, holder), Number(holder.now));
@@ -195,27 +218,24 @@ export class PostgresStore implements RunStore {
     const [row] = await this.#query(
       "reading the run",
       runId,
-      `SELECT * FROM ${this.#t.runs} WHERE run_id = $1`,
+      `${runsWithLeases(this.#t.runs, this.#t.leases, NOW_MS)} WHERE r.run_id = $1`,
       [runId],
     );
     return row && toRunSummary(row as RunRow);
   }
 
-  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
-    // COLLATE "C" orders ties by byte, as SQLite and MemoryStore do, whatever the database's locale.
-    const rows =
-      filter.sessionId === undefined
-        ? await this.#query(
-            "listing runs",
-            undefined,
-            `SELECT * FROM ${this.#t.runs} ORDER BY started_at, run_id COLLATE "C"`,
-          )
-        : await this.#query(
-            "listing runs",
-            undefined,
-            `SELECT * FROM ${this.#t.runs} WHERE session_id = $1 ORDER BY started_at, run_id COLLATE "C"`,
-            [filter.sessionId],
-          );
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+    const statuses = filterStatuses(filter);
+    // A null parameter means "any". COLLATE "C" orders ties by byte, as SQLite and MemoryStore
+    // do, whatever the database's locale.
+    const rows = await this.#query(
+      "listing runs",
+      undefined,
+      `${runsWithLeases(this.#t.runs, this.#t.leases, NOW_MS)}
+       WHERE ($1::text IS NULL OR r.session_id = $1) AND ($2::text[] IS NULL OR r.status = ANY($2))
+       ORDER BY r.started_at, r.run_id COLLATE "C"`,
+      [filter.sessionId ?? null, statuses === undefined ? null : [...statuses]],
+    );
     return (rows as RunRow[]).map(toRunSummary);
   }
 

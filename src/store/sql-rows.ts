@@ -15,6 +15,10 @@ export type RunRow = {
   updated_at: number | string;
   last_seq: number | string;
   status: string;
+  /** The run's lease, when the query joined it (`lease_owner`, `lease_expires_at`) with the clock that judges it (`now_ms`). */
+  lease_owner?: string | null;
+  lease_expires_at?: number | string | null;
+  now_ms?: number | string;
 };
 
 export type SessionRow = {
@@ -39,7 +43,21 @@ export function toRunSummary(row: RunRow): StoredRunSummary {
   };
   if (row.session_id !== null) summary.sessionId = row.session_id;
   if (row.parent_run_id !== null) summary.parentRunId = row.parent_run_id;
+  if (row.lease_owner != null && row.lease_expires_at != null) {
+    const expiresAt = Number(row.lease_expires_at);
+    const now = row.now_ms === undefined ? Date.now() : Number(row.now_ms);
+    if (expiresAt > now) {
+      summary.leaseOwner = row.lease_owner;
+      summary.leaseExpiresAt = expiresAt;
+    }
+  }
   return summary;
+}
+
+/** A select of runs rows with their lease joined (aliases r and l), as `toRunSummary` reads them. */
+export function runsWithLeases(runs: string, leases: string, now = ""): string {
+  return `SELECT r.*, l.owner AS lease_owner, l.expires_at AS lease_expires_at${now ? `, ${now} AS now_ms` : ""}
+    FROM ${runs} r LEFT JOIN ${leases} l ON l.run_id = r.run_id`;
 }
 
 /** The values of a runs row in the order of RUN_COLUMNS. */

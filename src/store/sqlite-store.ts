@@ -13,6 +13,7 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  filterStatuses,
   storeFailure,
   summarize,
 } from "./log-rules.js";
@@ -24,13 +25,21 @@ import {
   RUN_UPDATE,
   type RunRow,
   runRowValues,
+  runsWithLeases,
   type SessionRow,
   toLease,
   toRunSummary,
   toSessionSummary,
   toStoredEvent,
 } from "./sql-rows.js";
-import { type Lease, type RunStore, type RunSummary, type SessionSummary, StoreError } from "./types.js";
+import {
+  type Lease,
+  type RunFilter,
+  type RunStore,
+  type RunSummary,
+  type SessionSummary,
+  StoreError,
+} from "./types.js";
 
 export type SqliteStoreOptions = {
   /** The database file, created (with its directories) if missing. Default `.quiver/quiver.db`; `":memory:"` for a private in-memory database. */
@@ -158,15 +167,19 @@ export class SqliteStore implements RunStore {
   }
 
   async getRun(runId: string): Promise<RunSummary | undefined> {
-    return this.#snapshot("reading the run", runId, () => this.#run(runId));
+    return this.#snapshot("reading the run", runId, () => {
+      const row = this.#sql.getRunWithLease.get(runId) as RunRow | undefined;
+      return row && toRunSummary(row);
+    });
   }
 
-  async listRuns(filter: { sessionId?: string } = {}): Promise<RunSummary[]> {
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+    const statuses = filterStatuses(filter);
     return this.#snapshot("listing runs", undefined, () => {
-      const rows =
-        filter.sessionId === undefined
-          ? this.#sql.listRuns.all()
-          : this.#sql.listSessionRuns.all(filter.sessionId);
+      const rows = this.#sql.listRuns.all({
+        session: filter.sessionId ?? null,
+        statuses: statuses === undefined ? null : JSON.stringify([...statuses]),
+      });
       return (rows as RunRow[]).map(toRunSummary);
     });
   }
@@ -270,12 +283,18 @@ function prepare(db: BetterSqlite3.Database) {
       "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",
     ),
     getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
+    getRunWithLease: db.prepare(`${runsWithLeases("quiver_runs", "quiver_leases")} WHERE r.run_id = ?`),
     upsertRun: db.prepare(
       `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
     ),
-    listRuns: db.prepare("SELECT * FROM quiver_runs ORDER BY started_at, run_id"),
-    listSessionRuns: db.prepare("SELECT * FROM quiver_runs WHERE session_id = ? ORDER BY started_at, run_id"),
+    // A null parameter means "any": one statement serves every filter.
+    listRuns: db.prepare(
+      `${runsWithLeases("quiver_runs", "quiver_leases")}
+       WHERE (@session IS NULL OR r.session_id = @session)
+         AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
+       ORDER BY r.started_at, r.run_id`,
+    ),
     listSessions: db.prepare(
       `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
        FROM quiver_runs WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,

@@ -1,4 +1,5 @@
 import type { RunEvent } from "../run/events.js";
+import { isTransientFailure } from "./transient.js";
 
 /** The version of the stored event format. Rows of another version are refused, never skipped. */
 export const EVENT_SCHEMA_VERSION = 1;
@@ -18,9 +19,23 @@ export type RunSummary = {
   updatedAt: number;
   /** The highest seq stored. */
   lastSeq: number;
-  /** "running" until a `run_completed` or `run_failed` event is stored. */
-  status: "running" | "completed" | "failed";
+  /**
+   * - `running`: not finished — being driven, or stopped without an end (its process died, or
+   *   its store failed for a while: a `run_failed` of kind `store_unavailable`); resume it.
+   * - `parked`: waiting for approval decisions (`Runner.decide`, then `Runner.resume`).
+   * - `completed` / `failed`: finished; resuming returns the stored result.
+   */
+  status: RunStatus;
+  /** Who holds the run's lease, while one is held (an expired lease is not listed). */
+  leaseOwner?: string;
+  /** When that lease expires (epoch ms, by the store's clock), while one is held. */
+  leaseExpiresAt?: number;
 };
+
+export type RunStatus = "running" | "parked" | "completed" | "failed";
+
+/** Which runs `listRuns` returns: those of one session, of one status (or any of several), or all. */
+export type RunFilter = { sessionId?: string; status?: RunStatus | readonly RunStatus[] };
 
 export type SessionSummary = { sessionId: string; runs: number; startedAt: number; updatedAt: number };
 
@@ -34,7 +49,10 @@ export type SessionSummary = { sessionId: string; runs: number; startedAt: numbe
  * - `read` returns events with `seq > afterSeq` in order; a row of an unknown schema version or
  *   that cannot be decoded is a `StoreError` naming the run and seq — never silently skipped.
  * - `acquireLease` fails with `LeaseConflict` while another owner's lease is unexpired; an
- *   expired lease (its process crashed) can be taken over.
+ *   expired lease can be taken over, and so can one whose owner is a process on this machine
+ *   that no longer exists (see `leaseOwner()`).
+ * - An operation that cannot finish (disk full, connection lost, no answer in time) rejects
+ *   with a `StoreError` whose `retryable` is true; it never hangs and never half-writes.
  */
 export interface RunStore {
   append(lease: Lease, events: readonly RunEvent[]): Promise<void>;
@@ -43,8 +61,8 @@ export interface RunStore {
   renewLease(lease: Lease, ttlMs: number): Promise<Lease>;
   releaseLease(lease: Lease): Promise<void>;
   getRun(runId: string): Promise<RunSummary | undefined>;
-  /** Runs, oldest first; only those of one session when `sessionId` is given. */
-  listRuns(filter?: { sessionId?: string }): Promise<RunSummary[]>;
+  /** Runs, oldest first; only those of one session and/or status when given. */
+  listRuns(filter?: RunFilter): Promise<RunSummary[]>;
   listSessions(): Promise<SessionSummary[]>;
   /** Deletes every run of a session, with its events, leases and artifacts. */
   clearSession(sessionId: string): Promise<void>;
@@ -53,13 +71,22 @@ export interface RunStore {
   close(): Promise<void>;
 }
 
-/** A store refused or could not carry out an operation (damaged row, gap in seq, closed store…). */
+/**
+ * A store refused or could not carry out an operation (damaged row, gap in seq, closed store,
+ * disk full, lost connection, no answer in time).
+ *
+ * `retryable` is true when the failure is in the store's surroundings, not in the data: the
+ * disk was full, the database could not be reached or did not answer. The same operation may
+ * succeed later, and a run that stopped for it can be resumed once the store works again.
+ */
 export class StoreError extends Error {
   override name = "StoreError";
   readonly runId?: string;
-  constructor(message: string, options: { runId?: string; cause?: unknown } = {}) {
+  readonly retryable: boolean;
+  constructor(message: string, options: { runId?: string; cause?: unknown; retryable?: boolean } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     if (options.runId !== undefined) this.runId = options.runId;
+    this.retryable = options.retryable ?? isTransientFailure(options.cause);
   }
 }
 
@@ -72,7 +99,7 @@ export class LeaseConflict extends StoreError {
     super(
       `run ${runId} is being driven by another process (lease owner ${owner}, expires ${new Date(expiresAt).toISOString()}); ` +
         "wait for it to finish, or for its lease to expire if that process died",
-      { runId },
+      { runId, retryable: false },
     );
     this.owner = owner;
     this.expiresAt = expiresAt;

@@ -1,9 +1,17 @@
 /**
  * The RunStore contract, run against every store: the same test, three implementations.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunEvent } from "quiver-agents";
-import { EVENT_SCHEMA_VERSION, LeaseConflict, type RunStore, StoreError } from "quiver-agents/store";
+import {
+  EVENT_SCHEMA_VERSION,
+  LeaseConflict,
+  leaseOwner,
+  type RunStore,
+  StoreError,
+} from "quiver-agents/store";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   completed,
@@ -216,6 +224,18 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         await expect(store.acquireLease("r", "b", LONG)).resolves.toMatchObject({ owner: "b" });
       });
 
+      it("frees at once the lease of a process on this machine that no longer exists, not a live one's", async () => {
+        const store = await open();
+        const dead = await deadProcessOwner();
+        await store.acquireLease("r", dead, LONG);
+        const taken = await store.acquireLease("r", leaseOwner(), LONG);
+        expect(taken.expiresAt).toBeGreaterThan(Date.now() + LONG - 5_000);
+        // This process is alive: its lease holds, whichever driver of it asks.
+        const conflict = await store.acquireLease("r", leaseOwner(), LONG).catch((e: unknown) => e);
+        expect(conflict).toBeInstanceOf(LeaseConflict);
+        expect(conflict).toMatchObject({ owner: taken.owner });
+      });
+
       it("gives a lease to exactly one of many owners racing for it", async () => {
         const store = await open();
         const other = await sibling(store);
@@ -245,6 +265,7 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect(await store.getRun("r")).toEqual({
           ...{ runId: "r", sessionId: "s", agent: "planner" },
           ...{ startedAt: 500, updatedAt: 500, lastSeq: 1, status: "running" },
+          ...{ leaseOwner: "w", leaseExpiresAt: lease.expiresAt },
         });
         await store.append(lease, [event("r", 2, 600), completed("r", 3, 700)]);
         expect(await store.getRun("r")).toMatchObject({ lastSeq: 3, updatedAt: 700, status: "completed" });
@@ -254,6 +275,55 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect(summary).toMatchObject({ status: "failed", agent: "assistant" });
         expect(summary).not.toHaveProperty("sessionId");
         expect(summary).not.toHaveProperty("parentRunId");
+      });
+
+      it("tracks parked and resumed runs, and a store outage leaves a run unfinished", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("p", "w", LONG);
+        const base = { runId: "p", agent: "assistant", at: 1_000 };
+        await store.append(lease, [started("p"), { ...base, seq: 2, type: "run_parked", pending: [] }]);
+        expect(await store.getRun("p")).toMatchObject({ status: "parked" });
+        await store.append(lease, [{ ...base, seq: 3, type: "run_resumed", fromSeq: 2 }]);
+        expect(await store.getRun("p")).toMatchObject({ status: "running" });
+        const outage = { name: "StoreError", message: "ENOSPC", kind: "store_unavailable" };
+        await store.append(lease, [{ ...base, seq: 4, type: "run_failed", ...outage }]);
+        expect(await store.getRun("p")).toMatchObject({ status: "running" });
+        await store.append(lease, [{ ...base, seq: 5, type: "run_resumed", fromSeq: 4 }, completed("p", 6)]);
+        expect(await store.getRun("p")).toMatchObject({ status: "completed" });
+      });
+
+      it("lists runs by status, with the lease of those being driven", async () => {
+        const store = await open();
+        const statuses: Array<[string, RunEvent | undefined]> = [
+          ["done", completed("done", 2)],
+          ["broken", failed("broken", 2)],
+          [
+            "waiting",
+            { runId: "waiting", seq: 2, at: 1_002, agent: "assistant", type: "run_parked", pending: [] },
+          ],
+          ["busy", undefined],
+        ];
+        let at = 100;
+        for (const [runId, end] of statuses) {
+          const lease = await store.acquireLease(runId, `driver-${runId}`, LONG);
+          await store.append(lease, [started(runId, { at: at++ }), ...(end ? [end] : [])]);
+          if (runId !== "busy") await store.releaseLease(lease);
+        }
+        const ids = async (filter: Parameters<RunStore["listRuns"]>[0]) =>
+          (await store.listRuns(filter)).map((r) => r.runId);
+        expect(await ids({ status: "running" })).toEqual(["busy"]);
+        expect(await ids({ status: "parked" })).toEqual(["waiting"]);
+        expect(await ids({ status: ["completed", "failed"] })).toEqual(["done", "broken"]);
+        expect(await ids({ status: "failed", sessionId: "none" })).toEqual([]);
+        const [busy] = await store.listRuns({ status: "running" });
+        expect(busy).toMatchObject({ leaseOwner: "driver-busy" });
+        expect(busy!.leaseExpiresAt).toBeGreaterThan(Date.now());
+        const [done] = await store.listRuns({ status: "completed" });
+        expect(done).not.toHaveProperty("leaseOwner");
+        expect(done).not.toHaveProperty("leaseExpiresAt");
+        await expect(store.listRuns({ status: "finished" as never })).rejects.toThrow(
+          /unknown status "finished"/,
+        );
       });
 
       it("marks a child run with its parent, so a session can be continued from its root runs", async () => {
@@ -352,4 +422,13 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+}
+
+/** A lease owner id of a process that ran on this machine and has exited (and been reaped). */
+async function deadProcessOwner(): Promise<string> {
+  const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+  const pid = child.pid!;
+  await once(child, "exit");
+  const [host, , nonce, machine] = leaseOwner().split(":");
+  return [host, String(pid), nonce, machine].filter((part) => part !== undefined).join(":");
 }
