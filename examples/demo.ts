@@ -1,60 +1,38 @@
 /**
- * `npm run demo`: an agent doing real work on this checkout with real tools — parallel file
- * reads, a local HTTP service that fails once (a retry), a web page it serves itself read with
- * web_fetch (opened with `allowHosts`, since web_fetch refuses private addresses by default),
- * a huge file (a truncated result) and a report written by a destructive barrier tool that
- * asks for approval in the terminal — with every event printed as it happens.
+ * `npm run demo`: an agent doing real work with real tools — the workspace's file and shell
+ * tools on a copy of this checkout's files (parallel reads and a search, a shell command the
+ * allow list lets through, a paged read of a huge file, a shell output cut to head + tail), a
+ * local HTTP service that fails once (a retry), a web page it serves itself read with web_fetch
+ * (opened with `allowHosts`, since web_fetch refuses private addresses by default) and a report
+ * written with write_file, which asks for approval in the terminal with a diff — with every
+ * event printed as it happens.
  *
  * With QUIVER_MODEL set (e.g. "openai:gpt-4.1-mini", "anthropic:claude-sonnet-4-5",
  * "ollama:qwen3") a real model drives it; otherwise a ScriptedModel plays a fixed script.
  */
-import { createHash } from "node:crypto";
-import { mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { cp, mkdtemp } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
-import { Agent, type Model, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver-agents";
+import { Agent, type Model, type RunEvent, Runner, ScriptedModel, tool } from "quiver-agents";
 import { HttpReader, webFetch } from "quiver-agents/tools";
+import { workspace } from "quiver-agents/workspace";
 import { z } from "zod";
 
-const root = resolve(import.meta.dirname, "..");
+const checkout = resolve(import.meta.dirname, "..");
 const modelId = process.env.QUIVER_MODEL;
 
-/** Keeps every path inside this checkout, whatever the model asks for. */
-function inRepo(path: string): string {
-  const full = resolve(root, path);
-  if (relative(root, full).startsWith(".."))
-    throw new ToolError(`${path} is outside the project`, {
-      hint: "Use a path relative to the project root.",
-    });
-  return full;
+// The agent works on a copy of a few of this checkout's files, so nothing it writes lands in the repository.
+const root = await mkdtemp(join(tmpdir(), "quiver-demo-"));
+for (const file of ["README.md", "package.json", "package-lock.json", "src/index.ts"]) {
+  await cp(join(checkout, file), join(root, file), { recursive: true });
 }
-
-const fileStats = tool({
-  name: "file_stats",
-  description: "Count the lines and bytes of a file in the project and give its SHA-256.",
-  parameters: z.object({ path: z.string().describe("Path relative to the project root") }),
-  readOnly: true,
-  execute: async ({ path }) => {
-    const data = await readFile(inRepo(path));
-    return {
-      path,
-      bytes: data.length,
-      lines: data.toString("utf8").split("\n").length,
-      sha256: createHash("sha256").update(data).digest("hex").slice(0, 16),
-    };
-  },
-});
-
-const readTextFile = tool({
-  name: "read_file",
-  description: "Read a text file of the project.",
-  parameters: z.object({ path: z.string().describe("Path relative to the project root") }),
-  readOnly: true,
-  maxOutputChars: 1_200, // a tripwire: a lock file is far bigger, so the model gets head + tail
-  execute: async ({ path }) => readFile(inRepo(path), "utf8"),
+const ws = workspace({
+  root,
+  // Read-only commands run without asking; anything else asks; these never run.
+  shell: { allow: ["wc", "cat", "ls", "head"], deny: ["rm -rf", "git push"], maxOutputChars: 1_200 },
 });
 
 const RELEASE_NOTES = `<!doctype html><html><head><title>Release notes</title></head><body>
@@ -102,40 +80,42 @@ const buildStatus = tool({
   },
 });
 
-const outDir = await mkdtemp(join(tmpdir(), "quiver-demo-"));
-const writeReport = tool({
-  name: "write_report",
-  description: "Write the final report to a file. Runs alone, after everything else of its turn.",
-  parameters: z.object({ title: z.string(), body: z.string() }),
-  parallel: false,
-  destructive: true,
-  execute: async ({ title, body }) => {
-    const path = join(outDir, "report.md");
-    await writeFile(path, `# ${title}\n\n${body}\n`);
-    return `wrote ${(await stat(path)).size} bytes to ${path}`;
-  },
-});
-
 /** The script a ScriptedModel plays when no real model is configured. */
 function scriptedModel(): Model {
   return new ScriptedModel([
     {
-      text: "I'll look at the project files, the build service and the release notes at once.",
+      text: "I'll look at the project files and ask the build service, all at once.",
       toolCalls: [
-        { name: "file_stats", args: { path: "README.md" } },
-        { name: "file_stats", args: { path: "src/index.ts" } },
-        { name: "file_stats", args: { path: "package.json" } },
+        { name: "list_files", args: {} },
+        { name: "grep_files", args: { pattern: "^export \\{", path: "src" } },
+        { name: "read_file", args: { path: "README.md", limit: 5 } },
         { name: "build_status", args: {} },
-        { name: "web_fetch", args: { url: service.notesUrl } },
       ],
     },
     {
-      text: "Now the lock file, and then the report.",
+      text: "Now the size of the lock file, and its first lines.",
       toolCalls: [
-        { name: "read_file", args: { path: "package-lock.json" } },
         {
-          name: "write_report",
-          args: { title: "Project check", body: "Files measured, build service asked, lock file skimmed." },
+          name: "shell",
+          args: {
+            command: "wc -l package-lock.json && cat package-lock.json",
+            description: "measure the lock file",
+          },
+        },
+        { name: "read_file", args: { path: "package-lock.json", limit: 8 } },
+      ],
+    },
+    { text: "And the release notes.", toolCalls: [{ name: "web_fetch", args: { url: service.notesUrl } }] },
+    {
+      text: "Now the report.",
+      toolCalls: [
+        {
+          name: "write_file",
+          args: {
+            path: "report.md",
+            content:
+              "# Project check\n\nFiles listed and searched, build service asked, lock file measured, release notes read.\n",
+          },
         },
       ],
     },
@@ -144,7 +124,7 @@ function scriptedModel(): Model {
       const report = results.at(-1);
       const wrote = report?.role === "tool" && !report.isError;
       return {
-        text: `Done: ${results.length} tool results read; ${wrote ? "report written" : "the report was not approved"}.`,
+        text: `Done: ${results.length} tool results read; ${wrote ? `report written to ${join(root, "report.md")}` : "the report was not approved"}.`,
       };
     },
   ]);
@@ -154,12 +134,14 @@ const notesReader = new HttpReader({ allowHosts: ["127.0.0.1"] });
 const agent = new Agent({
   name: "inspector",
   model: modelId ?? scriptedModel(),
-  instructions:
-    "You inspect a software project. Measure README.md, src/index.ts and package.json, ask the build " +
-    `service for its status and read the release notes at ${service.notesUrl} (all at once), read ` +
-    "package-lock.json, then write a short report with write_report.",
+  instructions: [
+    "You inspect a software project. List and search its files, read the start of README.md and ask the " +
+      "build service for its status (all at once); measure package-lock.json with the shell; read the release " +
+      `notes at ${service.notesUrl}; then write a short report to report.md with write_file.`,
+    ws.instructions,
+  ],
   // web_fetch refuses private addresses by default; this reader opens only the demo's own server.
-  tools: [fileStats, readTextFile, buildStatus, webFetch(notesReader), writeReport],
+  tools: [...ws.tools, buildStatus, webFetch(notesReader)],
 });
 
 console.log(
@@ -187,6 +169,11 @@ function print(ev: RunEvent): void {
       break;
     case "tool_call_started":
       console.log(`${stamp()}  ▶ ${callLabel(ev)}${ev.attempt > 1 ? ` (attempt ${ev.attempt})` : ""}`);
+      break;
+    case "tool_call_update":
+      console.log(
+        `${stamp()}  … ${ev.call.name} output: ${short(String((ev.partial as { output?: string }).output ?? ""), 60)}`,
+      );
       break;
     case "tool_call_retry":
       console.log(`${stamp()}  ↻ ${ev.call.name} failed (${ev.error.message}); retrying in ${ev.delayMs} ms`);
@@ -234,9 +221,11 @@ try {
   const handle = Runner.stream(agent, "Check this project and write the report.");
   for await (const ev of handle) {
     print(ev);
-    // write_report is destructive, so the default permissions ask before it runs.
+    // write_file is destructive, so the default permissions ask before it runs (with a diff).
     if (ev.type === "approval_required") {
-      if (await decide(`approve ${callLabel(ev)}? (${ev.reason})`)) ev.approve();
+      const diff = (ev.details as { diff?: string } | undefined)?.diff;
+      if (diff) console.log(diff.trimEnd().replace(/^/gm, "             │ "));
+      if (await decide(`${ev.description ?? callLabel(ev)}? (${ev.reason})`)) ev.approve();
       else ev.reject("the operator said no");
     }
   }
