@@ -1,0 +1,260 @@
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtPackage, project, quiver } from "./binary.js";
+
+let bin: string;
+let pkgRoot: string;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  ({ bin, root: pkgRoot } = await builtPackage());
+}, 150_000);
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function freshProject(): string {
+  const dir = project(pkgRoot, ["gated-agent.mjs", "chatty-agent.mjs", "typed-agent.ts"]);
+  dirs.push(dir);
+  return dir;
+}
+
+const lines = (text: string) => text.split("\n").filter((l) => l.trim());
+
+describe("quiver run", () => {
+  it("--json prints one parseable event per line, ending with run_completed", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi there", "--json"], { cwd });
+    expect(ran.code, ran.stderr).toBe(0);
+    const events = lines(ran.stdout).map((line) => JSON.parse(line));
+    expect(events.length).toBeGreaterThan(4);
+    expect(events[0].type).toBe("run_started");
+    expect(events.at(-1)).toMatchObject({ type: "run_completed", stopReason: "completed", output: "Hello from the script! You said: hi there" });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  });
+
+  it("streams the assistant's text to stdout and the calls to stderr", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "please charge it", "--mode", "bypass"], {
+      cwd,
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe("Charging the card.\nDone: charged 42.\n");
+    expect(ran.stderr).toMatch(/● charge_card\(amount: 42\)\n {2}⎿ charged 42 \(1 line · \d+ ms\)/);
+  });
+
+  it("reads the prompt from stdin with -", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "-"], { cwd, input: "from a pipe\n" });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain("You said: from a pipe");
+  });
+
+  it("hides reasoning unless --show-reasoning", async () => {
+    const cwd = freshProject();
+    const hidden = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello"], { cwd });
+    expect(hidden.stdout + hidden.stderr).not.toContain("The user greeted me.");
+    const shown = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello", "--show-reasoning"], { cwd });
+    expect(shown.stderr).toContain("The user greeted me.");
+  });
+
+  it("with no terminal and no store, an approval is denied, never allowed", async () => {
+    const cwd = freshProject();
+    const effects = join(cwd, "effects.txt");
+    const ran = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--json"], {
+      cwd,
+      env: { SIDE_EFFECTS_FILE: effects },
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    const events = lines(ran.stdout).map((line) => JSON.parse(line));
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied" });
+    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({ ok: false, error: { kind: "denied" } });
+    expect(() => readFileSync(effects, "utf8")).toThrow();
+  });
+
+  it("parks with a store, then runs decide and runs resume finish it in other processes, charging once", async () => {
+    const cwd = freshProject();
+    const effects = join(cwd, "effects.txt");
+    const env = { SIDE_EFFECTS_FILE: effects };
+    const store = ["--store", "sqlite:runs.db"];
+
+    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd, env });
+    expect(first.code, first.stderr).toBe(3);
+    const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)?.[1];
+    expect(runId).toBeDefined();
+    expect(first.stderr).toContain(`quiver runs decide ${runId} call_1 --approve --store sqlite:runs.db`);
+    expect(first.stderr).toContain(`quiver runs resume ${runId} gated-agent.mjs --store sqlite:runs.db`);
+
+    const parked = await quiver(bin, ["runs", "list", "--status", "parked", "--json", ...store], { cwd });
+    expect(JSON.parse(parked.stdout).map((r: { runId: string }) => r.runId)).toEqual([runId]);
+
+    const decided = await quiver(bin, ["runs", "decide", runId!, "call_1", "--approve", ...store], { cwd });
+    expect(decided.code, decided.stderr).toBe(0);
+    expect(() => readFileSync(effects, "utf8")).toThrow(); // deciding runs nothing
+
+    const resumed = await quiver(bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], { cwd, env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain("Result: charged 42");
+    expect(readFileSync(effects, "utf8")).toBe("charged 42\n");
+
+    // Resuming a finished run does nothing again.
+    const again = await quiver(bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], { cwd, env });
+    expect(again.code).toBe(0);
+    expect(readFileSync(effects, "utf8")).toBe("charged 42\n");
+
+    const shown = await quiver(bin, ["runs", "show", runId!, "--json", ...store], { cwd });
+    const report = JSON.parse(shown.stdout);
+    expect(report).toMatchObject({ runId, status: "completed", stopReason: "completed" });
+    expect(report.calls).toEqual([
+      expect.objectContaining({
+        ok: true,
+        output: "charged 42",
+        approval: { asked: true, decision: "approved", by: "decide" },
+      }),
+    ]);
+    const text = await quiver(bin, ["runs", "show", runId!, ...store], { cwd });
+    expect(text.stdout).toContain("✓ approved by decide");
+    expect(text.stdout).toMatch(/⎿ charged 42 \(\d+ ms\)/);
+    expect(text.stdout).toContain("user: charge it");
+  });
+
+  it("a denial from runs decide reaches the model with its reason", async () => {
+    const cwd = freshProject();
+    const store = ["--store", "sqlite:runs.db"];
+    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
+    const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
+    const denied = await quiver(bin, ["runs", "decide", runId, "call_1", "--deny", "--reason", "over the limit", ...store], { cwd });
+    expect(denied.code, denied.stderr).toBe(0);
+    const resumed = await quiver(bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain("over the limit");
+  });
+
+  it("runs cancel ends a parked run as cancelled, and sessions list / clear work on the store", async () => {
+    const cwd = freshProject();
+    const store = ["--store", "sqlite:runs.db"];
+    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--session", "s1", ...store], { cwd });
+    const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
+    const cancelled = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    const report = JSON.parse((await quiver(bin, ["runs", "show", runId, "--json", ...store], { cwd })).stdout);
+    expect(report).toMatchObject({ status: "completed", stopReason: "cancelled" });
+    expect(report.calls[0]).toMatchObject({ ok: false, error: { kind: "cancelled" } });
+    const twice = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toContain("nothing to cancel");
+
+    // The session's transcript stays valid: its next run continues it.
+    const next = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello again", "--session", "s1", "--json", ...store], { cwd });
+    expect(next.code, next.stderr).toBe(0);
+    const started = JSON.parse(lines(next.stdout)[0]!);
+    expect(started.type).toBe("run_started");
+
+    const sessions = JSON.parse((await quiver(bin, ["sessions", "list", "--json", ...store], { cwd })).stdout);
+    expect(sessions).toEqual([expect.objectContaining({ sessionId: "s1", runs: 2 })]);
+    const cleared = await quiver(bin, ["sessions", "clear", "s1", ...store], { cwd });
+    expect(cleared.stdout).toContain("cleared session s1 (2 runs)");
+    expect((await quiver(bin, ["runs", "list", ...store], { cwd })).stdout).toBe("no runs stored\n");
+  });
+
+  it("runs tail prints a stored run's events and stops when it has ended", async () => {
+    const cwd = freshProject();
+    const store = ["--store", "sqlite:runs.db"];
+    const done = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello", "--json", ...store], { cwd });
+    const runId = JSON.parse(lines(done.stdout)[0]!).runId;
+    const tailed = await quiver(bin, ["runs", "tail", runId, "--json", ...store], { cwd });
+    expect(tailed.code).toBe(0);
+    expect(lines(tailed.stdout)).toEqual(lines(done.stdout));
+  });
+});
+
+describe("exit codes and errors", () => {
+  it("an unknown command is a usage error (2) with help on stderr", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["launch"], { cwd });
+    expect(ran.code).toBe(2);
+    expect(ran.stderr).toContain('unknown command "launch"');
+    expect(ran.stderr).toContain("Usage:");
+    expect(ran.stdout).toBe("");
+  });
+
+  it("usage errors: missing agent file, unknown option, bad --mode, bad --status, decide without a decision", async () => {
+    const cwd = freshProject();
+    for (const args of [
+      ["run"],
+      ["run", "chatty-agent.mjs", "hi", "--frobnicate"],
+      ["run", "chatty-agent.mjs", "hi", "--mode", "yolo"],
+      ["runs", "list", "--status", "sleeping"],
+      ["runs", "decide", "run_x", "call_1"],
+      ["runs", "frob"],
+      [],
+    ]) {
+      const ran = await quiver(bin, args, { cwd });
+      expect(ran.code, args.join(" ")).toBe(2);
+      expect(ran.stderr, args.join(" ")).toContain("Usage:");
+    }
+  });
+
+  it("a run that fails exits 1; a missing file, a wrong export and a bad store say what is wrong", async () => {
+    const cwd = freshProject();
+    const failed = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "please fail", "--json"], { cwd });
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(lines(failed.stdout).at(-1)!)).toMatchObject({ type: "run_failed" });
+
+    const missing = await quiver(bin, ["run", "nope.mjs", "hi"], { cwd });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("no agent file at");
+
+    const wrongExport = await quiver(bin, ["run", "chatty-agent.mjs#nope", "hi"], { cwd });
+    expect(wrongExport.code).toBe(1);
+    expect(wrongExport.stderr).toContain('has no export "nope"; it exports these agents: #chatty');
+
+    const notAgent = await quiver(bin, ["run", "chatty-agent.mjs#notAnAgent", "hi"], { cwd });
+    expect(notAgent.stderr).toContain("is not an Agent");
+
+    const badStore = await quiver(bin, ["runs", "list", "--store", "mysql://x"], { cwd });
+    expect(badStore.code).toBe(1);
+    expect(badStore.stderr).toContain("use sqlite:PATH");
+  });
+
+  it("SIGINT while streaming cancels the run: exit 130, the last event says cancelled", async () => {
+    const cwd = freshProject();
+    const { spawn } = await import("node:child_process");
+    const child = spawn(process.execPath, [bin, "run", "chatty-agent.mjs#chatty", "go slow", "--json"], {
+      cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no exit: ${out}`)), 15_000);
+      child.stdout.on("data", (d) => {
+        out += d;
+        if (out.includes('"tool_call_update"') && !child.killed) child.kill("SIGINT");
+      });
+      child.on("close", (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(code).toBe(130);
+    const events = lines(out).map((l) => JSON.parse(l));
+    expect(events.at(-1)).toMatchObject({ type: "run_completed", stopReason: "cancelled" });
+    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({ ok: false, error: { kind: "cancelled" } });
+  });
+
+  it("loads a .ts agent file through tsx", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "typed-agent.ts", "hi"], { cwd });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe("typed hello\n");
+  });
+
+  it("--model replaces the agent's model through the provider registry", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], { cwd });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toContain('unknown model provider "nosuch"');
+  });
+});
