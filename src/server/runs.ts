@@ -137,6 +137,7 @@ export class RunRegistry {
         throw error;
       }
       log.parked.splice(i, 1);
+      await this.#catchUp(log);
       if (log.parked.length === 0) await this.#resume(log);
       return;
     }
@@ -181,6 +182,12 @@ export class RunRegistry {
     }
     if (log.finished) return;
     throw new HttpError(409, "not_running", `run ${log.runId} is not driven by this server`);
+  }
+
+  /** Appends what was stored without passing through a handle here (a decision from `Runner.decide`). */
+  async #catchUp(log: RunLog): Promise<void> {
+    const missed = await this.store!.read(log.runId, log.lastSeq);
+    for (const event of missed) if (event.seq > log.lastSeq) this.#track(log, event);
   }
 
   /** Resumes a parked run under the same id; its events continue in the same log. */

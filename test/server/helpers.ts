@@ -109,3 +109,18 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** A model that streams `count` text deltas of `size` characters in one turn (for volume and backpressure). */
+export function chattyAgent(count: number, size = 100, name = "chatty") {
+  const chunk = "x".repeat(size);
+  return new Agent({
+    name,
+    model: {
+      name: "chatty",
+      async *stream() {
+        for (let i = 0; i < count; i++) yield { type: "text_delta" as const, delta: chunk };
+        yield { type: "finish" as const, reason: "stop" as const };
+      },
+    },
+  });
+}

@@ -83,7 +83,7 @@ describe("the web chat page in Chromium", () => {
         expect(await page.locator("section.run").count()).toBe(1);
         await expect.poll(() => page.getByRole("status").textContent()).toBe("Done.");
         // Readable at phone width: nothing wider than the viewport.
-        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        const overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth");
         expect(overflow).toBeLessThanOrEqual(0);
       });
     } finally {

@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer, type QuiverServer } from "quiver-agents/server";
+import { SqliteStore } from "quiver-agents/store";
+import { afterEach, describe, expect, it } from "vitest";
+import { chatClient, lastAssistant, textOf, VERSIONS } from "./chat-clients.js";
+import { agentWith, BASE, events, eventually, post, readSse, refundTool } from "./helpers.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function dbPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-server-store-"));
+  dirs.push(dir);
+  return join(dir, "runs.db");
+}
+
+/** The agent before the restart asks for the refund; the one after it (a fresh scripted model) answers. */
+function refundAgent(ran: string[], afterRestart = false) {
+  const turns = afterRestart
+    ? [{ text: "Refunded." }]
+    : [{ toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] }];
+  return agentWith(turns, [refundTool(ran)]);
+}
+
+describe("with a SqliteStore, a parked run survives a restart", () => {
+  it("native: the run parks, a new server replays it, an approval resumes it on the same stream", async () => {
+    const path = dbPath();
+    const ran: string[] = [];
+    const storeA = new SqliteStore({ path });
+    const serverA = createServer({ agent: refundAgent(ran), store: storeA });
+    const { runId } = (await (await serverA.fetch(post("/api/runs", { message: "refund A1" }))).json()) as {
+      runId: string;
+    };
+    const before = events(
+      await readSse(await serverA.fetch(new Request(`${BASE}/api/runs/${runId}/events`)), (fs) =>
+        events(fs).some((e) => e.type === "run_parked"),
+      ),
+    );
+    expect(before.some((e) => e.type === "approval_required")).toBe(true);
+    serverA.close();
+    await storeA.close();
+
+    // A new process: nothing in memory, the store has the parked run.
+    const storeB = new SqliteStore({ path });
+    const serverB = createServer({ agent: refundAgent(ran, true), store: storeB });
+    const summary = (await (await serverB.fetch(new Request(`${BASE}/api/runs/${runId}`))).json()) as {
+      status: string;
+      awaitingApproval: Array<{ callId: string; args: unknown }>;
+    };
+    expect(summary.status).toBe("parked");
+    expect(summary.awaitingApproval).toEqual([{ callId: "c1", name: "refund", args: { order: "A1" } }]);
+
+    const lastSeen = before.at(-1)!.seq;
+    const stream = await serverB.fetch(
+      new Request(`${BASE}/api/runs/${runId}/events`, { headers: { "last-event-id": String(lastSeen) } }),
+    );
+    const approving = serverB.fetch(post(`/api/runs/${runId}/approve`, { callId: "c1", approved: true }));
+    const after = events(await readSse(stream, (fs) => events(fs).some((e) => e.type === "run_completed")));
+    expect((await approving).status).toBe(202);
+    expect(after[0]!.seq).toBe(lastSeen + 1);
+    expect(after.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["approval_resolved", "run_resumed", "tool_call_completed"]),
+    );
+    const done = after.at(-1)!;
+    expect(done.type === "run_completed" && done.output).toBe("Refunded.");
+    expect(ran).toEqual(["A1"]);
+    serverB.close();
+    await storeB.close();
+  });
+
+  it.each(VERSIONS)(
+    "useChat (%s): the approval answered after a restart continues the same message",
+    async (version) => {
+      const path = dbPath();
+      const ran: string[] = [];
+      let store = new SqliteStore({ path });
+      let server = createServer({ agent: refundAgent(ran), store });
+      // The client keeps its messages; only the server behind it restarts.
+      const proxy: QuiverServer = { ...server, fetch: (req, env) => server.fetch(req, env) };
+      const chat = chatClient(version, proxy, { id: "chat-restart", autoSend: "approvals" });
+      await chat.sendMessage({ text: "refund A1" });
+      const part = lastAssistant(chat).parts.find((p) => p.type === "tool-refund")!;
+      expect(part.state).toBe("approval-requested");
+
+      server.close();
+      await store.close();
+      store = new SqliteStore({ path });
+      server = createServer({ agent: refundAgent(ran, true), store });
+
+      // The page reloads too: the chat's stream replays the parked run and ends at the approval.
+      const reloaded = chatClient(version, proxy, { id: "chat-restart" });
+      await reloaded.resumeStream();
+      expect(reloaded.error).toBeUndefined();
+      expect(lastAssistant(reloaded).parts.find((p) => p.type === "tool-refund")?.state).toBe(
+        "approval-requested",
+      );
+
+      await chat.addToolApprovalResponse({ id: part.approval!.id, approved: true });
+      await eventually(() => chat.status === "ready" && textOf(lastAssistant(chat)) === "Refunded.");
+      expect(chat.error).toBeUndefined();
+      expect(lastAssistant(chat).parts.find((p) => p.type === "tool-refund")).toMatchObject({
+        state: "output-available",
+        output: "refunded A1",
+      });
+      expect(chat.messages.filter((m) => m.role === "assistant")).toHaveLength(1);
+      expect(ran).toEqual(["A1"]);
+      server.close();
+      await store.close();
+    },
+  );
+});
