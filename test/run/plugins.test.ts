@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   Agent,
   handoff,
@@ -12,6 +15,7 @@ import {
   UserError,
 } from "quiver-agents";
 import { currentDate, FENCE_NOTE, webFetch } from "quiver-agents/tools";
+import { workspace } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 
@@ -218,20 +222,40 @@ describe("plugins", () => {
     await expect(Runner.run(agent, "go")).rejects.toThrow(/two plugins named "dup"/);
   });
 
-  it("a tool set with its instructions is a plugin: the web tools, and a workspace-shaped value", async () => {
-    const web = plugin({ name: "web", tools: [webFetch()], instructions: [FENCE_NOTE, currentDate("UTC")] });
-    // What a workspace exposes: a read-only tool list and an instructions fragment.
-    const ws = {
-      tools: [echo("read_file"), echo("write_file")] as const,
-      instructions: (ctx: { agent: string }) => `Files are under /project (agent ${ctx.agent}).`,
-    };
-    const workspace = plugin({ name: "workspace", tools: ws.tools, instructions: ws.instructions });
-    const model = new ScriptedModel([{ text: "ok" }]);
-    await Runner.run(new Agent({ name: "coder", model, plugins: [web, workspace] }), "go");
-    const request = model.requests[0]!;
-    expect(request.tools.map((t) => t.name)).toEqual(["web_fetch", "read_file", "write_file"]);
-    expect(request.system).toContain(FENCE_NOTE);
-    expect(request.system).toMatch(/Today is \w+day, \d{4}-\d\d-\d\d \(UTC\)\./);
-    expect(request.system).toMatch(/Files are under \/project \(agent coder\)\.$/);
+  it("a tool set with its instructions is a plugin: the web tools, and a workspace", async () => {
+    const root = mkdtempSync(join(tmpdir(), "quiver-plugin-ws-"));
+    try {
+      writeFileSync(join(root, "notes.txt"), "the launch is on Tuesday\n");
+      const web = plugin({
+        name: "web",
+        tools: [webFetch()],
+        instructions: [FENCE_NOTE, currentDate("UTC")],
+      });
+      const ws = workspace({ root, readOnly: true });
+      const files = plugin({ name: "workspace", tools: ws.tools, instructions: ws.instructions });
+      const model = new ScriptedModel([
+        { toolCalls: [{ name: "read_file", args: { path: "notes.txt" } }] },
+        { text: "Tuesday" },
+      ]);
+      const result = await Runner.run(new Agent({ name: "coder", model, plugins: [web, files] }), "when?");
+      expect(result.toolCalls[0]?.output).toContain("the launch is on Tuesday");
+      const request = model.requests[0]!;
+      expect(request.tools.map((t) => t.name)).toEqual(["web_fetch", ...ws.tools.map((t) => t.name)]);
+      expect(request.system).toContain(FENCE_NOTE);
+      expect(request.system).toMatch(/Today is \w+day, \d{4}-\d\d-\d\d \(UTC\)\./);
+      expect(request.system?.endsWith(ws.instructions)).toBe(true);
+      // The workspace's tools clash with the same tools given directly, naming both places.
+      const twice = new Agent({
+        name: "coder",
+        model: new ScriptedModel([]),
+        tools: ws.tools,
+        plugins: [files],
+      });
+      await expect(Runner.run(twice, "go")).rejects.toThrow(
+        /"read_file" \(one in the agent's tools, one in plugin "workspace"\)/,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -205,8 +205,10 @@ function compact(
   const keepFrom = view.windowStart(config.keepRecentTurns);
   const elided = view.elideOldest(keepFrom, () => tokens() <= target);
   const done = (summary?: { text: string; messages: number }) => {
+    // Results elided and then summarised in the same change are only in the summary.
+    const shown = summary ? elided.filter((entry) => entry.index >= summary.messages) : elided;
     if (elided.length || summary)
-      emitCompaction(run, elided, summary, before, tokens(), config.maxInputTokens);
+      emitCompaction(run, shown, summary, before, tokens(), config.maxInputTokens);
     const after = tokens();
     if (after > config.maxInputTokens) {
       run.emit({
