@@ -114,6 +114,8 @@ export async function turns(
 ): Promise<RunResult<any>> {
   const state: LoopState = { setup: firstSetup, corrected: false };
   if (unfinished) {
+    // Plugins are set up before their tools can run, not only before the next model request.
+    if (!(await readyPlugins(run, state.setup))) return stopOnAbort(run);
     const outcome = await runCalls(
       run,
       state,
@@ -141,11 +143,7 @@ export async function turns(
     }
     deliverInbox(run);
     const { setup } = state;
-    if (!setup.pluginsReady) {
-      await setupPlugins(run, setup.plugins);
-      if (run.stopper.aborted) return stopOnAbort(run);
-      setup.pluginsReady = true;
-    }
+    if (!setup.pluginsReady && !(await readyPlugins(run, setup))) return stopOnAbort(run);
 
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
@@ -251,6 +249,15 @@ type LoopState = {
 function completeTurn(run: ActiveRun, state?: LoopState): void {
   const event: EventOf<"turn_completed"> = {
     type: "turn_completed",
+/** Sets up the agent's plugins this run has not set up yet; false when the run was cancelled meanwhile. */
+async function readyPlugins(run: ActiveRun, setup: AgentSetup): Promise<boolean> {
+  if (setup.pluginsReady) return true;
+  await setupPlugins(run, setup.plugins);
+  if (run.stopper.aborted) return false;
+  setup.pluginsReady = true;
+  return true;
+}
+
     turn: run.turn,
     runId: "",
     seq: 0,

@@ -14,6 +14,7 @@ import {
   tool,
   UserError,
 } from "quiver-agents";
+import { MemoryStore } from "quiver-agents/store";
 import { currentDate, FENCE_NOTE, webFetch } from "quiver-agents/tools";
 import { workspace } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
@@ -159,6 +160,63 @@ describe("plugins", () => {
     const result = await handle.result();
     expect(result.stopReason).toBe("cancelled");
     expect(log).toEqual(["setup", "teardown"]);
+  });
+
+  it("a plugin arriving with a handoff is set up before the new agent's first request", async () => {
+    const log: string[] = [];
+    const billingTools = plugin({
+      name: "billing-tools",
+      tools: [echo("refund", log)],
+      instructions: "Refunds need an order id.",
+      setup: () => void log.push("setup billing"),
+      teardown: () => void log.push("teardown billing"),
+    });
+    const billingModel = loggingModel(log, [
+      { toolCalls: [{ name: "refund", args: {} }] },
+      { text: "refunded" },
+    ]);
+    const billing = new Agent({ name: "billing", model: billingModel, plugins: [billingTools] });
+    const triage = new Agent({
+      name: "triage",
+      model: loggingModel(log, [{ toolCalls: [{ name: "transfer_to_billing", args: {} }] }]),
+      handoffs: [billing],
+    });
+    const result = await Runner.run(triage, "refund please");
+    expect(result.output).toBe("refunded");
+    expect(log).toEqual(["model", "setup billing", "model", "tool:refund", "model", "teardown billing"]);
+    expect(billingModel.requests[0]!.system).toBe("Refunds need an order id.");
+  });
+
+  it("a parked run tears its plugins down; resuming sets them up again", async () => {
+    const log: string[] = [];
+    const tracked = plugin({
+      name: "tracked",
+      setup: () => void log.push("setup"),
+      teardown: () => void log.push("teardown"),
+    });
+    const risky = tool({
+      name: "risky",
+      description: "Needs a yes.",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: () => void log.push("tool:risky"),
+    });
+    const store = new MemoryStore();
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: "r1", name: "risky", args: {} }] },
+      { text: "done" },
+    ]);
+    const agent = new Agent({ name: "a", model, tools: [risky], plugins: [tracked] });
+    const handle = Runner.stream(agent, "go", { store });
+    await collect(handle);
+    const parked = await handle.result();
+    expect(parked.stopReason).toBe("awaiting_approval");
+    expect(log).toEqual(["setup", "teardown"]);
+
+    await Runner.decide(store, parked.runId, "r1", true);
+    const resumed = await Runner.resume(agent, parked.runId, { store }).result();
+    expect(resumed.stopReason).toBe("completed");
+    expect(log).toEqual(["setup", "teardown", "setup", "tool:risky", "teardown"]);
   });
 
   it("a hanging teardown is abandoned after its timeout, with a warning", async () => {
