@@ -238,6 +238,15 @@ export async function turns(
   }
 }
 
+/** Sets up the agent's plugins this run has not set up yet; false when the run was cancelled meanwhile. */
+async function readyPlugins(run: ActiveRun, setup: AgentSetup): Promise<boolean> {
+  if (setup.pluginsReady) return true;
+  await setupPlugins(run, setup.plugins);
+  if (run.stopper.aborted) return false;
+  setup.pluginsReady = true;
+  return true;
+}
+
 type LoopState = {
   setup: AgentSetup;
   corrected: boolean;
@@ -249,15 +258,6 @@ type LoopState = {
 function completeTurn(run: ActiveRun, state?: LoopState): void {
   const event: EventOf<"turn_completed"> = {
     type: "turn_completed",
-/** Sets up the agent's plugins this run has not set up yet; false when the run was cancelled meanwhile. */
-async function readyPlugins(run: ActiveRun, setup: AgentSetup): Promise<boolean> {
-  if (setup.pluginsReady) return true;
-  await setupPlugins(run, setup.plugins);
-  if (run.stopper.aborted) return false;
-  setup.pluginsReady = true;
-  return true;
-}
-
     turn: run.turn,
     runId: "",
     seq: 0,
