@@ -47,10 +47,12 @@ export class EventWriter {
   }
 
   write(event: RunEvent): void {
-    if (!this.store || this.#failure) {
+    if (!this.store) {
       this.#queue.push(event);
       return;
     }
+    // After a failure events are no longer stored, but they still pass through the chain:
+    // the reader sees them after the batch that failed, in seq order.
     this.#batch.push(event);
     if (!this.#scheduled) {
       this.#scheduled = true;

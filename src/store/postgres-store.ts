@@ -55,7 +55,17 @@ export type PostgresStoreOptions = (
 ) & {
   /** The schema that holds Quiver's tables (`quiver_runs`, `quiver_events`, …); created if missing. Default `"public"`. */
   schema?: string;
+  /**
+   * The longest any one operation may take, connecting included (default 10,000 ms). Past it
+   * the operation rejects with a retryable `StoreError` and its connection is discarded, so a
+   * database that stops answering (a partition, a frozen server) never hangs a run. With a
+   * connection string it also becomes the server's `statement_timeout` and the pool's
+   * connection timeout.
+   */
+  timeoutMs?: number;
 };
+
+const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
  * A `RunStore` on PostgreSQL, for runs shared by many processes and machines. The tables are
@@ -77,18 +87,33 @@ export class PostgresStore implements RunStore {
   readonly #pool: PostgresPool;
   readonly #ownsPool: boolean;
   readonly #t: PostgresTables;
+  readonly #timeoutMs: number;
   #ready: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? "public";
     this.#t = tableNames(this.schema);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+      throw new UserError(
+        `PostgresStore: timeoutMs must be a positive number of ms (got ${String(timeoutMs)})`,
+      );
+    }
+    this.#timeoutMs = timeoutMs;
     if (options.pool !== undefined) {
       this.#pool = options.pool;
       this.#ownsPool = false;
     } else if (typeof options.connectionString === "string" && options.connectionString !== "") {
       const pg = loadOptionalPackage<typeof Pg>("pg", "PostgresStore", "npm install pg@8");
-      const pool = new pg.Pool({ connectionString: options.connectionString });
+      const pool = new pg.Pool({
+        connectionString: options.connectionString,
+        connectionTimeoutMillis: timeoutMs,
+        // The server gives up on a statement (a lock wait, say) when the store does.
+        statement_timeout: timeoutMs,
+        // A peer that vanished without closing the socket is noticed by TCP, not only by timeouts.
+        keepAlive: true,
+      });
       // An idle connection the server drops emits "error" on the pool, which would crash the
       // process if nobody listened; the next query reports the problem instead.
       pool.on("error", () => {});
@@ -282,11 +307,19 @@ export class PostgresStore implements RunStore {
     return row === undefined ? undefined : (row.text as Buffer).toString("utf8");
   }
 
-  /** Closes the pool the store created from a connection string; a pool passed in is left to its owner. */
+  /**
+   * Closes the pool the store created from a connection string; a pool passed in is left to its
+   * owner. Waits at most `timeoutMs` for connections to close: a database that stopped
+   * answering cannot hold the caller (its sockets close when the server or the OS drops them).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsPool) await this.#pool.end();
+    if (!this.#ownsPool) return;
+    const ending = this.#pool.end();
+    await withinDeadline(ending, Date.now() + this.#timeoutMs).catch((error) => {
+      if (error !== TIMED_OUT) throw storeFailure("closing the store", undefined, error);
+    });
   }
 
   /** Locks the run's lease row for this transaction and checks that `lease` is still it. */
@@ -302,11 +335,7 @@ export class PostgresStore implements RunStore {
 
   async #query(action: string, runId: string | undefined, text: string, values?: unknown[]): Promise<any[]> {
     await this.#tables(action, runId);
-    try {
-      return (await this.#pool.query(text, values)).rows;
-    } catch (error) {
-      throw storeFailure(action, runId, error);
-    }
+    return this.#withClient(action, runId, async (client) => (await client.query(text, values)).rows);
   }
 
   async #transaction<T>(
@@ -318,31 +347,77 @@ export class PostgresStore implements RunStore {
     return this.#inTransaction(action, runId, body);
   }
 
-  async #inTransaction<T>(
+  #inTransaction<T>(
     action: string,
     runId: string | undefined,
     body: (client: PostgresClient) => Promise<T>,
   ): Promise<T> {
+    return this.#withClient(
+      action,
+      runId,
+      async (client) => {
+        await client.query("BEGIN");
+        const result = await body(client);
+        await client.query("COMMIT");
+        return result;
+      },
+      true,
+    );
+  }
+
+  /**
+   * Runs `work` on a connection of its own, within `timeoutMs` from the moment it asks for the
+   * connection. A connection that timed out or failed mid-transaction is destroyed, never
+   * returned to the pool: its state is unknown, and a server that stopped answering would
+   * hand the next operation the same silence.
+   */
+  async #withClient<T>(
+    action: string,
+    runId: string | undefined,
+    work: (client: PostgresClient) => Promise<T>,
+    transaction = false,
+  ): Promise<T> {
+    const deadline = Date.now() + this.#timeoutMs;
+    const connecting = this.#pool.connect();
     let client: PostgresClient;
     try {
-      client = await this.#pool.connect();
+      client = await withinDeadline(connecting, deadline);
     } catch (error) {
-      throw storeFailure(action, runId, error);
+      // A connection that arrives after we gave up is closed, not leaked.
+      if (error === TIMED_OUT)
+        connecting.then(
+          (late) => late.release(true),
+          () => {},
+        );
+      throw this.#failure(action, runId, error);
     }
     try {
-      await client.query("BEGIN");
-      const result = await body(client);
-      await client.query("COMMIT");
+      const result = await withinDeadline(work(client), deadline);
       client.release();
       return result;
     } catch (error) {
-      // A connection whose rollback fails is in an unknown state: destroy it, never reuse it.
-      await client.query("ROLLBACK").then(
-        () => client.release(),
-        () => client.release(true),
-      );
-      throw storeFailure(action, runId, error);
+      if (error !== TIMED_OUT && transaction) {
+        // The server answered with an error: roll back and keep the connection if that works.
+        const rolledBack = await withinDeadline(
+          client.query("ROLLBACK"),
+          Math.max(deadline, Date.now() + 1_000),
+        ).then(
+          () => true,
+          () => false,
+        );
+        client.release(rolledBack ? undefined : true);
+      } else client.release(error === TIMED_OUT || transaction ? true : undefined);
+      throw this.#failure(action, runId, error);
     }
+  }
+
+  #failure(action: string, runId: string | undefined, error: unknown): StoreError {
+    if (error !== TIMED_OUT) return storeFailure(action, runId, error);
+    const subject = runId === undefined ? "" : ` for run ${runId}`;
+    return new StoreError(
+      `${action}${subject} timed out: the database did not answer within ${this.#timeoutMs} ms (timeoutMs)`,
+      { ...(runId !== undefined && { runId }), retryable: true },
+    );
   }
 
   /** Creates the tables once per store, before its first statement; a failed attempt is retried by the next call. */
@@ -367,4 +442,24 @@ export class PostgresStore implements RunStore {
       );
     }
   }
+}
+
+/** What `withinDeadline` rejects with when time runs out first. */
+const TIMED_OUT = Symbol("timed out");
+
+/** `promise`, or a rejection with TIMED_OUT at `deadline` (epoch ms), whichever comes first. */
+function withinDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(TIMED_OUT), Math.max(0, deadline - Date.now()));
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

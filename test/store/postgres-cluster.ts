@@ -13,9 +13,25 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
-export type PostgresCluster = { connectionString: string; stop(): Promise<void> };
+export type PostgresCluster = {
+  connectionString: string;
+  stop(): Promise<void>;
+  /** Freezes the server (SIGSTOP to the postmaster and every backend): connections stay open, nothing answers. */
+  pause(): void;
+  /** Thaws a paused server (SIGCONT). */
+  unpause(): void;
+  /** `pg_ctl stop -m immediate`: every connection drops at once, as in a crash. */
+  crash(): Promise<void>;
+  /** Starts the server again on the same data and port after `crash()`. */
+  restart(): Promise<void>;
+};
 
-export async function startPostgresCluster(): Promise<PostgresCluster> {
+/**
+ * `durable`: commits are on disk (the WAL) when acknowledged, as on a real server, so a
+ * `crash()` loses nothing that was committed. Without it commits are acknowledged before the
+ * WAL is written (faster tests that never crash the server).
+ */
+export async function startPostgresCluster(options: { durable?: boolean } = {}): Promise<PostgresCluster> {
   const bin = findBinDir();
   const dir = mkdtempSync(join(tmpdir(), "quiver-pg-"));
   const data = join(dir, "data");
@@ -32,20 +48,23 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     // between: try a few.
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
-      const settings = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+      // fsync=off is safe for a crash of the server (the OS keeps what it wrote), not of the machine.
+      const settings = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c full_page_writes=off${options.durable ? "" : " -c synchronous_commit=off"}`;
       try {
-        await pg("pg_ctl", [
-          "-D",
-          data,
-          "-l",
-          join(dir, "server.log"),
-          "-o",
-          settings,
-          "-w",
-          "-t",
-          "30",
-          "start",
-        ]);
+        const startServer = () =>
+          pg("pg_ctl", [
+            "-D",
+            data,
+            "-l",
+            join(dir, "server.log"),
+            "-o",
+            settings,
+            "-w",
+            "-t",
+            "30",
+            "start",
+          ]);
+        await startServer();
         // The server outlives its starter: if the test process exits without calling stop()
         // (a crash, a timeout), stop it on the way out rather than leave it running.
         const stopNow = () => {
@@ -62,8 +81,17 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
           connectionString: `postgresql://quiver@127.0.0.1:${port}/postgres`,
           stop: async () => {
             process.off("exit", stopNow);
+            signalServer(data, "SIGCONT");
             await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
             rmSync(dir, { recursive: true, force: true });
+          },
+          pause: () => signalServer(data, "SIGSTOP"),
+          unpause: () => signalServer(data, "SIGCONT"),
+          crash: async () => {
+            await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+          },
+          restart: async () => {
+            await startServer();
           },
         };
       } catch (error) {
@@ -129,5 +157,30 @@ function readLog(dir: string): string {
     return readFileSync(join(dir, "server.log"), "utf8").slice(-2000);
   } catch {
     return "";
+  }
+}
+
+/** Sends `signal` to the postmaster and all its children (the backends serving connections). */
+function signalServer(data: string, signal: NodeJS.Signals): void {
+  let postmaster: number;
+  try {
+    postmaster = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
+  } catch {
+    return; // not running
+  }
+  let listed = "";
+  try {
+    listed = execFileSync("ps", ["-o", "pid=", "--ppid", String(postmaster)], { encoding: "utf8" });
+  } catch {} // ps exits 1 when there are no children
+  const children = listed
+    .split("\n")
+    .map((line) => Number(line.trim()))
+    .filter((pid) => pid > 0);
+  // The postmaster first when freezing (no new backends), last when thawing.
+  const order = signal === "SIGSTOP" ? [postmaster, ...children] : [...children, postmaster];
+  for (const pid of order) {
+    try {
+      process.kill(pid, signal);
+    } catch {}
   }
 }
