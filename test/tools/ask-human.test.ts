@@ -42,6 +42,7 @@ describe("ask_human", () => {
         multiSelect: true,
         sessionId: "s-42",
         runId: handle.runId,
+        callId: result.toolCalls[0]!.call.id,
       },
     ]);
     expect(result.toolCalls[0]).toMatchObject({ ok: true, output: "Kyoto\nOsaka" });
