@@ -81,10 +81,11 @@ export class EventWriter {
         for (const event of batch) this.#queue.push(event);
         return;
       }
+      let runId = batch[0]!.runId;
       try {
         // Consecutive events of one run go in one append (child runs interleave with their parent).
         for (let start = 0; start < batch.length; ) {
-          const runId = batch[start]!.runId;
+          runId = batch[start]!.runId;
           let end = start + 1;
           while (end < batch.length && batch[end]!.runId === runId) end++;
           const lease = this.#leases.get(runId);
@@ -93,7 +94,16 @@ export class EventWriter {
           start = end;
         }
       } catch (error) {
-        this.#fail(error instanceof Error ? error : new StoreError(String(error)));
+        // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
+        // the run stops with a StoreError, so it fails instead of reading as cancelled.
+        this.#fail(
+          error instanceof StoreError
+            ? error
+            : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, {
+                runId,
+                cause: error,
+              }),
+        );
       }
       for (const event of batch) this.#queue.push(event);
     });
@@ -162,7 +172,7 @@ export class EventWriter {
           this.#fail(
             error instanceof StoreError
               ? error
-              : new StoreError(`renewing the lease of run ${runId} failed: ${String(error)}`, {
+              : new StoreError(`renewing the lease of run ${runId} failed: ${describe(error)}`, {
                   runId,
                   cause: error,
                 }),
@@ -227,4 +237,13 @@ function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/** A thrown value's message, without trusting it (a getter may throw). */
+function describe(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "an error that cannot be described";
+  }
 }
