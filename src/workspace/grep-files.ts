@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { access, constants, open, realpath, stat } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readSync, realpathSync } from "node:fs";
+import { access, constants, stat } from "node:fs/promises";
 import path from "node:path";
 import { ToolError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
@@ -7,15 +8,38 @@ import { type Tool, tool } from "../tool/tool.js";
 import { asksForSkipped, globMatcher } from "./list-files.js";
 import { codeOf, isWithin, resolveInside, toPosix } from "./paths.js";
 import { looksBinary } from "./text-file.js";
-import { type WalkEntry, walkFiles } from "./walk.js";
+import { TimeSlicer, type WalkEntry, walkFiles } from "./walk.js";
 
 const DEFAULT_MATCH_LIMIT = 100;
 const MAX_MATCH_LIMIT = 2_000;
 const MAX_MATCH_LINE_CHARS = 300;
-/** Files read at once by the Node search: enough to keep the disk busy while regexes run. */
-const READ_CONCURRENCY = 8;
 
 type GrepArgs = { pattern: string; path?: string; glob?: string; ignore_case?: boolean; limit?: number };
+
+/** Files larger than this are skipped by the Node search (they would be read whole into memory). */
+const MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024;
+
+/** A regular file's bytes, or `undefined` for anything else, an unreadable file or a huge one. */
+function readSmallFile(file: string): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, "r");
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > MAX_SEARCH_FILE_BYTES) return undefined;
+    const buffer = Buffer.allocUnsafe(info.size);
+    let filled = 0;
+    while (filled < info.size) {
+      const read = readSync(fd, buffer, filled, info.size - filled, filled);
+      if (read === 0) break;
+      filled += read;
+    }
+    return filled === info.size ? buffer : buffer.subarray(0, filled);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
 
 /** One matching line. */
 export type GrepMatch = { path: string; line: number; text: string };
@@ -129,7 +153,7 @@ export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
   };
   if (info.isFile()) {
     take(
-      await searchFile(
+      searchFile(
         { relative: start.relative, absolute: start.real, symlink: false },
         start.root,
         regex,
@@ -137,24 +161,16 @@ export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
       ),
     );
   } else {
-    // A bounded pool: files are read concurrently, matches are taken in walk order.
-    const queue: Array<Promise<GrepMatch[]>> = [];
-    try {
-      for await (const entry of walkFiles({
-        root: start.root,
-        start: start.real,
-        includeSkipped: asksForSkipped(start.relative, options.glob),
-        ...(options.signal && { signal: options.signal }),
-      })) {
-        if (matchesGlob && !matchesGlob(entry.relative)) continue;
-        queue.push(searchFile(entry, start.root, regex, state));
-        if (queue.length >= READ_CONCURRENCY) take(await queue.shift()!);
-        if (state.truncated) break;
-      }
-      while (queue.length > 0 && !state.truncated) take(await queue.shift()!);
-    } finally {
-      // Reads still in flight settle before the search returns (searchFile never rejects).
-      await Promise.all(queue);
+    const slicer = new TimeSlicer(options.signal);
+    for (const entry of walkFiles({
+      root: start.root,
+      start: start.real,
+      includeSkipped: asksForSkipped(start.relative, options.glob),
+    })) {
+      await slicer.tick();
+      if (matchesGlob && !matchesGlob(entry.relative)) continue;
+      take(searchFile(entry, start.root, regex, state));
+      if (state.truncated) break;
     }
   }
   return {
@@ -177,33 +193,23 @@ function compile(pattern: string, ignoreCase: boolean): RegExp {
 }
 
 /** The matching lines of one file; binary files, and links that lead out of the root, give none. */
-async function searchFile(
+function searchFile(
   entry: WalkEntry,
   root: string,
   regex: RegExp,
   state: { files: number; bytes: number },
-): Promise<GrepMatch[]> {
+): GrepMatch[] {
   let file = entry.absolute;
   if (entry.symlink) {
     try {
-      file = await realpath(entry.absolute);
+      file = realpathSync(entry.absolute);
     } catch {
       return [];
     }
     if (!isWithin(root, file)) return [];
   }
-  let bytes: Buffer;
-  try {
-    const handle = await open(file, "r");
-    try {
-      if (!(await handle.stat()).isFile()) return [];
-      bytes = await handle.readFile();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return [];
-  }
+  const bytes = readSmallFile(file);
+  if (bytes === undefined) return [];
   state.files++;
   state.bytes += bytes.length;
   if (looksBinary(bytes)) return [];

@@ -4,7 +4,7 @@ import { ToolError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 import { codeOf, resolveInside } from "./paths.js";
-import { SKIPPED_DIRECTORIES, walkFiles } from "./walk.js";
+import { SKIPPED_DIRECTORIES, TimeSlicer, walkFiles } from "./walk.js";
 
 const DEFAULT_LIST_LIMIT = 500;
 const MAX_LIST_LIMIT = 5_000;
@@ -62,12 +62,13 @@ export function listFilesTool(root: string): Tool<ListArgs> {
       const matches = globMatcher(glob);
       const files: string[] = [];
       let more = 0;
-      for await (const entry of walkFiles({
+      const slicer = new TimeSlicer(ctx.signal);
+      for (const entry of walkFiles({
         root: start.root,
         start: start.real,
         includeSkipped: asksForSkipped(start.relative, glob),
-        signal: ctx.signal,
       })) {
+        await slicer.tick();
         if (matches && !matches(entry.relative)) continue;
         if (files.length < limit)
           files.push(entry.symlink ? `${entry.relative} (symbolic link)` : entry.relative);

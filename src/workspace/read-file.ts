@@ -88,10 +88,9 @@ export function readFileTool(root: string, ledger: ReadLedger): Tool<ReadArgs> {
           `modified ${info.mtime.toISOString()}, sha256 ${fact.sha256}. Its content is not shown.`;
         return { content: [{ type: "text", text }], details };
       }
-      const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8");
       return {
-        content: [{ type: "text", text: numberedLines(text, target.relative, offset, limit) }],
-        details: { ...details, lines: countLines(text) },
+        content: [{ type: "text", text: numberedLines(bytes, target.relative, offset, limit) }],
+        details,
       };
     },
   });
@@ -112,32 +111,42 @@ async function readWhole(real: string, given: string): Promise<Uint8Array> {
 
 /**
  * Lines `offset`… as `N\tline`, stopping at `limit` lines or the character budget, with a
- * notice naming the offset to continue from. Walks the text with `indexOf` rather than
- * splitting it, so a 10 MB file costs only the part that is shown.
+ * notice naming the offset to continue from. Works on the bytes — newlines found with
+ * `indexOf` (memchr), only the lines shown decoded — so a 10 MB file costs little more than
+ * reading and hashing it.
  */
-export function numberedLines(text: string, name: string, offset: number, limit: number): string {
-  if (text === "") return `${name} is empty.`;
-  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  let at = 0;
+export function numberedLines(bytes: Uint8Array, name: string, offset: number, limit: number): string {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bom = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  const end = buf.length;
+  if (end - bom === 0) return `${name} is empty.`;
+  let at = bom;
   for (let line = 1; line < offset; line++) {
-    const next = body.indexOf("\n", at);
-    if (next === -1 || next === body.length - 1) {
+    const next = buf.indexOf(10, at);
+    if (next === -1 || next === end - 1) {
       throw new ToolError(`offset ${offset} is past the end of ${name} (${line} lines)`, {
         hint: `Use an offset between 1 and ${line}.`,
       });
     }
     at = next + 1;
   }
+  const maxLines = Math.min(limit, MAX_READ_LINES);
   const out: string[] = [];
   let chars = 0;
   let line = offset;
   let stoppedByChars = false;
-  while (at < body.length && out.length < Math.min(limit, MAX_READ_LINES)) {
-    let end = body.indexOf("\n", at);
-    if (end === -1) end = body.length;
-    let content = body.slice(at, end > at && body.charCodeAt(end - 1) === 13 ? end - 1 : end);
-    if (content.length > MAX_LINE_CHARS) {
-      content = `${content.slice(0, MAX_LINE_CHARS)} [... line cut: ${content.length.toLocaleString("en-US")} chars ...]`;
+  while (at < end && out.length < maxLines) {
+    let stop = buf.indexOf(10, at);
+    if (stop === -1) stop = end;
+    const contentEnd = stop > at && buf[stop - 1] === 13 ? stop - 1 : stop;
+    let content: string;
+    if (contentEnd - at > MAX_LINE_CHARS * 4) {
+      content = `${buf.toString("utf8", at, at + MAX_LINE_CHARS * 4).slice(0, MAX_LINE_CHARS)} [... line cut: ${(contentEnd - at).toLocaleString("en-US")} bytes ...]`;
+    } else {
+      content = buf.toString("utf8", at, contentEnd);
+      if (content.length > MAX_LINE_CHARS) {
+        content = `${content.slice(0, MAX_LINE_CHARS)} [... line cut: ${(contentEnd - at).toLocaleString("en-US")} bytes ...]`;
+      }
     }
     const rendered = `${line}\t${content}`;
     if (chars + rendered.length + 1 > MAX_READ_CHARS && out.length > 0) {
@@ -147,20 +156,22 @@ export function numberedLines(text: string, name: string, offset: number, limit:
     out.push(rendered);
     chars += rendered.length + 1;
     line++;
-    at = end + 1;
+    at = stop + 1;
   }
-  if (at < body.length) {
-    const total = countLines(body);
+  if (at < end) {
     const why = stoppedByChars
       ? `the ${MAX_READ_CHARS.toLocaleString("en-US")}-character limit of one call`
-      : `the ${Math.min(limit, MAX_READ_LINES).toLocaleString("en-US")}-line limit`;
-    out.push(`[showing lines ${offset}-${line - 1} of ${total} (${why}); continue with offset ${line}]`);
+      : `the ${maxLines.toLocaleString("en-US")}-line limit`;
+    out.push(
+      `[showing lines ${offset}-${line - 1} of ${countLines(buf)} (${why}); continue with offset ${line}]`,
+    );
   }
   return out.join("\n");
 }
 
-function countLines(text: string): number {
+/** Lines in the file: newlines, plus one for a last line without its newline. */
+function countLines(buf: Buffer): number {
   let lines = 0;
-  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lines++;
-  return text.endsWith("\n") || text === "" ? lines : lines + 1;
+  for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
+  return buf.length === 0 || buf[buf.length - 1] === 10 ? lines : lines + 1;
 }

@@ -45,7 +45,6 @@ export function lineNumbersAt(text: string, offsets: number[]): number[] {
 
 /** True when the first bytes look binary (a NUL byte, as git and ripgrep decide). */
 export function looksBinary(bytes: Uint8Array): boolean {
-  const end = Math.min(bytes.length, 8_000);
-  for (let i = 0; i < end; i++) if (bytes[i] === 0) return true;
-  return false;
+  // indexOf on a Buffer is memchr: far faster than a loop over 8,000 bytes per file.
+  return Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 8_000)).indexOf(0) !== -1;
 }

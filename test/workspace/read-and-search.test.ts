@@ -58,7 +58,7 @@ describe("read_file", () => {
     expect(wide.output.length).toBeLessThanOrEqual(50_200);
     expect(wide.output).toMatch(/\(the 50,000-character limit of one call\); continue with offset 51\]$/);
     const min = await call(tools(), "read_file", { path: "one-line.min.js" });
-    expect(min.output).toContain("[... line cut: 5,000 chars ...]");
+    expect(min.output).toContain("[... line cut: 5,000 bytes ...]");
     const past = await call(tools(), "read_file", { path: "long.txt", offset: 9_999 });
     expect(past.ok).toBe(false);
     expect(past.output).toContain("offset 9999 is past the end of long.txt (4500 lines)");
