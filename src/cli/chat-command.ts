@@ -4,6 +4,7 @@ import type { Agent } from "../run/agent.js";
 import { Runner } from "../run/runner.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
+import { cancelStoredRun } from "./cancel-run.js";
 import { drive } from "./drive.js";
 import { LineReader } from "./line-reader.js";
 import { AGENT_OPTIONS, flag, modeOption, parseCommand, text } from "./options.js";
@@ -47,6 +48,7 @@ export async function chatCommand(args: string[]): Promise<number> {
       showReasoning: flag(parsed, "show-reasoning"),
     });
     const sessionAllowed = new Set<string>();
+    let parkedRun: string | undefined;
     for (;;) {
       const read = await reader.read(c.bold(c.cyan("› ")));
       if ("eof" in read) break;
@@ -57,6 +59,12 @@ export async function chatCommand(args: string[]): Promise<number> {
       if (message === "/help") {
         process.stdout.write(`${CHAT_HELP}\n`);
         continue;
+      }
+      if (parkedRun) {
+        // The session's next run starts from the parked one's transcript, whose calls have no
+        // results yet: moving on means giving up on them, so they get cancelled results.
+        await abandonParked(opened, parkedRun, renderer);
+        parkedRun = undefined;
       }
       const handle = Runner.stream(cliAgent, message, { store: opened.store, sessionId });
       const outcome = await drive(handle, {
@@ -70,6 +78,7 @@ export async function chatCommand(args: string[]): Promise<number> {
         agentSpec,
       });
       renderer.settle();
+      if (outcome.code === EXIT.parked) parkedRun = handle.runId;
       if (outcome.error) renderer.note(renderer.colors.red(`error: ${outcome.error.message}`));
       else if (outcome.code === EXIT.cancelled) renderer.note(renderer.colors.yellow("(cancelled)"));
       process.stdout.write("\n");
@@ -83,6 +92,26 @@ export async function chatCommand(args: string[]): Promise<number> {
   } finally {
     reader.close();
     await opened.store.close();
+  }
+}
+
+async function abandonParked(opened: OpenedStore, runId: string, renderer: EventRenderer): Promise<void> {
+  const c = renderer.colors;
+  const summary = await opened.store.getRun(runId);
+  if (summary?.status !== "parked") return; // decided and resumed elsewhere meanwhile
+  try {
+    const { pending } = await cancelStoredRun(opened.store, runId);
+    renderer.note(
+      c.dim(
+        `(the parked run ${runId} was cancelled: ${pending === 1 ? "its call was" : `${pending} calls were`} not run)`,
+      ),
+    );
+  } catch (error) {
+    renderer.note(
+      c.yellow(
+        `could not cancel the parked run ${runId}: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
   }
 }
 

@@ -61,7 +61,10 @@ export class LineReader {
         process.stdout.write("\n");
         finish(typed ? "cleared" : { interrupt: true });
       });
-      rl.on("close", () => finish({ eof: true }));
+      rl.on("close", () => {
+        if (!done) process.stdout.write("\n");
+        finish({ eof: true });
+      });
       rl.question(prompt, (answer) => {
         if (answer.trim()) this.#history.unshift(answer);
         finish({ line: answer });

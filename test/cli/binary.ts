@@ -119,7 +119,10 @@ function removeOldBuilds(current: string): void {
 export function project(pkgRoot: string, fixtures: string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), "quiver-cli-project-"));
   mkdirSync(join(dir, "node_modules"));
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "agent-project", private: true, type: "module" }));
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "agent-project", private: true, type: "module" }),
+  );
   symlinkSync(pkgRoot, join(dir, "node_modules/quiver-agents"), "dir");
   for (const name of fixtures) cpSync(join(repo, "test/cli/fixtures", name), join(dir, name));
   return dir;

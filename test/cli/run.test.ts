@@ -31,15 +31,23 @@ describe("quiver run", () => {
     const events = lines(ran.stdout).map((line) => JSON.parse(line));
     expect(events.length).toBeGreaterThan(4);
     expect(events[0].type).toBe("run_started");
-    expect(events.at(-1)).toMatchObject({ type: "run_completed", stopReason: "completed", output: "Hello from the script! You said: hi there" });
+    expect(events.at(-1)).toMatchObject({
+      type: "run_completed",
+      stopReason: "completed",
+      output: "Hello from the script! You said: hi there",
+    });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });
 
   it("streams the assistant's text to stdout and the calls to stderr", async () => {
     const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "please charge it", "--mode", "bypass"], {
-      cwd,
-    });
+    const ran = await quiver(
+      bin,
+      ["run", "chatty-agent.mjs#chatty", "please charge it", "--mode", "bypass"],
+      {
+        cwd,
+      },
+    );
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toBe("Charging the card.\nDone: charged 42.\n");
     expect(ran.stderr).toMatch(/● charge_card\(amount: 42\)\n {2}⎿ charged 42 \(1 line · \d+ ms\)/);
@@ -70,7 +78,10 @@ describe("quiver run", () => {
     expect(ran.code, ran.stderr).toBe(0);
     const events = lines(ran.stdout).map((line) => JSON.parse(line));
     expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied" });
-    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({ ok: false, error: { kind: "denied" } });
+    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({
+      ok: false,
+      error: { kind: "denied" },
+    });
     expect(() => readFileSync(effects, "utf8")).toThrow();
   });
 
@@ -125,7 +136,11 @@ describe("quiver run", () => {
     const store = ["--store", "sqlite:runs.db"];
     const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
-    const denied = await quiver(bin, ["runs", "decide", runId, "call_1", "--deny", "--reason", "over the limit", ...store], { cwd });
+    const denied = await quiver(
+      bin,
+      ["runs", "decide", runId, "call_1", "--deny", "--reason", "over the limit", ...store],
+      { cwd },
+    );
     expect(denied.code, denied.stderr).toBe(0);
     const resumed = await quiver(bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
     expect(resumed.code).toBe(0);
@@ -135,11 +150,15 @@ describe("quiver run", () => {
   it("runs cancel ends a parked run as cancelled, and sessions list / clear work on the store", async () => {
     const cwd = freshProject();
     const store = ["--store", "sqlite:runs.db"];
-    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--session", "s1", ...store], { cwd });
+    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--session", "s1", ...store], {
+      cwd,
+    });
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
     const cancelled = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
     expect(cancelled.code, cancelled.stderr).toBe(0);
-    const report = JSON.parse((await quiver(bin, ["runs", "show", runId, "--json", ...store], { cwd })).stdout);
+    const report = JSON.parse(
+      (await quiver(bin, ["runs", "show", runId, "--json", ...store], { cwd })).stdout,
+    );
     expect(report).toMatchObject({ status: "completed", stopReason: "cancelled" });
     expect(report.calls[0]).toMatchObject({ ok: false, error: { kind: "cancelled" } });
     const twice = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
@@ -147,12 +166,18 @@ describe("quiver run", () => {
     expect(twice.stderr).toContain("nothing to cancel");
 
     // The session's transcript stays valid: its next run continues it.
-    const next = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello again", "--session", "s1", "--json", ...store], { cwd });
+    const next = await quiver(
+      bin,
+      ["run", "chatty-agent.mjs#chatty", "hello again", "--session", "s1", "--json", ...store],
+      { cwd },
+    );
     expect(next.code, next.stderr).toBe(0);
     const started = JSON.parse(lines(next.stdout)[0]!);
     expect(started.type).toBe("run_started");
 
-    const sessions = JSON.parse((await quiver(bin, ["sessions", "list", "--json", ...store], { cwd })).stdout);
+    const sessions = JSON.parse(
+      (await quiver(bin, ["sessions", "list", "--json", ...store], { cwd })).stdout,
+    );
     expect(sessions).toEqual([expect.objectContaining({ sessionId: "s1", runs: 2 })]);
     const cleared = await quiver(bin, ["sessions", "clear", "s1", ...store], { cwd });
     expect(cleared.stdout).toContain("cleared session s1 (2 runs)");
@@ -241,7 +266,10 @@ describe("exit codes and errors", () => {
     expect(code).toBe(130);
     const events = lines(out).map((l) => JSON.parse(l));
     expect(events.at(-1)).toMatchObject({ type: "run_completed", stopReason: "cancelled" });
-    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({ ok: false, error: { kind: "cancelled" } });
+    expect(events.find((e) => e.type === "tool_call_completed")).toMatchObject({
+      ok: false,
+      error: { kind: "cancelled" },
+    });
   });
 
   it("loads a .ts agent file through tsx", async () => {
@@ -253,7 +281,9 @@ describe("exit codes and errors", () => {
 
   it("--model replaces the agent's model through the provider registry", async () => {
     const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], { cwd });
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], {
+      cwd,
+    });
     expect(ran.code).toBe(1);
     expect(ran.stderr).toContain('unknown model provider "nosuch"');
   });

@@ -1,0 +1,124 @@
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { builtPackage, project, quiver } from "./binary.js";
+import { Terminal } from "./tmux.js";
+
+let bin: string;
+let pkgRoot: string;
+const cleanups: Array<() => void> = [];
+
+beforeAll(async () => {
+  ({ bin, root: pkgRoot } = await builtPackage());
+}, 150_000);
+
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function setup(): { cwd: string; effects: string; term: Terminal } {
+  const cwd = project(pkgRoot, ["chatty-agent.mjs"]);
+  const term = new Terminal();
+  cleanups.push(() => {
+    term.close();
+    rmSync(cwd, { recursive: true, force: true });
+  });
+  return { cwd, effects: join(cwd, "effects.txt"), term };
+}
+
+const charges = (file: string) => {
+  try {
+    return readFileSync(file, "utf8").split("\n").filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+};
+
+describe("quiver chat in a real terminal (tmux)", () => {
+  it("streams replies, takes approvals from the keyboard, and Ctrl+C cancels a reply", async () => {
+    const { cwd, effects, term } = setup();
+    term.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--session", "s1"], {
+      cwd,
+      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
+    });
+    await term.waitFor("it plays a fixed script and is not a language model");
+    await term.waitFor("› ");
+
+    term.type("hello there");
+    term.send("Enter");
+    await term.waitFor("Hello from the script! You said: hello there");
+
+    // Yes, once.
+    term.type("please charge");
+    term.send("Enter");
+    await term.waitFor("Allow charge_card(amount: 42)?");
+    expect(charges(effects)).toBe(0); // nothing runs while the prompt waits
+    term.send("Enter");
+    await term.waitFor("Done: charged 42.");
+    expect(charges(effects)).toBe(1);
+
+    // No, with a reason the agent sees.
+    term.type("charge again");
+    term.send("Enter");
+    await term.waitFor(/charge again[\s\S]*Allow charge_card/);
+    term.send("Down", "Down", "Enter");
+    await term.waitFor("Why not?");
+    term.type("over the limit");
+    term.send("Enter");
+    await term.waitFor("charge_card denied: over the limit");
+    await term.waitFor("Done: Tool error: charge_card was not approved: over the limit");
+    expect(charges(effects)).toBe(1);
+
+    // Ctrl+C while the agent works cancels that reply; the chat goes on.
+    term.type("go slow");
+    term.send("Enter");
+    await term.waitFor(/⋯ slow_task: step \d+/);
+    term.send("C-c");
+    await term.waitFor("(cancelled)");
+    await term.waitFor(/\(cancelled\)\s*\n\s*\n?› /);
+
+    // Ctrl+C on an approval prompt leaves the call undecided: the stored run parks, nothing runs.
+    term.type("charge later");
+    term.send("Enter");
+    await term.waitFor(/charge later[\s\S]*Allow charge_card/);
+    term.send("C-c");
+    const parked = await term.waitFor(/run (run_[\w-]+) is parked/);
+    const runId = /run (run_[\w-]+) is parked/.exec(parked)![1]!;
+    expect(charges(effects)).toBe(1);
+
+    // Ctrl+D leaves.
+    await term.waitFor(/parked[\s\S]*› /);
+    term.send("C-d");
+    expect(await term.exitCode()).toBe(0);
+
+    const listed = await quiver(bin, ["runs", "list", "--json"], { cwd });
+    const runs = JSON.parse(listed.stdout) as Array<{ runId: string; status: string; sessionId?: string }>;
+    expect(runs.map((r) => r.status)).toEqual(["completed", "completed", "completed", "completed", "parked"]);
+    expect(runs.every((r) => r.sessionId === "s1")).toBe(true);
+    expect(runs.at(-1)!.runId).toBe(runId);
+    const shown = JSON.parse((await quiver(bin, ["runs", "show", runs[3]!.runId, "--json"], { cwd })).stdout);
+    expect(shown.stopReason).toBe("cancelled");
+  });
+
+  it("yes for this tool this session stops asking; Ctrl+C at an empty prompt exits 130", async () => {
+    const { cwd, effects, term } = setup();
+    term.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
+      cwd,
+      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
+    });
+    await term.waitFor("› ");
+    term.type("charge one");
+    term.send("Enter");
+    await term.waitFor("Allow charge_card");
+    term.send("Down", "Enter");
+    await term.waitFor("Done: charged 42.");
+    term.type("charge two");
+    term.send("Enter");
+    await term.waitFor("(charge_card is allowed for this session)");
+    await term.waitFor(/charge two[\s\S]*Done: charged 42\./);
+    expect(term.count("Allow charge_card")).toBe(1);
+    expect(charges(effects)).toBe(2);
+    term.send("C-c");
+    expect(await term.exitCode()).toBe(130);
+  });
+});
