@@ -10,6 +10,7 @@
 import { htmlToMarkdown as mdream } from "@mdream/js";
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
+import { boundHtml } from "./html-bounds.js";
 import type { PageImage } from "./page-reader.js";
 import { resolveHttpUrl } from "./url.js";
 
@@ -35,6 +36,15 @@ const DROPPED =
 const CODE_LIKE = "tt, kbd, samp";
 /** Below this many characters of main content (and half the body), the whole body is used instead. */
 const MIN_MAIN_CONTENT_CHARS = 500;
+/**
+ * Readability's search for the main content costs about (elements × nesting depth) and more
+ * on deep pages: above this budget the whole body is converted instead, which costs time
+ * linear in the page. Real articles need well under a tenth of it (a 260 KB news page: 850
+ * elements, 20 levels); 1 MB of nested `<div>` chains would need a minute.
+ */
+const MAIN_CONTENT_BUDGET = 1_500_000;
+/** And above this many nodes, whatever their depth (200,000 flat paragraphs took seconds). */
+const MAIN_CONTENT_MAX_NODES = 30_000;
 
 /**
  * Converts one HTML page to Markdown that keeps headings, lists, tables, code blocks (with
@@ -44,14 +54,17 @@ const MIN_MAIN_CONTENT_CHARS = 500;
  * const { title, markdown, images } = htmlToMarkdown(html, { url: "https://example.com/guide" });
  */
 export function htmlToMarkdown(html: string, options: HtmlToMarkdownOptions): ConvertedHtml {
-  const { document } = parseHTML(wholeDocument(html));
+  const bounded = boundHtml(html);
+  const { document } = parseHTML(bounded.html);
   const base = baseUrl(document, options.url);
   const title = pageTitle(document);
   const images = prepare(document, base);
 
   const body = document.body ?? document.documentElement;
   let content: any = body;
-  if (options.mainContent !== false) {
+  const affordable =
+    bounded.nodes <= MAIN_CONTENT_MAX_NODES && bounded.nodes * bounded.deepest <= MAIN_CONTENT_BUDGET;
+  if (options.mainContent !== false && affordable) {
     const bodyChars = textLength(body);
     // Readability takes the document apart; the body is kept aside as the fallback.
     const fallback = body.cloneNode(true);
@@ -75,17 +88,6 @@ export function htmlToMarkdown(html: string, options: HtmlToMarkdownOptions): Co
   const result: ConvertedHtml = { markdown: tidy(markdown), images };
   if (title) result.title = title;
   return result;
-}
-
-/**
- * linkedom builds a sensible tree only from a complete document: given `<p>x</p>` or a page
- * without `<html>` and `<body>` tags (valid HTML), it loses the body. Such input is rebuilt
- * as one; head elements land in the body, where the pre-pass drops or reads them anyway.
- */
-function wholeDocument(html: string): string {
-  if (/<html[\s>]/i.test(html) && /<body[\s>]/i.test(html)) return html;
-  const inner = html.replace(/<!doctype[^>]*>|<\/?(?:html|head|body)(?:\s[^>]*)?>/gi, "");
-  return `<!doctype html><html><head></head><body>${inner}</body></html>`;
 }
 
 function baseUrl(document: any, pageUrl: string): string {
@@ -207,7 +209,9 @@ function parseSrcset(srcset: string): Array<{ url: string; descriptor: string }>
     let url = srcset.slice(start, i);
     let descriptor = "";
     if (url.endsWith(",")) {
-      url = url.replace(/,+$/, "");
+      let end = url.length;
+      while (end > 0 && url.charCodeAt(end - 1) === 0x2c) end--;
+      url = url.slice(0, end);
     } else {
       const from = i;
       while (i < srcset.length && srcset[i] !== ",") i++;
@@ -276,13 +280,28 @@ function textLength(el: any): number {
     .trim().length;
 }
 
-/** Collapses runs of blank lines and trailing spaces that carry no meaning. */
+/**
+ * Collapses runs of blank lines and trailing spaces that carry no meaning; two trailing
+ * spaces (a Markdown hard break) stay. Line by line rather than with `/[ \t]+$/gm`, which a
+ * regex engine retries at every space of a long run that does not end its line.
+ */
 function tidy(markdown: string): string {
-  return markdown
-    .replace(/^[ \t]+$/gm, "")
-    .replace(/[ \t]+$/gm, (spaces) => (spaces.length >= 2 && !spaces.includes("\t") ? "  " : "")) // hard breaks stay
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
+  const lines = markdown.split("\n");
+  const out: string[] = [];
+  let blank = 0;
+  for (const line of lines) {
+    let end = line.length;
+    while (end > 0 && (line.charCodeAt(end - 1) === 0x20 || line.charCodeAt(end - 1) === 0x09)) end--;
+    if (end === 0) {
+      if (++blank <= 1) out.push("");
+      continue;
+    }
+    blank = 0;
+    const trailing = line.slice(end);
+    const hardBreak = trailing.length >= 2 && !trailing.includes("\t");
+    out.push(hardBreak ? `${line.slice(0, end)}  ` : line.slice(0, end));
+  }
+  return out.join("\n").trim();
 }
 
 class ImageList {

@@ -1,6 +1,7 @@
 import { ToolError } from "../errors.js";
 import type { AddressPolicy, BlockedAddressError } from "./address-policy.js";
 import { type ContentKind, charsetOf, contentKind, decodeBody, mediaTypeOf } from "./body-decoding.js";
+import { sharedConversionPool } from "./conversion-pool.js";
 import type { LookupFunction } from "./guarded-dispatcher.js";
 import { PageCache } from "./page-cache.js";
 import type { Page, PageReader, ReadOptions } from "./page-reader.js";
@@ -33,6 +34,11 @@ export interface HttpReaderOptions {
   maxRedirects?: number;
   /** Extract the main content with Readability (default true); false converts the whole body. */
   mainContent?: boolean;
+  /**
+   * The hard deadline for turning one HTML page into Markdown, on its worker thread. A page
+   * that takes longer fails with a tool error and its thread is stopped. Default 10,000 ms.
+   */
+  conversionTimeoutMs?: number;
   /** DNS resolution, `dns.lookup` by default (for tests and split-horizon DNS). Every answer is still checked. */
   lookup?: LookupFunction;
 }
@@ -62,6 +68,7 @@ export class HttpReader implements PageReader {
   readonly maxBytes: number;
   readonly maxRedirects: number;
   readonly userAgent: string;
+  readonly conversionTimeoutMs: number;
   readonly #options: HttpReaderOptions;
   readonly #cache: PageCache;
   #network: Promise<Network> | undefined;
@@ -72,6 +79,7 @@ export class HttpReader implements PageReader {
     this.maxBytes = options.maxBytes ?? 1_000_000;
     this.maxRedirects = options.maxRedirects ?? 5;
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.conversionTimeoutMs = options.conversionTimeoutMs ?? 10_000;
     this.#cache = new PageCache(options.cacheTtlMs ?? 300_000, options.cacheSize ?? 32);
   }
 
@@ -143,11 +151,11 @@ export class HttpReader implements PageReader {
         url = next.url;
         continue;
       }
-      return this.#toPage(url, response);
+      return this.#toPage(url, response, signal);
     }
   }
 
-  async #toPage(url: URL, response: Response): Promise<Page> {
+  async #toPage(url: URL, response: Response, signal: AbortSignal): Promise<Page> {
     const mediaType = mediaTypeOf(response.headers.get("content-type"));
     const declaredLength = Number(response.headers.get("content-length") ?? Number.NaN);
     const base: Page = {
@@ -173,22 +181,28 @@ export class HttpReader implements PageReader {
     if (kind === "binary")
       return { ...base, binary: true, byteLength: bytes.byteLength, ...(capped ? { sizeCapped: true } : {}) };
 
-    const text = decodeBody(bytes, {
-      headerCharset: charsetOf(response.headers.get("content-type")),
-      html: kind === "html",
-    });
+    const headerCharset = charsetOf(response.headers.get("content-type"));
     const page: Page = { ...base, byteLength: bytes.byteLength };
     if (capped) page.sizeCapped = true;
     if (kind === "html") {
-      const { htmlToMarkdown } = await import("./html-to-markdown.js");
-      const converted = htmlToMarkdown(text, {
-        url: url.href,
-        mainContent: this.#options.mainContent ?? true,
-      });
+      // Decoding, parsing and converting all happen on a worker thread with a hard deadline:
+      // no page can hold up the event loop, and a hostile one is stopped, not waited for.
+      const converted = await sharedConversionPool().convert(
+        { bytes, charset: headerCharset },
+        {
+          url: url.href,
+          mainContent: this.#options.mainContent ?? true,
+          timeoutMs: this.conversionTimeoutMs,
+          signal,
+        },
+      );
       page.text = converted.markdown;
       if (converted.title) page.title = converted.title;
       page.images = converted.images;
-    } else if (kind === "json") {
+      return page;
+    }
+    const text = decodeBody(bytes, { headerCharset, html: false });
+    if (kind === "json") {
       page.text = compactJson(text);
     } else {
       page.text = text;
