@@ -34,7 +34,7 @@ import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
-import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "./plugin.js";
+import { checkPlugins, setupPlugins, teardownPlugins } from "./plugin.js";
 import { costOf } from "./pricing.js";
 import { sharedRecallTool } from "./recall.js";
 import type { RunResult } from "./result.js";
@@ -60,9 +60,6 @@ export type AgentSetup = {
   contract: OutputContract | undefined;
   offered?: { from: ToolSpec[]; specs: ToolSpec[] };
   compaction?: Compaction;
-  plugins: readonly Plugin<any>[];
-  /** Set once this agent's plugins are set up in the run. */
-  pluginsReady?: boolean;
 };
 
 /**
@@ -114,8 +111,6 @@ export async function turns(
 ): Promise<RunResult<any>> {
   const state: LoopState = { setup: firstSetup, corrected: false };
   if (unfinished) {
-    // Plugins are set up before their tools can run, not only before the next model request.
-    if (!(await readyPlugins(run, state.setup))) return stopOnAbort(run);
     const outcome = await runCalls(
       run,
       state,
@@ -143,8 +138,6 @@ export async function turns(
     }
     deliverInbox(run);
     const { setup } = state;
-    if (!setup.pluginsReady && !(await readyPlugins(run, setup))) return stopOnAbort(run);
-
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
     run.emit({ type: "turn_started", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
@@ -236,15 +229,6 @@ export async function turns(
     const outcome = await runCalls(run, state, turn.text, requested, turn.finish);
     if (outcome) return outcome;
   }
-}
-
-/** Sets up the agent's plugins this run has not set up yet; false when the run was cancelled meanwhile. */
-async function readyPlugins(run: ActiveRun, setup: AgentSetup): Promise<boolean> {
-  if (setup.pluginsReady) return true;
-  await setupPlugins(run, setup.plugins);
-  if (run.stopper.aborted) return false;
-  setup.pluginsReady = true;
-  return true;
 }
 
 type LoopState = {
@@ -380,6 +364,10 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
     groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.store) });
   const toolset = new Toolset(groups, run.signal);
   run.onClose(() => toolset.close());
+  toolset.checkNames();
+  // Before hosts are listed and instructions evaluated (either may need what setup prepares),
+  // and so before the first model request. The run's end tears them down (`teardownPlugins`).
+  await setupPlugins(run, plugins);
   await toolset.refresh();
   for (const tool of toolset.tools) {
     if (tool.strictWarning)
@@ -405,7 +393,6 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
     settings,
     permissions: agent.config.permissions,
     contract,
-    plugins,
   };
   if (compaction) setup.compaction = compaction;
   return setup;

@@ -88,6 +88,20 @@ export class Toolset {
       if (await this.#listHost(source)) changed = true;
     }
     if (!changed) return;
+    const byName = this.#index(true);
+    this.#byName = byName;
+    this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+  }
+
+  /**
+   * Checks the names of the tools given directly (not those hosts will list): a clash among
+   * them is a `UserError` before anything else of the run happens (a plugin's setup).
+   */
+  checkNames(): void {
+    this.#index(false);
+  }
+
+  #index(withHosts: boolean): Map<string, Tool> {
     const byName = new Map<string, Tool>();
     const fromOf = new Map<string, string>();
     const add = (tool: Tool, from: string) => {
@@ -104,10 +118,10 @@ export class Toolset {
     };
     for (const { source, from } of this.#sources) {
       if (source instanceof Tool) add(source, from);
-      else for (const tool of this.#hosts.get(source)!.tools) add(tool, `a tool host of ${from}`);
+      else if (withHosts)
+        for (const tool of this.#hosts.get(source)!.tools) add(tool, `a tool host of ${from}`);
     }
-    this.#byName = byName;
-    this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+    return byName;
   }
 
   async #listHost(host: ToolHost): Promise<boolean> {

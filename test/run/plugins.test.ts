@@ -100,6 +100,38 @@ describe("plugins", () => {
     expect(seen).toEqual(["acme", "a"]);
   });
 
+  it("set up before the plugin's hosts are listed and its instructions evaluated", async () => {
+    const log: string[] = [];
+    let ready = false;
+    const host = new InProcessToolHost([echo("lookup")]);
+    const listTools = host.listTools.bind(host);
+    host.listTools = (signal) => {
+      log.push(ready ? "listed after setup" : "listed before setup");
+      return listTools(signal);
+    };
+    const service = plugin({
+      name: "service",
+      tools: host,
+      instructions: () => (ready ? "The service is up." : "The service is down."),
+      setup: () => {
+        ready = true;
+      },
+    });
+    const model = new ScriptedModel([{ text: "ok" }]);
+    await Runner.run(new Agent({ name: "a", model, plugins: [service] }), "go");
+    expect(log[0]).toBe("listed after setup");
+    expect(model.requests[0]!.system).toBe("The service is up.");
+    expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(["lookup"]);
+  });
+
+  it("a clash among tools given directly is reported before any setup runs", async () => {
+    const log: string[] = [];
+    const p = plugin({ name: "p", tools: [echo("same")], setup: () => void log.push("setup") });
+    const agent = new Agent({ name: "a", model: new ScriptedModel([]), tools: [echo("same")], plugins: [p] });
+    await expect(Runner.run(agent, "go")).rejects.toThrow(UserError);
+    expect(log).toEqual([]);
+  });
+
   it("a failing setup fails the run with a clear error, before any model request; plugins already set up are torn down", async () => {
     const log: string[] = [];
     const first = plugin({
