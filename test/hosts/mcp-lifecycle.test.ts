@@ -113,11 +113,15 @@ describe("failures and reconnecting", () => {
   });
 
   it("a server that does not answer within timeoutMs is an error, and the connection stays usable", async () => {
-    const host = mcpServer(fixtureServer(), { timeoutMs: 300 });
+    // The bound also covers starting the server (a Node process) and listing: not too tight.
+    const host = mcpServer(fixtureServer(), { timeoutMs: 1_000 });
     try {
+      await host.listTools();
+      const started = Date.now();
       await expect(host.call("slow", { ms: 5_000 }, ctx())).rejects.toThrow(
-        /did not answer the call to slow within 300 ms/,
+        /did not answer the call to slow within 1000 ms/,
       );
+      expect(Date.now() - started).toBeLessThan(2_000);
       expect(text(await host.call("slow", { ms: 1 }, ctx()))).toBe("slept");
     } finally {
       await host.close();

@@ -1,6 +1,7 @@
 // Real MCP servers for the tests: the reference servers from npm (devDependencies) and a tiny
 // fixture server of our own, all started with this Node binary (no npx, no network).
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { McpStdioServer } from "quiver-agents/mcp";
@@ -11,6 +12,7 @@ const EVERYTHING = at("../../node_modules/@modelcontextprotocol/server-everythin
 const MEMORY = at("../../node_modules/@modelcontextprotocol/server-memory/dist/index.js");
 const FILESYSTEM = at("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 export const FIXTURE = at("../fixtures/hosts/fixture-server.mjs");
+export const HOSTILE = at("../fixtures/hosts/hostile-server.mjs");
 
 export const everythingStdio = (): McpStdioServer => ({
   command: process.execPath,
@@ -26,14 +28,27 @@ export const filesystemServer = (root: string): McpStdioServer => ({
   args: [FILESYSTEM, root],
 });
 export const fixtureServer = (): McpStdioServer => ({ command: process.execPath, args: [FIXTURE] });
+/** The hostile raw JSON-RPC server; flags as documented at the top of hostile-server.mjs. */
+export const hostileServer = (...flags: string[]): McpStdioServer => ({
+  command: process.execPath,
+  args: [HOSTILE, ...flags],
+});
 
-/** Whether a process with this pid exists (signal 0 checks without signalling). */
+/**
+ * Whether a process with this pid runs (signal 0 checks without signalling). A zombie — dead,
+ * waiting for its new parent to reap it — does not count.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return process.platform !== "linux";
   }
 }
 

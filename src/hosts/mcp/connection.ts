@@ -155,7 +155,7 @@ export class Connection {
       if (remaining <= 0) break;
       attempts++;
       try {
-        const session = await this.#connectOnce(remaining);
+        const session = await this.#connectOnce(deadline);
         if (this.closed) {
           await this.#end(session);
           throw new HostClosed(`MCP server ${this.label} is closed`);
@@ -175,7 +175,7 @@ export class Connection {
     );
   }
 
-  async #connectOnce(timeoutMs: number): Promise<Session> {
+  async #connectOnce(deadline: number): Promise<Session> {
     const sdk = await loadSdk();
     const config = this.#config;
     const maxBytes = this.#options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
@@ -203,6 +203,8 @@ export class Connection {
     };
     // One budget for the whole handshake: starting the transport, `initialize`, and the
     // `initialized` notification (an HTTP POST that a server could leave hanging).
+    // Counted from here, after the SDK and the transport have loaded: the deadline holds.
+    const timeoutMs = Math.max(1, deadline - Date.now());
     const budget = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeoutMs)]);
     try {
       const connected = client.connect(transport, { timeout: timeoutMs, signal: budget });
@@ -211,7 +213,7 @@ export class Connection {
         connected.catch(() => {});
         throw this.#closing.signal.aborted
           ? new HostClosed(`MCP server ${this.label} is closed`)
-          : new Error(`the server did not complete the MCP handshake within ${timeoutMs} ms`);
+          : new Error("the server did not complete the MCP handshake in time");
       }
     } catch (error) {
       await client.close().catch(() => {});

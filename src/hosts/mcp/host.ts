@@ -119,7 +119,7 @@ export class McpToolHost implements ToolHost {
       }
       // A tool that changes the tool list (the server announces it before answering) returns
       // only once the new list is known, so the very next model request offers it.
-      if (this.#generation !== generation) await raceAbort(this.#listedSince(this.#generation), ctx.signal);
+      if (this.#generation !== generation) await raceAbort(this.#listedAfter(generation), ctx.signal);
       return toToolOutput(result, {
         fence: this.#options.fence === true,
         source: `MCP server ${this.name}, tool ${cleanPeerLine(mcpName)}`,
@@ -295,7 +295,17 @@ export class McpToolHost implements ToolHost {
           `MCP server ${this.name} did not finish listing its tools within ${this.#connection.timeoutMs} ms`,
         );
       }
-      const answer = await session.client.listTools(cursor ? { cursor } : undefined, { timeout: remaining });
+      const answer = await session.client
+        .listTools(cursor ? { cursor } : undefined, { timeout: remaining })
+        .catch((error: unknown) => {
+          const oversize = oversizeOf(error);
+          if (!oversize) throw error;
+          throw new Error(
+            `MCP server ${this.name}'s tool list is larger than ${oversize.limit} bytes; ` +
+              "raise maxResultBytes, or leave tools out on the server's side",
+            { cause: error },
+          );
+        });
       tools.push(...answer.tools);
       cursor = answer.nextCursor;
       if (!cursor) break;
@@ -311,12 +321,14 @@ export class McpToolHost implements ToolHost {
     return listing;
   }
 
-  /** A listing started after change `generation` was announced (two listings at most). */
-  async #listedSince(generation: number): Promise<void> {
+  /**
+   * Waits for a listing that started after change `generation + 1` was announced: the one in
+   * flight when it qualifies, else one more. A call waits for one listing at most.
+   */
+  async #listedAfter(generation: number): Promise<void> {
     try {
-      for (let attempt = 0; attempt < 2; attempt++) {
-        if ((await this.#relist()).generation >= generation) return;
-      }
+      if ((await this.#relist()).generation > generation) return;
+      await this.#relist();
     } catch {
       // The server went away; the call's result stands, and the next listing reconnects.
     }

@@ -1,7 +1,9 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
 import { boundedFetch } from "./bounded-fetch.js";
 import type { McpHttpServer } from "./config.js";
 import { NotDelivered, neverConnected } from "./delivery.js";
+import { coalesceListChanged } from "./notice-coalescing.js";
 import { loadHttp } from "./sdk.js";
 
 /** The HTTP transport can end its session politely (`DELETE`). */
@@ -43,7 +45,8 @@ export async function httpTransport(config: McpHttpServer, maxMessageBytes: numb
       throw error;
     }
   };
-  // The SDK sets `onmessage` after this returns (at connect): wrap whatever it sets.
+  // The SDK sets `onmessage` after this returns (at connect): wrap whatever it sets, to
+  // track answered requests and fold change-notification floods.
   let deliver: Transport["onmessage"];
   Object.defineProperty(transport, "onmessage", {
     configurable: true,
@@ -51,9 +54,10 @@ export async function httpTransport(config: McpHttpServer, maxMessageBytes: numb
     set: (handler: Transport["onmessage"]) => {
       deliver =
         handler &&
-        ((message, extra) => {
-          if (!("method" in message) && "id" in message && message.id !== undefined)
+        coalesceListChanged((message: JSONRPCMessage, extra?: MessageExtraInfo) => {
+          if (!("method" in message) && "id" in message && message.id !== undefined) {
             awaiting.delete(message.id);
+          }
           handler(message, extra);
         });
     },

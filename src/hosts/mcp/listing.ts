@@ -15,7 +15,7 @@ import {
 import { modelFacingName, withHash } from "./tool-names.js";
 
 /** One offered tool: what the runner sees, and the server's own name to call it by. */
-export type ListedTool = { hosted: HostedTool; mcpName: string; json: string };
+export type ListedTool = { hosted: HostedTool; mcpName: string; json: string; raw: string };
 
 /** A server's tools as offered, by model-facing name. */
 export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool> };
@@ -47,12 +47,20 @@ export function buildListing(
     if (tool.execution?.taskSupport === "required") continue;
     let name = modelFacingName(tool.name, options.prefix);
     if (byName.has(name)) name = withHash(name, tool.name);
+    // A tool the server describes exactly as before is not cleaned and checked again.
+    const raw = JSON.stringify(tool);
+    const kept = previous?.byName.get(name);
+    if (kept && kept.raw === raw) {
+      byName.set(name, kept);
+      continue;
+    }
     const hosted = toHostedTool(tool, name, options, server);
     const json = JSON.stringify(hosted);
-    const kept = previous?.byName.get(name);
     byName.set(
       name,
-      kept && kept.json === json && kept.mcpName === tool.name ? kept : { hosted, mcpName: tool.name, json },
+      kept && kept.json === json && kept.mcpName === tool.name
+        ? kept
+        : { hosted, mcpName: tool.name, json, raw },
     );
   }
   return { tools: [...byName.values()].map((t) => t.hosted), byName };

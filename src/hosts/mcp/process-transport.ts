@@ -2,10 +2,20 @@ import { type ChildProcess, spawn } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { UserError } from "../../errors.js";
-import { exited, reapOnExit, release, signalTree } from "./child-reaper.js";
+import {
+  descendants,
+  exited,
+  type GroupWatch,
+  killDescendants,
+  reapOnExit,
+  release,
+  signalTree,
+  watchGroup,
+} from "./child-reaper.js";
 import type { McpStdioServer } from "./config.js";
 import { NotDelivered } from "./delivery.js";
 import { LineFraming } from "./line-framing.js";
+import { coalesceListChanged, isListChanged } from "./notice-coalescing.js";
 import { oversizeResponse, oversizeTarget } from "./oversize.js";
 import type { loadStdio } from "./sdk.js";
 
@@ -36,7 +46,10 @@ export class ProcessTransport implements Transport {
   readonly #sdk: StdioSdk;
   readonly #framing: LineFraming;
   readonly #awaiting = new Set<string | number>();
+  /** Every message goes through here, in order (see coalesceListChanged). */
+  readonly #receive = coalesceListChanged<JSONRPCMessage, never>((message) => this.#deliver(message));
   #child: ChildProcess | undefined;
+  #watch: GroupWatch | undefined;
   #stderrTail = "";
   #exit: string | undefined;
 
@@ -47,7 +60,7 @@ export class ProcessTransport implements Transport {
       line: (text) => this.#line(text),
       oversize: (head, tail, bytes) => {
         const id = oversizeTarget(head, tail, this.#awaiting);
-        if (id !== undefined) this.#deliver(oversizeResponse(id, bytes, maxMessageBytes));
+        if (id !== undefined) this.#receive(oversizeResponse(id, bytes, maxMessageBytes));
         else this.onerror?.(new Error(`dropped a message of ${bytes} bytes, more than ${maxMessageBytes}`));
       },
     });
@@ -96,6 +109,7 @@ export class ProcessTransport implements Transport {
       child.once("spawn", () => {
         spawned = true;
         reapOnExit(child);
+        this.#watch = watchGroup(child);
         this.#hold();
         resolve();
       });
@@ -106,6 +120,8 @@ export class ProcessTransport implements Transport {
       });
       child.once("close", () => {
         release(child);
+        // Whatever is left in the group gets SIGTERM, then SIGKILL a second later.
+        this.#watch?.end();
         if (this.#child === child) this.#child = undefined;
         this.#awaiting.clear();
         this.#framing.clear();
@@ -146,6 +162,9 @@ export class ProcessTransport implements Transport {
   async close(): Promise<void> {
     const child = this.#child;
     if (!child) return;
+    // Taken while the server still runs: what it started outside its group (a `setsid`,
+    // a detached spawn) can only be traced to it now.
+    const below = child.pid === undefined ? [] : descendants(child.pid);
     // The MCP shutdown sequence for stdio: close stdin, wait, SIGTERM, wait, SIGKILL.
     child.stdin?.end();
     if (!(await exited(child, EXIT_GRACE_MS))) {
@@ -156,9 +175,24 @@ export class ProcessTransport implements Transport {
       }
     }
     signalTree(child, "SIGKILL");
+    killDescendants(below);
+    this.#watch?.end();
   }
 
   #line(text: string): void {
+    // A change notification is tiny and carries nothing: recognised cheaply, and folded
+    // with its repeats before any schema validation runs (see coalesceListChanged).
+    if (text.length < 512 && text.includes("list_changed")) {
+      try {
+        const parsed = JSON.parse(text) as unknown;
+        if (isListChanged(parsed)) {
+          this.#receive(parsed as JSONRPCMessage);
+          return;
+        }
+      } catch {
+        // Not JSON: reported below.
+      }
+    }
     let message: JSONRPCMessage;
     try {
       message = this.#sdk.deserializeMessage(text);
@@ -167,7 +201,7 @@ export class ProcessTransport implements Transport {
       this.onerror?.(error as Error);
       return;
     }
-    this.#deliver(message);
+    this.#receive(message);
   }
 
   #deliver(message: JSONRPCMessage): void {
