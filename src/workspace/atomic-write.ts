@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { codeOf } from "./paths.js";
+import { TEMP_SUFFIX } from "./walk.js";
 
 /**
  * Writes `data` to `realPath` so that a reader (or a crash) sees either the old file or the
@@ -21,7 +22,7 @@ export async function atomicWrite(realPath: string, data: Uint8Array): Promise<v
   } catch (error) {
     if (codeOf(error) !== "ENOENT") throw error;
   }
-  const temp = path.join(dir, `.${path.basename(realPath)}.${randomBytes(6).toString("hex")}.quiver-tmp`);
+  const temp = path.join(dir, `.${path.basename(realPath)}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
   const handle = await open(temp, "wx", mode ?? 0o666);
   let renamed = false;
   try {

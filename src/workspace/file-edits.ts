@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { ToolError } from "../errors.js";
 import type { RunContext } from "../run/context.js";
 import { atomicWrite } from "./atomic-write.js";
@@ -137,11 +137,15 @@ export class FileEditor {
   ): Promise<Buffer | undefined> {
     let bytes: Buffer;
     try {
+      const info = await stat(target.real);
+      if (info.isDirectory()) throw new ToolError(`${given} is a directory`);
+      // A FIFO or a device would block the read (or never end): only regular files are replaced.
+      if (!info.isFile()) throw new ToolError(`${given} is not a regular file`);
       bytes = await readFile(target.real);
     } catch (error) {
+      if (error instanceof ToolError) throw error;
       const code = codeOf(error);
       if (code === "ENOENT") return undefined;
-      if (code === "EISDIR") throw new ToolError(`${given} is a directory`);
       throw new ToolError(`cannot read ${given} (${code})`);
     }
     if (!check) return bytes;

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, fstatSync, openSync, readSync, realpathSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { access, constants, stat } from "node:fs/promises";
 import path from "node:path";
 import { ToolError } from "../errors.js";
@@ -23,6 +23,8 @@ const MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024;
 function readSmallFile(file: string): Buffer | undefined {
   let fd: number | undefined;
   try {
+    // Opening a FIFO for reading would block until a writer comes: only regular files are opened.
+    if (!statSync(file).isFile()) return undefined;
     fd = openSync(file, "r");
     const info = fstatSync(fd);
     if (!info.isFile() || info.size > MAX_SEARCH_FILE_BYTES) return undefined;

@@ -10,6 +10,9 @@ export const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
 export type WalkEntry = { relative: string; absolute: string; symlink: boolean };
 
 /** One `.gitignore`: its directory relative to the root ("" for the root) and its matcher. */
+/** The suffix of atomic writes' temporary files (see atomic-write.ts). */
+export const TEMP_SUFFIX = ".quiver-tmp";
+
 type Rules = { base: string; matcher: Ignore };
 
 export type WalkOptions = {
@@ -66,6 +69,8 @@ function* walkDirectory(
     const relative = prefix + entry.name;
     const isDir = entry.isDirectory();
     if (isDir && !options.includeSkipped && SKIPPED_DIRECTORIES.has(entry.name)) continue;
+    // The temporary file of a write that was killed halfway: not the project's.
+    if (entry.name.endsWith(TEMP_SUFFIX)) continue;
     if (rules.length > 0 && isIgnored(rules, relative, isDir)) continue;
     if (isDir) yield* walkDirectory(absolute, relative, rules, options);
     else if (entry.isFile() || entry.isSymbolicLink()) {
