@@ -70,7 +70,8 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
   try {
     return await loop(run, input);
   } finally {
-    await teardownPlugins(run);
+    const ending = teardownPlugins(run);
+    if (ending) await ending;
     run.close();
   }
 }
@@ -367,7 +368,7 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
   toolset.checkNames();
   // Before hosts are listed and instructions evaluated (either may need what setup prepares),
   // and so before the first model request. The run's end tears them down (`teardownPlugins`).
-  await setupPlugins(run, plugins);
+  if (plugins.length) await setupPlugins(run, plugins);
   await toolset.refresh();
   for (const tool of toolset.tools) {
     if (tool.strictWarning)

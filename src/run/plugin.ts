@@ -146,11 +146,16 @@ export async function setupPlugins(run: ActiveRun, plugins: readonly Plugin<any>
  * Tears down every plugin the run set up, newest first. Each gets `timeoutMs`; a failing or
  * hanging teardown is reported as a `plugin_teardown_failed` warning and never holds the run.
  */
-export async function teardownPlugins(run: ActiveRun): Promise<void> {
+export function teardownPlugins(run: ActiveRun): Promise<void> | undefined {
   const done = started.get(run);
-  if (!done?.length) return;
+  // No promise when nothing was set up: most runs have no plugins, and this runs at every run's end.
+  if (!done?.length) return undefined;
   started.delete(run);
-  for (const entry of done.reverse()) {
+  return teardownAll(run, done.reverse());
+}
+
+async function teardownAll(run: ActiveRun, plugins: Plugin<any>[]): Promise<void> {
+  for (const entry of plugins) {
     if (!entry.teardown) continue;
     const ms = entry.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
     const signal = AbortSignal.timeout(ms);

@@ -58,7 +58,8 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
     return await continueRun(run, state);
   } finally {
     // As a fresh run's loop does: plugins set up for this run are torn down, host watches end.
-    await teardownPlugins(run);
+    const ending = teardownPlugins(run);
+    if (ending) await ending;
     run.close();
   }
 }
