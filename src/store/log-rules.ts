@@ -7,6 +7,13 @@ import type { RunEvent } from "../run/events.js";
 import { serializeEvent } from "../run/serialize-event.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
+  extractPayloads,
+  PAYLOAD_ROW_VERSION,
+  type Payload,
+  payloadRefs,
+  restorePayloads,
+} from "./payloads.js";
+import {
   EVENT_SCHEMA_VERSION,
   type Lease,
   LeaseConflict,
@@ -25,6 +32,9 @@ export type StoredRunSummary = RunSummary & { parentRunId?: string };
 
 /** One event as a store keeps it: its `seq`, the format version it was written in, and its JSON text. */
 export type StoredEvent = { seq: number; version: number; body: string };
+
+/** What an append stores: the rows, and the large payloads they refer to (each once; a store keeps one copy per key). */
+export type EncodedBatch = { rows: StoredEvent[]; payloads: Payload[] };
 
 export function checkRunId(runId: unknown): asserts runId is string {
   if (typeof runId !== "string" || runId === "") {
@@ -146,8 +156,9 @@ export function checkLeaseHeld(lease: Lease, stored: Lease | undefined, now: num
  * (`tool_call_completed.result`) are dropped here: they are for live observers only, and the
  * store is the last place that can make sure they are never persisted.
  */
-export function encodeEvents(runId: string, lastSeq: number, events: readonly RunEvent[]): StoredEvent[] {
+export function encodeEvents(runId: string, lastSeq: number, events: readonly RunEvent[]): EncodedBatch {
   const rows: StoredEvent[] = [];
+  const payloads = new Map<string, Payload>();
   let expected = lastSeq + 1;
   for (const event of events) {
     if (event.runId !== runId) {
@@ -168,15 +179,44 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
         { runId },
       );
     }
-    rows.push({ seq: event.seq, version: EVENT_SCHEMA_VERSION, body: encodeEvent(event) });
+    const extracted = extractPayloads(event);
+    if (extracted === undefined) {
+      rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body: serializeEvent(event) });
+    } else {
+      rows.push({ seq: event.seq, version: PAYLOAD_ROW_VERSION, body: serializeEvent(extracted.stripped) });
+      for (const payload of extracted.payloads) payloads.set(payload.key, payload);
+    }
     expected++;
   }
-  return rows;
+  return { rows, payloads: [...payloads.values()] };
 }
 
-function encodeEvent(event: RunEvent): string {
-  // Never throws: a bigint or a cycle in a tool's details must not fail the run's log.
-  return serializeEvent(event);
+/** Rows without payload references keep version 1, so an older Quiver still reads them. */
+const PLAIN_ROW_VERSION = 1;
+
+/** The payload keys decoded events refer to, each once: what a read must fetch beside the rows. */
+export function referencedPayloads(events: readonly RunEvent[]): string[] {
+  const keys = new Set<string>();
+  for (const event of events) for (const key of payloadRefs(event)) keys.add(key);
+  return [...keys];
+}
+
+/**
+ * Puts the payloads decoded events refer to back in place, from `texts` (key → JSON text);
+ * afterwards every event equals the one the run emitted. A value referred to by several
+ * events is decoded once and shared, as it was shared in the run.
+ */
+export function withPayloads(
+  runId: string,
+  events: RunEvent[],
+  texts: ReadonlyMap<string, string>,
+): RunEvent[] {
+  const parsed = new Map<string, unknown>();
+  for (const event of events) {
+    if ((event as { $payloads?: unknown }).$payloads !== undefined)
+      restorePayloads(runId, event, texts, parsed);
+  }
+  return events;
 }
 
 /**
@@ -212,10 +252,10 @@ function missingEvent(runId: string, seq: number): StoreError {
 }
 
 function decodeEvent(runId: string, row: StoredEvent): RunEvent {
-  if (row.version !== EVENT_SCHEMA_VERSION) {
+  if (row.version !== PLAIN_ROW_VERSION && row.version !== EVENT_SCHEMA_VERSION) {
     throw new StoreError(
       `run ${runId}: event seq ${row.seq} is stored in event schema version ${row.version}, but this Quiver reads ` +
-        `version ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,
+        `versions ${PLAIN_ROW_VERSION} to ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,
       { runId },
     );
   }
@@ -228,7 +268,11 @@ function decodeEvent(runId: string, row: StoredEvent): RunEvent {
       { runId, cause },
     );
   }
-  const problem = eventShapeProblem(value, runId, row.seq);
+  const problem =
+    eventShapeProblem(value, runId, row.seq) ??
+    (row.version === PLAIN_ROW_VERSION && (value as { $payloads?: unknown }).$payloads !== undefined
+      ? "a version 1 row cannot refer to payloads"
+      : undefined);
   if (problem !== undefined) {
     throw new StoreError(`run ${runId}: event seq ${row.seq} is damaged: ${problem}`, { runId });
   }

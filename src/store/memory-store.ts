@@ -14,6 +14,7 @@ import {
   type StoredEvent,
   type StoredRunSummary,
   summarize,
+  withPayloads,
 } from "./log-rules.js";
 import type { Lease, RunFilter, RunStore, RunSummary, SessionSummary } from "./types.js";
 
@@ -45,7 +46,11 @@ export class MemoryStore implements RunStore {
     checkLeaseHeld(lease, this.#leases.get(lease.runId), Date.now());
     if (events.length === 0) return;
     const previous = this.#runs.get(lease.runId);
-    const rows = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
+    const { rows, payloads } = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
+    if (payloads.length) {
+      const artifacts = this.#artifactsOf(lease.runId);
+      for (const payload of payloads) artifacts.set(payload.key, payload.text);
+    }
     const log = this.logs.get(lease.runId) ?? [];
     log.push(...rows);
     this.logs.set(lease.runId, log);
@@ -60,7 +65,8 @@ export class MemoryStore implements RunStore {
     // `after`; a damaged log is searched, and decodeEvents reports what is wrong with it.
     const start = log[after]?.seq === after + 1 ? after : log.findIndex((row) => row.seq > after);
     const rows = start === -1 ? [] : log.slice(start);
-    return decodeEvents(runId, after, this.#runs.get(runId)?.lastSeq ?? 0, rows);
+    const events = decodeEvents(runId, after, this.#runs.get(runId)?.lastSeq ?? 0, rows);
+    return withPayloads(runId, events, this.#artifacts.get(runId) ?? new Map());
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
@@ -148,9 +154,16 @@ export class MemoryStore implements RunStore {
   async putArtifact(runId: string, key: string, text: string): Promise<void> {
     this.#checkOpen();
     checkArtifact(runId, key, text);
-    const artifacts = this.#artifacts.get(runId) ?? new Map<string, string>();
-    artifacts.set(key, text);
-    this.#artifacts.set(runId, artifacts);
+    this.#artifactsOf(runId).set(key, text);
+  }
+
+  #artifactsOf(runId: string): Map<string, string> {
+    let artifacts = this.#artifacts.get(runId);
+    if (artifacts === undefined) {
+      artifacts = new Map();
+      this.#artifacts.set(runId, artifacts);
+    }
+    return artifacts;
   }
 
   async getArtifact(runId: string, key: string): Promise<string | undefined> {

@@ -13,8 +13,10 @@ import {
   decodeEvents,
   encodeEvents,
   filterStatuses,
+  referencedPayloads,
   storeFailure,
   summarize,
+  withPayloads,
 } from "./log-rules.js";
 import { loadOptionalPackage } from "./optional-package.js";
 import {
@@ -138,7 +140,14 @@ export class PostgresStore implements RunStore {
         await client.query(`SELECT * FROM ${this.#t.runs} WHERE run_id = $1 FOR UPDATE`, [runId])
       ).rows[0] as RunRow | undefined;
       const previous = previousRow && toRunSummary(previousRow);
-      const rows = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+      const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+      // A payload's key is the digest of its text: one already stored is the same text.
+      for (const payload of payloads) {
+        await client.query(
+          `INSERT INTO ${this.#t.artifacts} (run_id, key, text) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO NOTHING`,
+          [runId, payload.key, Buffer.from(payload.text, "utf8")],
+        );
+      }
       await client.query(
         `INSERT INTO ${this.#t.events} (run_id, seq, version, body)
          SELECT $1, seq, version, body FROM unnest($2::integer[], $3::integer[], $4::text[]) AS r(seq, version, body)`,
@@ -165,8 +174,25 @@ export class PostgresStore implements RunStore {
       [runId, after],
     );
     const lastSeq = rows[0] === undefined ? 0 : Number(rows[0].last_seq);
-    const events = rows.filter((row) => row.seq !== null).map(toStoredEvent);
-    return decodeEvents(runId, after, lastSeq, events);
+    const events = decodeEvents(
+      runId,
+      after,
+      lastSeq,
+      rows.filter((row) => row.seq !== null).map(toStoredEvent),
+    );
+    const keys = referencedPayloads(events);
+    const texts = new Map<string, string>();
+    if (keys.length) {
+      // Payloads are never changed once written, so a second statement reads the same ones.
+      const found = await this.#query(
+        "reading events",
+        runId,
+        `SELECT key, text FROM ${this.#t.artifacts} WHERE run_id = $1 AND key = ANY($2::text[])`,
+        [runId, keys],
+      );
+      for (const row of found) texts.set(row.key as string, (row.text as Buffer).toString("utf8"));
+    }
+    return withPayloads(runId, events, texts);
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {

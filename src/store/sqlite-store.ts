@@ -14,8 +14,10 @@ import {
   decodeEvents,
   encodeEvents,
   filterStatuses,
+  referencedPayloads,
   storeFailure,
   summarize,
+  withPayloads,
 } from "./log-rules.js";
 import { loadOptionalPackage } from "./optional-package.js";
 import {
@@ -121,9 +123,10 @@ export class SqliteStore implements RunStore {
       checkLeaseHeld(lease, this.#lease(lease.runId), Date.now());
       if (events.length === 0) return;
       const previous = this.#run(lease.runId);
-      for (const row of encodeEvents(lease.runId, previous?.lastSeq ?? 0, events)) {
-        this.#sql.insertEvent.run(lease.runId, row.seq, row.version, row.body);
-      }
+      const { rows, payloads } = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
+      // Payloads first, in the same transaction: a stored row never refers to a missing one.
+      for (const payload of payloads) this.#sql.putPayload.run(lease.runId, payload.key, payload.text);
+      for (const row of rows) this.#sql.insertEvent.run(lease.runId, row.seq, row.version, row.body);
       this.#sql.upsertRun.run(...runRowValues(summarize(lease.runId, previous, events)));
     });
   }
@@ -132,11 +135,17 @@ export class SqliteStore implements RunStore {
     const after = checkAfterSeq(runId, afterSeq);
     // One read transaction: the rows and the summary's lastSeq come from the same snapshot,
     // so an append committing in between cannot look like a missing row.
-    const { rows, lastSeq } = this.#snapshot("reading events", runId, () => ({
-      rows: (this.#sql.readEvents.all(runId, after) as EventRow[]).map(toStoredEvent),
-      lastSeq: this.#run(runId)?.lastSeq ?? 0,
-    }));
-    return decodeEvents(runId, after, lastSeq, rows);
+    // The payloads the rows refer to come from the same snapshot too.
+    return this.#snapshot("reading events", runId, () => {
+      const rows = (this.#sql.readEvents.all(runId, after) as EventRow[]).map(toStoredEvent);
+      const events = decodeEvents(runId, after, this.#run(runId)?.lastSeq ?? 0, rows);
+      const texts = new Map<string, string>();
+      for (const key of referencedPayloads(events)) {
+        const row = this.#sql.getArtifact.get(runId, key) as { text: string } | undefined;
+        if (row !== undefined) texts.set(key, row.text);
+      }
+      return withPayloads(runId, events, texts);
+    });
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
@@ -310,6 +319,10 @@ function prepare(db: BetterSqlite3.Database) {
        ON CONFLICT (run_id, key) DO UPDATE SET text = excluded.text`,
     ),
     getArtifact: db.prepare("SELECT text FROM quiver_artifacts WHERE run_id = ? AND key = ?"),
+    // A payload's key is the digest of its text: one already stored is the same text.
+    putPayload: db.prepare(
+      "INSERT INTO quiver_artifacts (run_id, key, text) VALUES (?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING",
+    ),
     // The runs row goes last: the others find their runs through it.
     clearSession: [
       db.prepare(`DELETE FROM quiver_events WHERE run_id IN (${inSession})`),

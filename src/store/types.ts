@@ -1,8 +1,12 @@
 import type { RunEvent } from "../run/events.js";
 import { isTransientFailure } from "./transient.js";
 
-/** The version of the stored event format. Rows of another version are refused, never skipped. */
-export const EVENT_SCHEMA_VERSION = 1;
+/**
+ * The newest version of the stored event format. Version 1 rows hold whole events; version 2
+ * rows may refer to large payloads (arguments, outputs, details) stored once beside the log.
+ * This Quiver reads both; a row of any other version is refused, never skipped.
+ */
+export const EVENT_SCHEMA_VERSION = 2;
 
 /** The right to write one run's log, held by one process at a time until it expires. */
 export type Lease = { runId: string; owner: string; expiresAt: number };

@@ -1,0 +1,174 @@
+/**
+ * Large payloads stored once. A call's arguments ride on every event of the call (the
+ * assistant `message`, `tool_call_requested`, `approval_required`, `tool_call_started` per
+ * attempt, `tool_call_completed`…) and a result's text and details on both
+ * `tool_call_completed` and the tool `message`: stored whole in each event, 15 MB of
+ * arguments became 40 MB. Here every large value (by its JSON text) is stored once per run,
+ * under the digest of that text, beside the log (as an artifact), and the events refer to it.
+ * Reading puts the values back, so a read event equals the event the run emitted.
+ *
+ * A row that refers to payloads is written in event schema version 2 and names what it took
+ * out in a top-level `$payloads` field — `{ "call.args": "<key>", "message.toolCalls.0.args":
+ * "<key>" }` — with `null` left in each place. Paths only ever name event fields Quiver
+ * defines, so no value a tool or model produced can be mistaken for a reference.
+ */
+import { createHash } from "node:crypto";
+import type { RunEvent } from "../run/events.js";
+import { StoreError } from "./types.js";
+
+/** Values whose JSON text is at least this long are stored once and referred to. */
+export const PAYLOAD_MIN_CHARS = 1_024;
+
+/** The artifact key prefix of stored payloads: the rest is the sha256 of the payload's JSON text. */
+export const PAYLOAD_KEY_PREFIX = "quiver:payload:";
+
+/** The format version of a row that refers to payloads; plain rows stay version 1. */
+export const PAYLOAD_ROW_VERSION = 2;
+
+export type Payload = { key: string; text: string };
+
+/** A payload's JSON text and key, once per object: one call's `args` object rides on many events. */
+const seen = new WeakMap<object, Payload | null>();
+
+/**
+ * The event with every large value taken out (`null` in its place, its path and key in
+ * `$payloads`), and the payloads taken out; `undefined` when nothing is large enough.
+ */
+export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads: Payload[] } | undefined {
+  let found: Array<{ path: Array<string | number>; payload: Payload }> | undefined;
+  const visit = (value: unknown, path: Array<string | number>) => {
+    const payload = payloadOf(value);
+    if (payload) (found ??= []).push({ path, payload });
+  };
+  const source = event as unknown as Record<string, unknown>;
+  const visitMessage = (message: unknown, path: Array<string | number>) => {
+    if (!isRecord(message)) return;
+    visit(message.content, [...path, "content"]);
+    if (message.details !== undefined) visit(message.details, [...path, "details"]);
+    if (Array.isArray(message.toolCalls)) {
+      message.toolCalls.forEach((call, i) => {
+        if (isRecord(call)) visit(call.args, [...path, "toolCalls", i, "args"]);
+      });
+    }
+  };
+  if (isRecord(source.call)) visit(source.call.args, ["call", "args"]);
+  if (source.message !== undefined) visitMessage(source.message, ["message"]);
+  for (const list of ["input", "transcript"] as const) {
+    const messages = source[list];
+    if (Array.isArray(messages)) messages.forEach((m, i) => visitMessage(m, [list, i]));
+  }
+  if (Array.isArray(source.pending)) {
+    source.pending.forEach((call, i) => {
+      if (isRecord(call)) visit(call.args, ["pending", i, "args"]);
+    });
+  }
+  for (const field of ["output", "details", "content", "partial"] as const) {
+    if (source[field] !== undefined) visit(source[field], [field]);
+  }
+  if (found === undefined) return undefined;
+
+  // Copy-on-write along each path: the event the run emitted is never touched.
+  const stripped = { ...source } as Record<string, unknown>;
+  const refs: Record<string, string> = {};
+  const payloads = new Map<string, Payload>();
+  for (const { path, payload } of found) {
+    let node = stripped as Record<string | number, unknown>;
+    for (let i = 0; i < path.length - 1; i++) {
+      const segment = path[i]!;
+      const child = node[segment];
+      const copy = (Array.isArray(child) ? [...child] : { ...(child as object) }) as Record<
+        string | number,
+        unknown
+      >;
+      node[segment] = copy;
+      node = copy;
+    }
+    node[path.at(-1)!] = null;
+    refs[path.join(".")] = payload.key;
+    payloads.set(payload.key, payload);
+  }
+  stripped.$payloads = refs;
+  return { stripped: stripped as unknown as RunEvent, payloads: [...payloads.values()] };
+}
+
+/** The payload of `value` if its JSON text is large enough to store once; undefined otherwise. */
+function payloadOf(value: unknown): Payload | undefined {
+  if (typeof value === "string") {
+    // A JSON string is at least as long as the string: short ones are never worth a reference.
+    if (value.length < PAYLOAD_MIN_CHARS - 2) return undefined;
+    return toPayload(JSON.stringify(value));
+  }
+  if (value === null || typeof value !== "object") return undefined;
+  const known = seen.get(value);
+  if (known !== undefined) return known ?? undefined;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    // Not plain JSON (a bigint, a cycle): left in the event, whose encoding makes it plain.
+  }
+  const payload = text !== undefined && text.length >= PAYLOAD_MIN_CHARS ? toPayload(text) : null;
+  seen.set(value, payload);
+  return payload ?? undefined;
+}
+
+function toPayload(text: string): Payload {
+  return { key: PAYLOAD_KEY_PREFIX + createHash("sha256").update(text).digest("hex"), text };
+}
+
+/** The payload keys a decoded event refers to. */
+export function payloadRefs(event: RunEvent): string[] {
+  const refs = (event as { $payloads?: unknown }).$payloads;
+  return isRecord(refs) ? Object.values(refs).filter((k): k is string => typeof k === "string") : [];
+}
+
+/**
+ * Puts the payloads an event refers to back in their places (in place: the event was just
+ * decoded). A missing, damaged or mismatching payload is a `StoreError` naming the run and
+ * seq: a log that cannot be rebuilt exactly must not be resumed.
+ */
+export function restorePayloads(
+  runId: string,
+  event: RunEvent,
+  texts: ReadonlyMap<string, string>,
+  parsed: Map<string, unknown>,
+): void {
+  const target = event as unknown as Record<string, unknown>;
+  const refs = target.$payloads;
+  delete target.$payloads;
+  if (!isRecord(refs)) throw damaged(runId, event.seq, "its payload references are not an object");
+  for (const [path, key] of Object.entries(refs)) {
+    if (typeof key !== "string") throw damaged(runId, event.seq, `the reference at ${path} is not a key`);
+    let value = parsed.get(key);
+    if (value === undefined) {
+      const text = texts.get(key);
+      if (text === undefined) throw damaged(runId, event.seq, `its payload ${key} (at ${path}) is missing`);
+      if (PAYLOAD_KEY_PREFIX + createHash("sha256").update(text).digest("hex") !== key) {
+        throw damaged(runId, event.seq, `its payload ${key} (at ${path}) does not match its digest`);
+      }
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw damaged(runId, event.seq, `its payload ${key} (at ${path}) cannot be decoded`);
+      }
+      parsed.set(key, value);
+    }
+    const segments = path.split(".");
+    let node: unknown = target;
+    for (const segment of segments.slice(0, -1)) {
+      node = isRecord(node) || Array.isArray(node) ? (node as Record<string, unknown>)[segment] : undefined;
+    }
+    if (!(isRecord(node) || Array.isArray(node))) {
+      throw damaged(runId, event.seq, `the place of its payload ${path} does not exist`);
+    }
+    (node as Record<string, unknown>)[segments.at(-1)!] = value;
+  }
+}
+
+function damaged(runId: string, seq: number, problem: string): StoreError {
+  return new StoreError(`run ${runId}: event seq ${seq} is damaged: ${problem}`, { runId, retryable: false });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
