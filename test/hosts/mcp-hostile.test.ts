@@ -310,6 +310,30 @@ describe("connecting", () => {
   });
 });
 
+describe("progress notifications", () => {
+  it("a flood of progress becomes a bounded number of updates, ending with the last one", async () => {
+    const host = mcpServer(hostileServer(), { prefix: "h" });
+    try {
+      const started = Date.now();
+      const { result, events } = await runWith(host, [
+        { toolCalls: [{ name: "h__progress_flood", args: { n: 5_000 } }] },
+        { text: "done" },
+      ]);
+      const elapsed = Date.now() - started;
+      expect(result.toolCalls[0]).toMatchObject({ ok: true, output: "progressed" });
+      const updates = events
+        .filter((e) => e.type === "tool_call_update")
+        .map((e) => (e as { partial: { progress: number; message?: string } }).partial);
+      expect(updates.length).toBeGreaterThan(0);
+      expect(updates.length).toBeLessThanOrEqual(Math.ceil(elapsed / 50) + 2);
+      expect(updates.at(-1)).toMatchObject({ progress: 5_000, total: 5_000 });
+      expect(updates.every((u) => !u.message?.includes("<|im_start|>"))).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 describe("change notifications", () => {
   it("a server flooding tools/list_changed is listed a bounded number of times and a 6-turn run stays fast", async () => {
     const log = join(dir, "flood.log");

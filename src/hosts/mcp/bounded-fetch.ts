@@ -72,11 +72,11 @@ async function readUpTo(
       const { done, value } = await reader.read();
       if (done) break;
       read += value.length;
+      chunks.push(value);
       if (read > limit) {
         await reader.cancel().catch(() => {});
         return { bytes: concat(chunks).subarray(0, limit), over: true, read };
       }
-      chunks.push(value);
     }
   } finally {
     reader.releaseLock();

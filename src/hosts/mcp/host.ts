@@ -11,6 +11,7 @@ import { NotDelivered } from "./delivery.js";
 import { buildListing, diffListings, type Listing } from "./listing.js";
 import { oversizeOf } from "./oversize.js";
 import { cleanPeerLine, cleanPeerText } from "./peer-text.js";
+import { progressReporter } from "./progress.js";
 import { toToolOutput } from "./results.js";
 
 /** How many pages of `tools/list` are read before giving up on a server that never stops. */
@@ -164,26 +165,25 @@ export class McpToolHost implements ToolHost {
     args: unknown,
     ctx: RunContext,
   ): Promise<CallToolResult> {
+    const progress = progressReporter(ctx);
     for (let attempt = 1; ; attempt++) {
       const session = await this.#connection.session(ctx.signal);
       try {
-        return (await session.client.callTool(
+        const result = (await session.client.callTool(
           { name: mcpName, arguments: args as Record<string, unknown> },
           undefined,
           {
             signal: ctx.signal,
             timeout: this.#connection.timeoutMs,
             resetTimeoutOnProgress: true,
-            onprogress: ({ progress, total, message }) => {
-              ctx.update({
-                progress,
-                ...(total !== undefined ? { total } : {}),
-                ...(message ? { message } : {}),
-              });
-            },
+            onprogress: progress.report,
           },
         )) as CallToolResult;
+        progress.flush();
+        return result;
       } catch (error) {
+        if (ctx.signal.aborted) progress.stop();
+        else progress.flush();
         if (ctx.signal.aborted) throw error;
         const oversize = oversizeOf(error);
         if (oversize) throw this.#tooLarge(error, mcpName, oversize.bytes, oversize.limit);
