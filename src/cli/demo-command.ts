@@ -5,7 +5,6 @@ import { demoAgent } from "./demo-agent.js";
 import { drive } from "./drive.js";
 import { flag, parseCommand, text } from "./options.js";
 import { EventRenderer } from "./render.js";
-import { openStore } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
 import { DEMO_HELP, EXIT, UsageError } from "./usage.js";
 
@@ -19,7 +18,6 @@ export async function demoCommand(args: string[]): Promise<number> {
     {
       json: { type: "boolean" },
       model: { type: "string" },
-      store: { type: "string" },
       "show-reasoning": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -35,7 +33,6 @@ export async function demoCommand(args: string[]): Promise<number> {
   const json = flag(parsed, "json");
   const c = colorsFor(process.stderr);
   const demo = await demoAgent();
-  const opened = await openStore(text(parsed, "store"), null);
   try {
     const agent = await withModel(demo.agent, model);
     const note = (line: string) => process.stderr.write(`${line}\n`);
@@ -49,13 +46,11 @@ export async function demoCommand(args: string[]): Promise<number> {
       );
       note("");
     }
-    const approvals = { dismissed: new Set<string>(), stored: opened !== undefined };
+    // No store: the demo's agent is not a file that `quiver runs resume` could load again.
+    const approvals = { dismissed: new Set<string>(), stored: false };
     const handle = Runner.stream(
       agentForCli(agent, { approvals }),
       "Inspect the package and record what you find.",
-      {
-        ...(opened && { store: opened.store }),
-      },
     );
     const outcome = await drive(handle, {
       json,
@@ -69,14 +64,13 @@ export async function demoCommand(args: string[]): Promise<number> {
       approvals,
       sessionAllowed: new Set(),
       agentDecides: false,
-      store: opened,
-      agentSpec: "<agent-file>",
+      store: undefined,
+      agentSpec: "",
       footer: true,
     });
     if (outcome.error) process.stderr.write(`error: ${outcome.error.message}\n`);
     return outcome.code;
   } finally {
-    await opened?.store.close();
     await demo.close();
   }
 }

@@ -101,7 +101,7 @@ Commands:
 Options:
   --store SPEC            sqlite:PATH | postgres://… (default sqlite:.quiver/quiver.db)`;
 
-export const DEMO_HELP = `Usage: quiver demo [--json] [--model PROVIDER:ID]
+export const DEMO_HELP = `Usage: quiver demo [--json] [--model PROVIDER:ID] [--show-reasoning]
 
 Plays a short scripted session — parallel calls, a retry, a truncated result, an approval — with
 a ScriptedModel (a fixed script, not a language model). --model drives it with a real model.`;

@@ -53,6 +53,18 @@ describe("quiver run", () => {
     expect(ran.stderr).toMatch(/● charge_card\(amount: 42\)\n {2}⎿ charged 42 \(1 line · \d+ ms\)/);
   });
 
+  it("shows an edit tool's diff from its result's details", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "edit it", "--mode", "bypass"], { cwd });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stderr).toContain(
+      "  ⎿ edited notes.md (1 line · 0 ms)\n".replace("0 ms", ran.stderr.match(/\d+ ms/)![0]),
+    );
+    expect(ran.stderr).toMatch(
+      / {4}--- a\/notes.md\n {4}\+\+\+ b\/notes.md\n {4}@@ -1,2 \+1,2 @@\n {4} # Notes\n {4}-old line\n {4}\+new line\n/,
+    );
+  });
+
   it("reads the prompt from stdin with -", async () => {
     const cwd = freshProject();
     const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "-"], { cwd, input: "from a pipe\n" });
@@ -182,6 +194,39 @@ describe("quiver run", () => {
     const cleared = await quiver(bin, ["sessions", "clear", "s1", ...store], { cwd });
     expect(cleared.stdout).toContain("cleared session s1 (2 runs)");
     expect((await quiver(bin, ["runs", "list", ...store], { cwd })).stdout).toBe("no runs stored\n");
+  });
+
+  it("runs tail follows a parked run as another process decides and resumes it", async () => {
+    const cwd = freshProject();
+    const store = ["--store", "sqlite:runs.db"];
+    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
+    const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
+    const { spawn } = await import("node:child_process");
+    const tail = spawn(process.execPath, [bin, "runs", "tail", runId, ...store], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    tail.stdout.on("data", (d) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => tail.on("close", resolve));
+    const deadline = Date.now() + 10_000;
+    while (!out.includes("parked: waiting for a decision on call_1") && Date.now() < deadline)
+      await new Promise((ok) => setTimeout(ok, 50));
+    expect(out).toContain("● charge_card(amount: 42)");
+    expect(out).not.toContain("Result: charged 42");
+    await quiver(bin, ["runs", "decide", runId, "call_1", "--approve", ...store], { cwd });
+    await quiver(bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
+    const code = await Promise.race([
+      exited,
+      new Promise((ok) => setTimeout(() => ok("still running"), 10_000)),
+    ]);
+    tail.kill();
+    expect(code).toBe(0);
+    expect(out).toContain("✓ charge_card approved (by decide)");
+    expect(out).toContain("Result: charged 42");
   });
 
   it("runs tail prints a stored run's events and stops when it has ended", async () => {
