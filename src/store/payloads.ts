@@ -35,10 +35,10 @@ const seen = new WeakMap<object, Payload | null>();
  * `$payloads`), and the payloads taken out; `undefined` when nothing is large enough.
  */
 export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads: Payload[] } | undefined {
-  let found: Array<{ path: Array<string | number>; payload: Payload }> | undefined;
+  const found: Array<{ path: Array<string | number>; payload: Payload }> = [];
   const visit = (value: unknown, path: Array<string | number>) => {
     const payload = payloadOf(value);
-    if (payload) (found ??= []).push({ path, payload });
+    if (payload) found.push({ path, payload });
   };
   const source = event as unknown as Record<string, unknown>;
   const visitMessage = (message: unknown, path: Array<string | number>) => {
@@ -55,7 +55,8 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   if (source.message !== undefined) visitMessage(source.message, ["message"]);
   for (const list of ["input", "transcript"] as const) {
     const messages = source[list];
-    if (Array.isArray(messages)) messages.forEach((m, i) => visitMessage(m, [list, i]));
+    if (!Array.isArray(messages)) continue;
+    for (const [i, m] of messages.entries()) visitMessage(m, [list, i]);
   }
   if (Array.isArray(source.pending)) {
     source.pending.forEach((call, i) => {
@@ -65,7 +66,7 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   for (const field of ["output", "details", "content", "partial"] as const) {
     if (source[field] !== undefined) visit(source[field], [field]);
   }
-  if (found === undefined) return undefined;
+  if (found.length === 0) return undefined;
 
   // Copy-on-write along each path: the event the run emitted is never touched.
   const stripped = { ...source } as Record<string, unknown>;
