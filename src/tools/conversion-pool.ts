@@ -45,8 +45,9 @@ export interface ConversionJob {
   charset?: string;
 }
 
-/** A worker's answer. */
+/** A worker's answer, or its first message: it has loaded the HTML stack. */
 export type ConversionReply =
+  | { ready: true }
   | { id: number; ok: true; result: ConvertedHtml; heapUsed: number }
   | { id: number; ok: false; error: { name: string; message: string }; heapUsed: number };
 
@@ -71,6 +72,10 @@ interface Pending {
 
 interface Slot {
   worker: Worker;
+  /** The thread has loaded the HTML stack and takes pages. */
+  ready: boolean;
+  /** The thread failed; its exit is expected. */
+  failed?: boolean;
   jobs: number;
   current?: Pending | undefined;
   idleTimer?: NodeJS.Timeout | undefined;
@@ -143,18 +148,20 @@ export class ConversionPool {
 
   #pump(): void {
     while (this.#queue.length > 0) {
-      let slot = this.#idle.pop();
-      if (!slot) {
-        if (this.#slots.size >= this.size) return;
-        try {
-          slot = this.#spawn();
-        } catch (error) {
-          const pending = this.#queue.shift()!;
-          this.#settle(pending, toolError(pending.job.url, error));
-          continue;
-        }
+      const slot = this.#idle.pop();
+      if (slot) {
+        this.#run(slot, this.#queue.shift()!);
+        continue;
       }
-      this.#run(slot, this.#queue.shift()!);
+      // Start threads for the pages that wait, up to the pool's size; each takes a page once ready.
+      const starting = [...this.#slots].filter((s) => !s.ready).length;
+      if (this.#slots.size >= this.size || starting >= this.#queue.length) return;
+      try {
+        this.#spawn();
+      } catch (error) {
+        const pending = this.#queue.shift()!;
+        this.#settle(pending, toolError(pending.job.url, error));
+      }
     }
   }
 
@@ -184,9 +191,17 @@ export class ConversionPool {
 
   #spawn(): Slot {
     const worker = startWorker();
-    const slot: Slot = { worker, jobs: 0 };
+    const slot: Slot = { worker, ready: false, jobs: 0 };
     this.#slots.add(slot);
+    // Starting keeps the process alive only while pages wait for it.
+    if (this.#queue.length === 0) worker.unref();
     worker.on("message", (reply: ConversionReply) => {
+      if ("ready" in reply) {
+        slot.ready = true;
+        this.#park(slot);
+        this.#pump();
+        return;
+      }
       const pending = slot.current;
       if (!pending || pending.job.id !== reply.id) return;
       slot.current = undefined;
@@ -198,16 +213,21 @@ export class ConversionPool {
       this.#pump();
     });
     worker.on("error", (error) => {
-      if (slot.current) this.#settle(slot.current, toolError(slot.current.job.url, error));
+      // A thread that fails before it is ready fails the page that waits longest, so that a
+      // broken installation is an error on every call rather than a wait.
+      const victim = slot.current ?? (slot.ready ? undefined : this.#queue.shift());
+      slot.failed = true;
+      if (victim) this.#settle(victim, toolError(victim.job.url, error));
       void this.#retire(slot);
       this.#pump();
     });
     worker.on("exit", (code) => {
-      if (slot.current) {
+      const victim = slot.current ?? (slot.ready || slot.failed ? undefined : this.#queue.shift());
+      if (victim) {
         this.#settle(
-          slot.current,
+          victim,
           new ToolError(
-            `the thread converting ${shorten(slot.current.job.url)} to Markdown stopped (exit code ${code})`,
+            `the thread converting ${shorten(victim.job.url)} to Markdown stopped (exit code ${code})`,
           ),
         );
       }

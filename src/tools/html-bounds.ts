@@ -165,9 +165,14 @@ export function boundHtml(html: string, maxDepth = MAX_DEPTH): BoundedHtml {
   // Each character reference ends a text node in this parser: `&amp;` × 200,000 is 400,000 nodes.
   for (let at = html.indexOf("&"); at !== -1; at = html.indexOf("&", at + 1)) nodes++;
 
+  /** Where the last `<` that starts no tag is. */
+  let strayAt = -1;
   /** Replaces `html[from, to)` with nothing, or with one line break for a block tag. */
   const remove = (from: number, to: number, asBreak: boolean) => {
-    out.push(html.slice(copied, from));
+    if (strayAt === from - 1 && strayAt >= copied) {
+      // `<` + a removed tag + `text` must not become the tag `<text`: the `<` is escaped.
+      out.push(html.slice(copied, strayAt), "&lt;");
+    } else out.push(html.slice(copied, from));
     // A run of adjacent removed block tags (100,000 nested divs) is one line break, not 200,000.
     if (asBreak && lastBreakAt !== from) {
       out.push("<br>");
@@ -211,6 +216,7 @@ export function boundHtml(html: string, maxDepth = MAX_DEPTH): BoundedHtml {
     }
     if (!isAsciiAlpha(c)) {
       nodes++; // a `<` that starts no tag is text, in a text node of its own
+      strayAt = lt;
       i = lt + 1;
       continue;
     }
