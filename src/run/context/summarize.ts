@@ -60,30 +60,34 @@ export async function summarizeTurns(
 }
 
 function render(message: Message, limit: number): string {
-  const clip = (text: string) =>
-    text.length <= limit
-      ? text
-      : `${text.slice(0, limit)} [... ${(text.length - limit).toLocaleString("en-US")} more chars]`;
-  const body = (content: Message["content"]) =>
-    typeof content === "string"
-      ? content
-      : content
-          .map((block) => (block.type === "image" ? "[image]" : block.type === "reasoning" ? "" : block.text))
-          .filter(Boolean)
-          .join("\n");
   switch (message.role) {
     case "assistant": {
-      const calls = (message.toolCalls ?? []).map(
-        (call) =>
-          `called ${call.name}(${clip(call.rawArgs ?? JSON.stringify(call.args ?? {}))}) [${call.id}]`,
-      );
-      return [`assistant: ${clip(body(message.content))}`, ...calls].join("\n");
+      let text = `assistant: ${clip(body(message.content), limit)}`;
+      for (const call of message.toolCalls ?? []) {
+        text += `\ncalled ${call.name}(${clip(call.rawArgs ?? JSON.stringify(call.args ?? {}), limit)}) [${call.id}]`;
+      }
+      return text;
     }
     case "tool":
-      return `result of ${message.name} [${message.toolCallId}]${message.isError ? " (error)" : ""}: ${clip(body(message.content))}`;
+      return `result of ${message.name} [${message.toolCallId}]${message.isError ? " (error)" : ""}: ${clip(body(message.content), limit)}`;
     default:
-      return `${message.role}: ${clip(body(message.content))}`;
+      return `${message.role}: ${clip(body(message.content), limit)}`;
   }
+}
+
+function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)} [... ${text.length - limit} more chars]`;
+}
+
+/** A message's text; images become a placeholder, reasoning is left out. */
+function body(content: Message["content"]): string {
+  if (typeof content === "string") return content;
+  const parts: string[] = [];
+  for (const block of content) {
+    if (block.type === "image") parts.push("[image]");
+    else if (block.type === "text") parts.push(block.text);
+  }
+  return parts.join("\n");
 }
 
 /** Settles with `work`, or rejects with the signal's reason as soon as it aborts. */
