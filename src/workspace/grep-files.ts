@@ -1,50 +1,23 @@
 import { spawn } from "node:child_process";
-import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { access, constants, stat } from "node:fs/promises";
 import path from "node:path";
 import { ToolError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
-import { asksForSkipped, globMatcher } from "./list-files.js";
-import { codeOf, isWithin, resolveInside, toPosix } from "./paths.js";
-import { looksBinary } from "./text-file.js";
-import { TimeSlicer, type WalkEntry, walkFiles } from "./walk.js";
+import { asksForSkipped } from "./globs.js";
+import type { GrepMatch } from "./grep-search.js";
+import { codeOf, resolveInside, toPosix } from "./paths.js";
+import { searchOnThread } from "./search-threads.js";
+
+export type { GrepMatch } from "./grep-search.js";
 
 const DEFAULT_MATCH_LIMIT = 100;
 const MAX_MATCH_LIMIT = 2_000;
 const MAX_MATCH_LINE_CHARS = 300;
+/** A search running longer than this is stopped (a pathological pattern, a huge tree). */
+const DEFAULT_SEARCH_TIME_LIMIT_MS = 60_000;
 
 type GrepArgs = { pattern: string; path?: string; glob?: string; ignore_case?: boolean; limit?: number };
-
-/** Files larger than this are skipped by the Node search (they would be read whole into memory). */
-const MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024;
-
-/** A regular file's bytes, or `undefined` for anything else, an unreadable file or a huge one. */
-function readSmallFile(file: string): Buffer | undefined {
-  let fd: number | undefined;
-  try {
-    // Opening a FIFO for reading would block until a writer comes: only regular files are opened.
-    if (!statSync(file).isFile()) return undefined;
-    fd = openSync(file, "r");
-    const info = fstatSync(fd);
-    if (!info.isFile() || info.size > MAX_SEARCH_FILE_BYTES) return undefined;
-    const buffer = Buffer.allocUnsafe(info.size);
-    let filled = 0;
-    while (filled < info.size) {
-      const read = readSync(fd, buffer, filled, info.size - filled, filled);
-      if (read === 0) break;
-      filled += read;
-    }
-    return filled === info.size ? buffer : buffer.subarray(0, filled);
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** One matching line. */
-export type GrepMatch = { path: string; line: number; text: string };
 
 export type GrepOptions = {
   root: string;
@@ -56,6 +29,8 @@ export type GrepOptions = {
   signal?: AbortSignal;
   /** "auto" (default) uses `rg` when it is on PATH; "node" never does. */
   engine?: "auto" | "node" | "rg";
+  /** Stop the Node search after this long, in ms (default 60,000). */
+  timeLimitMs?: number;
 };
 
 export type GrepOutcome = {
@@ -121,7 +96,8 @@ export function grepFilesTool(root: string): Tool<GrepArgs> {
  * is already installed and the search fits it, else a Node walk that honours `.gitignore`.
  */
 export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
-  const regex = compile(options.pattern, options.ignoreCase ?? false);
+  // Checked here, so a bad pattern is a clear error before any thread starts.
+  compile(options.pattern, options.ignoreCase ?? false);
   const start = await resolveInside(options.root, options.path ?? ".");
   const info = await stat(start.real).catch((error) => {
     throw new ToolError(
@@ -141,47 +117,21 @@ export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
   } else if (engine === "rg") {
     throw new ToolError("rg is not on PATH");
   }
-  const matches: GrepMatch[] = [];
-  const state = { truncated: false, files: 0, bytes: 0 };
-  const matchesGlob = globMatcher(options.glob);
-  const take = (found: GrepMatch[]) => {
-    for (const match of found) {
-      if (matches.length >= limit) {
-        state.truncated = true;
-        return;
-      }
-      matches.push(match);
-    }
-  };
-  if (info.isFile()) {
-    take(
-      searchFile(
-        { relative: start.relative, absolute: start.real, symlink: false },
-        start.root,
-        regex,
-        state,
-      ),
-    );
-  } else {
-    const slicer = new TimeSlicer(options.signal);
-    for (const entry of walkFiles({
+  const result = await searchOnThread(
+    {
       root: start.root,
       start: start.real,
-      includeSkipped: asksForSkipped(start.relative, options.glob),
-    })) {
-      await slicer.tick();
-      if (matchesGlob && !matchesGlob(entry.relative)) continue;
-      take(searchFile(entry, start.root, regex, state));
-      if (state.truncated) break;
-    }
-  }
-  return {
-    matches,
-    truncated: state.truncated,
-    filesSearched: state.files,
-    bytesSearched: state.bytes,
-    engine: "node",
-  };
+      startRelative: start.relative,
+      startIsFile: info.isFile(),
+      pattern: options.pattern,
+      ignoreCase: options.ignoreCase ?? false,
+      ...(options.glob !== undefined && { glob: options.glob }),
+      limit,
+    },
+    options.signal,
+    options.timeLimitMs ?? DEFAULT_SEARCH_TIME_LIMIT_MS,
+  );
+  return { ...result, engine: "node" };
 }
 
 function compile(pattern: string, ignoreCase: boolean): RegExp {
@@ -192,53 +142,6 @@ function compile(pattern: string, ignoreCase: boolean): RegExp {
       hint: "The pattern is a JavaScript regular expression; escape special characters such as ( [ . * with a backslash.",
     });
   }
-}
-
-/** The matching lines of one file; binary files, and links that lead out of the root, give none. */
-function searchFile(
-  entry: WalkEntry,
-  root: string,
-  regex: RegExp,
-  state: { files: number; bytes: number },
-): GrepMatch[] {
-  let file = entry.absolute;
-  if (entry.symlink) {
-    try {
-      file = realpathSync(entry.absolute);
-    } catch {
-      return [];
-    }
-    if (!isWithin(root, file)) return [];
-  }
-  const bytes = readSmallFile(file);
-  if (bytes === undefined) return [];
-  state.files++;
-  state.bytes += bytes.length;
-  if (looksBinary(bytes)) return [];
-  const text = bytes.toString("utf8");
-  // One scan for the common case, a file without a match; a fresh copy keeps lastIndex per file.
-  const re = new RegExp(regex.source, regex.flags);
-  const found: GrepMatch[] = [];
-  let line = 1;
-  let counted = 0;
-  let lastLine = 0;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    for (let i = text.indexOf("\n", counted); i !== -1 && i < m.index; i = text.indexOf("\n", i + 1)) {
-      line++;
-      counted = i + 1;
-    }
-    if (m[0].length === 0) re.lastIndex++;
-    if (line === lastLine) continue;
-    lastLine = line;
-    const lineStart = text.lastIndexOf("\n", m.index - 1) + 1;
-    let lineEnd = text.indexOf("\n", m.index);
-    if (lineEnd === -1) lineEnd = text.length;
-    let content = text.slice(lineStart, lineEnd);
-    if (content.endsWith("\r")) content = content.slice(0, -1);
-    if (content.length > MAX_MATCH_LINE_CHARS) content = `${content.slice(0, MAX_MATCH_LINE_CHARS)} [...]`;
-    found.push({ path: entry.relative, line, text: content });
-  }
-  return found;
 }
 
 let ripgrep: Promise<string | undefined> | undefined;

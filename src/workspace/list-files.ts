@@ -1,30 +1,15 @@
 import { stat } from "node:fs/promises";
-import picomatch from "picomatch";
 import { ToolError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
+import { asksForSkipped, globMatcher } from "./globs.js";
 import { codeOf, resolveInside } from "./paths.js";
-import { SKIPPED_DIRECTORIES, TimeSlicer, walkFiles } from "./walk.js";
+import { TimeSlicer, walkFiles } from "./walk.js";
 
 const DEFAULT_LIST_LIMIT = 500;
 const MAX_LIST_LIMIT = 5_000;
 
 type ListArgs = { path?: string; glob?: string; limit?: number };
-
-/** A glob matcher over root-relative paths; a pattern without `/` matches a file name at any depth (as `rg -g` does). */
-export function globMatcher(glob: string | undefined): ((relative: string) => boolean) | undefined {
-  if (glob === undefined || glob.trim() === "") return undefined;
-  try {
-    return picomatch(glob, { dot: true, basename: !glob.includes("/") });
-  } catch (error) {
-    throw new ToolError(`invalid glob ${JSON.stringify(glob)}: ${(error as Error).message}`);
-  }
-}
-
-/** Whether a path or glob names `.git/` or `node_modules/` itself: then the walk goes in. */
-export function asksForSkipped(...texts: Array<string | undefined>): boolean {
-  return texts.some((text) => text?.split(/[\\/]/).some((part) => SKIPPED_DIRECTORIES.has(part)));
-}
 
 export function listFilesTool(root: string): Tool<ListArgs> {
   return tool({

@@ -167,3 +167,31 @@ describe("grep_files", () => {
     );
   });
 });
+
+describe("a pathological pattern", () => {
+  it("runs off the event loop and is stopped by the time limit or the call's timeout", async () => {
+    writeFileSync(join(root, "src/evil.txt"), `${"a".repeat(40)}!\n`);
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    try {
+      const started = Date.now();
+      await expect(
+        grepFiles({ root, pattern: "(a+)+$", path: "src/evil.txt", timeLimitMs: 400 }),
+      ).rejects.toThrow(/took longer than 400 ms and was stopped/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // The loop kept turning while the regex backtracked on its thread.
+      expect(ticks).toBeGreaterThan(10);
+    } finally {
+      clearInterval(ticker);
+    }
+    const { records } = await play(
+      tools(),
+      [{ name: "grep_files", args: { pattern: "(a+)+$", path: "src" } }],
+      {
+        defaultToolTimeoutMs: 400,
+      },
+    );
+    expect(records[0]!.ok).toBe(false);
+    expect(records[0]!.error?.kind).toBe("timeout");
+  });
+});
