@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Agent,
+  handoff,
   type Message,
   type ModelRequest,
   type RunEvent,
@@ -280,6 +281,36 @@ describe("compaction", () => {
     const original = result.messages.find((m) => m.role === "tool" && m.toolCallId === recalledId)!;
     expect(recall.output).toContain(String(original.content));
     expect(recall.output).toMatch(/\[end of output\]$/);
+  });
+
+  it("a handoff whose inputFilter rewrites the transcript starts the view over", async () => {
+    const billingModel = new ScriptedModel([{ text: "billing here" }]);
+    const billing = new Agent({
+      name: "billing",
+      model: billingModel,
+      compaction: { maxInputTokens: 6_000 },
+    });
+    const model = new ScriptedModel([
+      ...Array.from({ length: 6 }, (_, i) => ({ toolCalls: [{ name: "lookup", args: { n: i } }] })),
+      { toolCalls: [{ name: "transfer_to_billing", args: {} }] },
+    ]);
+    const triage = new Agent({
+      name: "triage",
+      model,
+      tools: [bigLookup(4_000)],
+      compaction: { maxInputTokens: 6_000, keepRecentTurns: 2 },
+      handoffs: [handoff(billing, { inputFilter: (messages) => messages.filter((m) => m.role === "user") })],
+    });
+    const handle = Runner.stream(triage, "I need a refund");
+    const events = await collect(handle);
+    const result = await handle.result();
+    expect(result.output).toBe("billing here");
+    expect(events.some((e) => e.type === "compaction")).toBe(true);
+    // Billing sees the filtered transcript as it is: no stubs from the old view.
+    expect(billingModel.requests[0]!.messages).toEqual([{ role: "user", content: "I need a refund" }]);
+    const state = replay(events);
+    expect(state.messages).toEqual(result.messages);
+    expect(state.view).toBeUndefined();
   });
 
   it("a failing summarizer is a warning: the run goes on with the results elided", async () => {
