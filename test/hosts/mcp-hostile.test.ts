@@ -106,6 +106,24 @@ describe("peer text reaching the model", () => {
     }
   });
 
+  it("an isError text of a megabyte reaches the model cut, with its fence whole", async () => {
+    const host = mcpServer(hostileServer(), { prefix: "h", fence: true });
+    try {
+      const { result, model } = await runWith(host, [
+        { toolCalls: [{ name: "h__is_error", args: { mb: 1 } }] },
+        { text: "done" },
+      ]);
+      expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "tool_error" } });
+      const [seen] = toolResultTexts(model);
+      expect(seen!.length).toBeLessThan(9_000);
+      expect(seen!.trimEnd().endsWith(FENCE_END)).toBe(true);
+      expect(seen).toMatch(/more characters not shown/);
+      expect(onlyInsideFence(seen!, INJECTION)).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+
   it("with fence off, a server's error text is still cleaned of chat-template tokens", async () => {
     const host = mcpServer(hostileServer(), { prefix: "h" });
     try {

@@ -249,7 +249,9 @@ export class McpToolHost implements ToolHost {
   /** Server-written text for a failure message: fenced when results are, else cleaned and bounded. */
   #peerText(text: string): string {
     if (this.#options.fence === true) {
-      return `\n${fence(text.slice(0, 4 * MAX_PEER_ERROR_CHARS), { source: `MCP server ${this.name}` })}`;
+      // Cut before fencing: the runner's own cut of long messages would drop the END marker.
+      const cut = text.length > MAX_PEER_ERROR_CHARS ? `${text.slice(0, MAX_PEER_ERROR_CHARS)}…` : text;
+      return `\n${fence(cut, { source: `MCP server ${this.name}` })}`;
     }
     return cleanPeerText(text, MAX_PEER_ERROR_CHARS);
   }

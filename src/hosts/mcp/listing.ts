@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { UserError } from "../../errors.js";
 import type { JSONSchema } from "../../model/types.js";
@@ -15,6 +16,7 @@ import {
 import { modelFacingName, withHash } from "./tool-names.js";
 
 /** One offered tool: what the runner sees, and the server's own name to call it by. */
+/** `raw` is a digest of the server's definition, `json` the offered one's text. */
 export type ListedTool = { hosted: HostedTool; mcpName: string; json: string; raw: string };
 
 /** A server's tools as offered, by model-facing name. */
@@ -47,8 +49,9 @@ export function buildListing(
     if (tool.execution?.taskSupport === "required") continue;
     let name = modelFacingName(tool.name, options.prefix);
     if (byName.has(name)) name = withHash(name, tool.name);
-    // A tool the server describes exactly as before is not cleaned and checked again.
-    const raw = JSON.stringify(tool);
+    // A tool the server describes exactly as before is not cleaned and checked again (a
+    // digest, not the text: a server's JSON may be megabytes, and the listing lives long).
+    const raw = createHash("sha256").update(JSON.stringify(tool)).digest("base64");
     const kept = previous?.byName.get(name);
     if (kept && kept.raw === raw) {
       byName.set(name, kept);

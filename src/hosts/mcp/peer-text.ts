@@ -2,6 +2,7 @@
 // titles, parameter descriptions. None of it goes between fence markers (it is the tool's
 // own definition), so each piece is cleaned — invisible and control characters removed,
 // chat-template tokens and framing tags rewritten visibly — and kept to a bounded length.
+import { detached } from "../../tool/render.js";
 import { disarm } from "../../tools/fence.js";
 
 /** Longest tool description offered to a model; longer ones are cut with a note. */
@@ -24,7 +25,8 @@ export function cleanPeerText(text: unknown, max: number): string {
   if (clean.length > max || raw.length > 4 * max) {
     clean = `${clean.slice(0, max - 1).replace(/[\ud800-\udbff]$/, "")}…`;
   }
-  return clean;
+  // Kept for as long as the listing or transcript is: it must not pin a megabyte original.
+  return clean.length < raw.length ? detached(clean) : clean;
 }
 
 /** One line of cleaned text, for names and titles a message quotes. */

@@ -1,8 +1,15 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ToolError } from "../../errors.js";
 import type { ContentBlock } from "../../model/types.js";
+import { detached } from "../../tool/render.js";
 import type { ToolOutput } from "../../tool/types.js";
 import { fence } from "../../tools/fence.js";
+
+/**
+ * Longest `isError` text passed on to the model. The runner cuts any error message at 10,000
+ * characters; staying well below keeps the fence's END marker inside what the model reads.
+ */
+const MAX_ERROR_CHARS = 8_000;
 
 type McpContent = CallToolResult["content"][number];
 
@@ -20,18 +27,25 @@ export function toToolOutput(
   if (blocks.length === 0 && result.structuredContent !== undefined) {
     blocks.push({ type: "text", text: JSON.stringify(result.structuredContent) });
   }
+  if (result.isError) {
+    // An error message is not truncated by the runner as output is: bounded here, before fencing.
+    let text = blocks
+      .filter((b): b is { type: "text"; text: string } => b.type === "text")
+      .map((b) => b.text)
+      .join("\n");
+    if (text.length > MAX_ERROR_CHARS) {
+      text = detached(
+        `${text.slice(0, MAX_ERROR_CHARS)}\n[… ${text.length - MAX_ERROR_CHARS} more characters not shown]`,
+      );
+    }
+    if (!text) throw new ToolError("the MCP tool reported an error without saying what it was");
+    throw new ToolError(options.fence ? fence(text, { source: options.source }) : text);
+  }
   const content = options.fence
     ? blocks.map((b) =>
         b.type === "text" ? { type: "text" as const, text: fence(b.text, { source: options.source }) } : b,
       )
     : blocks;
-  if (result.isError) {
-    const text = content
-      .filter((b): b is { type: "text"; text: string } => b.type === "text")
-      .map((b) => b.text)
-      .join("\n");
-    throw new ToolError(text || "the MCP tool reported an error without saying what it was");
-  }
   const output: ToolOutput = { content };
   if (result.structuredContent !== undefined)
     output.details = { structuredContent: result.structuredContent };
