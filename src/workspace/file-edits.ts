@@ -5,7 +5,7 @@ import { atomicWrite } from "./atomic-write.js";
 import { unifiedDiff } from "./diff.js";
 import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";
 import { codeOf, type ResolvedPath, resolveInside } from "./paths.js";
-import { asParsed, formatText, lineNumbersAt, parseText, type TextFile } from "./text-file.js";
+import { asParsed, formatText, lineNumbersAt, looksBinary, parseText, type TextFile } from "./text-file.js";
 
 export type WriteArgs = { path: string; content: string };
 export type EditArgs = { path: string; old_string: string; new_string: string; replace_all?: boolean };
@@ -69,6 +69,13 @@ export class FileEditor {
       throw new ToolError(`${path} does not exist`, { hint: "Use write_file to create a new file." });
     }
     const beforeText = before.toString("utf8");
+    // Decoding bytes that are not UTF-8 replaces them; writing the text back would change the
+    // file far from the edit. Such a file is refused rather than silently damaged.
+    if (looksBinary(before) || !Buffer.from(beforeText, "utf8").equals(before)) {
+      throw new ToolError(`${target.relative} is not UTF-8 text, so edit_file cannot change it safely`, {
+        hint: "Use the shell (e.g. sed or iconv) for binary or differently encoded files.",
+      });
+    }
     const file = parseText(beforeText);
     const updated = applyEdit(
       file,

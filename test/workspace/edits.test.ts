@@ -68,6 +68,19 @@ describe("exact edits", () => {
     expect(readFileSync(join(root, "mixed.txt"), "utf8")).toBe("a\r\nB\nc\r\n");
   });
 
+  it("refuses to edit a file that is not UTF-8 text instead of damaging it", async () => {
+    const latin1 = Buffer.from("caf\xe9 = 1\n", "latin1");
+    writeFileSync(join(root, "latin1.txt"), latin1);
+    const ws = workspace({ root });
+    const { records } = await play(ws.tools, [
+      { name: "read_file", args: { path: "latin1.txt" } },
+      { name: "edit_file", args: { path: "latin1.txt", old_string: "= 1", new_string: "= 2" } },
+    ]);
+    expect(records[1]!.ok).toBe(false);
+    expect(records[1]!.output).toContain("latin1.txt is not UTF-8 text");
+    expect(readFileSync(join(root, "latin1.txt")).equals(latin1)).toBe(true);
+  });
+
   it("an atomic write keeps the file's mode and leaves no temporary file behind", async () => {
     writeFileSync(join(root, "script.sh"), "#!/bin/sh\necho old\n");
     chmodSync(join(root, "script.sh"), 0o750);
