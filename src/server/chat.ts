@@ -85,12 +85,15 @@ export async function resumeChat(
 async function continueRun(log: RunLog, parts: UIPart[], registry: RunRegistry): Promise<Response> {
   // What the client has seen: up to where the last response ended (or everything so far).
   const cursor = log.chatCursor ?? log.all.length;
+  let applied = 0;
   for (const part of parts) {
     if (!part || typeof part !== "object" || typeof part.toolCallId !== "string") continue;
-    const approval = part.approval as { approved?: unknown; reason?: unknown } | undefined;
+    const approval = part.approval as { id?: unknown; approved?: unknown; reason?: unknown } | undefined;
     if (part.state === "approval-responded" && approval && typeof approval.approved === "boolean") {
       const reason = typeof approval.reason === "string" ? approval.reason : undefined;
-      await ignoreStale(registry.decide(log, part.toolCallId, approval.approved, reason));
+      // The approval id names the call that asked (a child run's call is asked on its parent's part).
+      const callId = typeof approval.id === "string" ? approval.id : part.toolCallId;
+      applied += await ignoreStale(registry.decide(log, callId, approval.approved, reason));
     } else if (part.state === "output-available" || part.state === "output-error") {
       const open = [...log.questions.values()].some(
         (q) => q.call.id === part.toolCallId || `${q.runId}/${q.call.id}` === part.toolCallId,
@@ -102,20 +105,31 @@ async function continueRun(log: RunLog, parts: UIPart[], registry: RunRegistry):
           : typeof part.output === "string"
             ? part.output
             : JSON.stringify(part.output ?? "");
-      await ignoreStale(
+      applied += await ignoreStale(
         Promise.resolve().then(() => registry.answer(log, part.toolCallId as string, answer)),
       );
     }
   }
+  if (applied === 0 && log.blocked) {
+    // Nothing here answers what the run waits for: ending at once would have a client that
+    // sends automatically post the same request again, forever.
+    throw new HttpError(
+      409,
+      "still_waiting",
+      `run ${log.runId} still waits for a decision or an answer this request does not carry`,
+    );
+  }
   return chatStream(log, cursor);
 }
 
-/** A response the client already had decided (a repeated POST) is not an error. */
-async function ignoreStale(action: Promise<void>): Promise<void> {
+/** 1 when the action was applied; 0 when it had been already (a repeated POST is not an error). */
+async function ignoreStale(action: Promise<void>): Promise<number> {
   try {
     await action;
+    return 1;
   } catch (error) {
-    if (!(error instanceof HttpError && error.status === 409)) throw error;
+    if (error instanceof HttpError && error.status === 409) return 0;
+    throw error;
   }
 }
 

@@ -37,6 +37,8 @@ export class RunLog {
   readonly asking = new Map<string, { call: ToolCall; runId: string }>();
   /** Questions waiting for a person's answer, keyed by `callKey()` of the asking call. */
   readonly questions = new Map<string, OpenQuestion>();
+  /** Child run id → `callKey()` of the call that started it (an agent used as a tool). */
+  readonly parentCalls = new Map<string, string>();
   /** Calls started and not completed, keyed by `callKey()`. */
   readonly running = new Map<string, { call: ToolCall; runId: string }>();
   /** With `status: "parked"`: the calls the run waits on. */
@@ -78,7 +80,15 @@ export class RunLog {
     if (this.status === "parked") return true;
     if (this.status !== "running") return false;
     if (this.asking.size === 0 && this.questions.size === 0) return false;
-    for (const key of this.running.keys()) if (!this.questions.has(key)) return false;
+    // Calls that wait for the person: the asking ones, and the agent-tool calls above them.
+    const waiting = new Set<string>(this.questions.keys());
+    for (const entry of [...this.asking.values(), ...this.questions.values()]) {
+      for (let key = this.parentCalls.get(entry.runId); key !== undefined; ) {
+        waiting.add(key);
+        key = this.parentCalls.get(key.slice(0, key.lastIndexOf("/")));
+      }
+    }
+    for (const key of this.running.keys()) if (!waiting.has(key)) return false;
     return true;
   }
 

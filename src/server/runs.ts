@@ -148,6 +148,10 @@ export class RunRegistry {
       ? handle.approvals.approve(entry.call.id)
       : handle.approvals.reject(entry.call.id, reason);
     if (!ok) throw notWaiting(log, callId);
+    // Decided now, though its approval_resolved event is still on its way: a response that
+    // starts meanwhile must not end at once as if the run still waited for this call.
+    log.asking.delete(callKey(entry.runId, entry.call.id));
+    log.touch();
   }
 
   /** Answers the open `ask_human` question of call `callId`. */
@@ -155,6 +159,8 @@ export class RunRegistry {
     const open = [...log.questions.values()].find((q) => matches(q, callId));
     if (!open || !this.#human?.answer(open.question.id, text))
       throw new HttpError(409, "not_waiting", `run ${log.runId} has no question waiting on call ${callId}`);
+    log.questions.delete(callKey(open.runId, open.call.id));
+    log.touch();
   }
 
   /** Steers a running run with a user message. */
@@ -234,7 +240,11 @@ export class RunRegistry {
   #track(log: RunLog, event: RunEvent): void {
     switch (event.type) {
       case "run_started":
-        if (event.runId !== log.runId) this.#roots.set(event.runId, log);
+        if (event.runId !== log.runId) {
+          this.#roots.set(event.runId, log);
+          if (event.parentRunId !== undefined && event.parentCallId !== undefined)
+            log.parentCalls.set(event.runId, callKey(event.parentRunId, event.parentCallId));
+        }
         break;
       case "tool_call_started": {
         log.running.set(callKey(event.runId, event.call.id), { call: event.call, runId: event.runId });

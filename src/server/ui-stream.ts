@@ -1,5 +1,20 @@
 import type { RunEvent, StopReason, ToolCall } from "../index.js";
 
+/** A child run as the client sees it: the preliminary output of the call that started it. */
+type ChildView = {
+  agent: string;
+  text: string;
+  calls: Array<{
+    id: string;
+    agent: string;
+    name: string;
+    input: unknown;
+    state: string;
+    progress?: unknown;
+    output?: string;
+  }>;
+};
+
 /** One chunk of the AI SDK's UI message stream (v1), limited to types ai 6 and ai 7 both accept. */
 export type UIChunk = { type: string } & Record<string, unknown>;
 
@@ -24,6 +39,12 @@ export class UIStreamTranslator {
   /** Calls that asked for approval and were neither decided nor announced yet. */
   readonly #asking = new Map<string, string | undefined>();
   readonly #announced = new Set<string>();
+  /** A child's approval id → the root-level call it is requested on. */
+  readonly #askedOn = new Map<string, string>();
+  /** Child run id → the `callKey` of the call that started it. */
+  readonly #parents = new Map<string, string>();
+  /** What each child run did, shown as preliminary output of the root-level call above it. */
+  readonly #children = new Map<string, ChildView>();
   #finished = false;
 
   constructor(rootRunId: string) {
@@ -35,24 +56,21 @@ export class UIStreamTranslator {
     return this.#finished;
   }
 
-  /** The id a call has on the wire: a child run's calls are prefixed with the child's run id. */
-  uiCallId(event: RunEvent, call: ToolCall): string {
-    return event.runId === this.#rootRunId ? call.id : `${event.runId}/${call.id}`;
-  }
-
   translate(event: RunEvent, out: UIChunk[]): void {
     if (this.#finished) return;
-    const root = event.runId === this.#rootRunId;
+    if (event.runId !== this.#rootRunId) {
+      this.#child(event, out);
+      return;
+    }
     switch (event.type) {
       case "turn_started":
-        if (!root) return;
         this.#closeParts(out);
         if (this.#stepOpen) out.push({ type: "finish-step" });
         out.push({ type: "start-step" });
         this.#stepOpen = true;
         return;
       case "text_delta":
-        if (!root || event.delta === "") return;
+        if (event.delta === "") return;
         this.#openStep(out);
         this.#closeReasoning(out);
         if (this.#text === undefined) {
@@ -62,7 +80,7 @@ export class UIStreamTranslator {
         out.push({ type: "text-delta", id: this.#text, delta: event.delta });
         return;
       case "reasoning_delta":
-        if (!root || event.delta === "") return;
+        if (event.delta === "") return;
         this.#openStep(out);
         this.#closeText(out);
         if (this.#reasoning === undefined) {
@@ -72,33 +90,33 @@ export class UIStreamTranslator {
         out.push({ type: "reasoning-delta", id: this.#reasoning, delta: event.delta });
         return;
       case "tool_call_requested":
-        this.#showCall(event, event.call, out);
+        this.#showCall(event.call, out);
         return;
       case "approval_required":
-        this.#showCall(event, event.call, out);
-        this.#asking.set(this.uiCallId(event, event.call), event.reason);
+        this.#showCall(event.call, out);
+        this.#asking.set(event.call.id, event.reason);
         return;
       case "approval_resolved": {
-        const id = this.uiCallId(event, event.call);
+        const id = event.call.id;
         this.#asking.delete(id);
         if (event.decision === "denied") {
-          this.#showCall(event, event.call, out);
+          this.#showCall(event.call, out);
           this.#denied.add(id);
           out.push({ type: "tool-output-denied", toolCallId: id });
         }
         return;
       }
       case "tool_call_update": {
-        const id = this.uiCallId(event, event.call);
+        const id = event.call.id;
         if (this.#denied.has(id)) return;
-        this.#showCall(event, event.call, out);
+        this.#showCall(event.call, out);
         out.push({ type: "tool-output-available", toolCallId: id, output: event.partial, preliminary: true });
         return;
       }
       case "tool_call_completed": {
-        const id = this.uiCallId(event, event.call);
+        const id = event.call.id;
         if (this.#denied.has(id)) return;
-        this.#showCall(event, event.call, out);
+        this.#showCall(event.call, out);
         if (event.ok) out.push({ type: "tool-output-available", toolCallId: id, output: event.output });
         else
           out.push({
@@ -118,7 +136,7 @@ export class UIStreamTranslator {
         out.push({
           type: "data-quiver-retry",
           data: {
-            toolCallId: this.uiCallId(event, event.call),
+            toolCallId: event.call.id,
             attempt: event.attempt,
             delayMs: event.delayMs,
             error: event.error,
@@ -126,28 +144,108 @@ export class UIStreamTranslator {
         });
         return;
       case "handoff":
-        if (!root) return;
         out.push({ type: "data-quiver-handoff", data: { from: event.from, to: event.to } });
         return;
       case "run_tainted":
-        if (!root) return;
         out.push({ type: "data-quiver-taint", id: "taint", data: { source: event.source } });
         return;
       case "usage":
-        if (!root) return;
         out.push({ type: "message-metadata", messageMetadata: { quiver: { usage: event.total } } });
         return;
       case "run_completed":
-        if (!root || event.stopReason === "awaiting_approval") return;
+        if (event.stopReason === "awaiting_approval") return;
         this.#finish(out, event.stopReason);
         return;
       case "run_failed":
-        if (!root) return;
         this.#closeParts(out);
         out.push({ type: "error", errorText: `${event.name}: ${event.message}` });
         this.#finished = true;
         return;
     }
+  }
+
+  /**
+   * A child run (an agent used as a tool) is shown the way the AI SDK shows sub-agents: as
+   * preliminary output of the parent's call, which is the call the client has seen. An approval
+   * a child asks for is requested on that call (its approval id names the child's call), so
+   * `lastAssistantMessageIsCompleteWithApprovalResponses` still sends the answer on its own.
+   */
+  #child(event: RunEvent, out: UIChunk[]): void {
+    if (event.type === "run_started") {
+      if (event.parentRunId !== undefined && event.parentCallId !== undefined)
+        this.#parents.set(event.runId, `${event.parentRunId}/${event.parentCallId}`);
+      return;
+    }
+    const top = this.#topCall(event.runId);
+    if (top === undefined) return;
+    const view = this.#children.get(top) ?? { agent: event.agent, text: "", calls: [] };
+    this.#children.set(top, view);
+    const find = (call: ToolCall) => {
+      let entry = view.calls.find((c) => c.id === `${event.runId}/${call.id}`);
+      if (!entry) {
+        entry = {
+          id: `${event.runId}/${call.id}`,
+          agent: event.agent,
+          name: call.name,
+          input: call.args ?? {},
+          state: "requested",
+        };
+        view.calls.push(entry);
+      }
+      return entry;
+    };
+    switch (event.type) {
+      case "text_delta":
+        view.text += event.delta;
+        return;
+      case "tool_call_requested":
+        find(event.call);
+        break;
+      case "approval_required":
+        find(event.call).state = "awaiting approval";
+        this.#asking.set(`${event.runId}/${event.call.id}`, event.reason);
+        this.#askedOn.set(`${event.runId}/${event.call.id}`, top);
+        break;
+      case "approval_resolved":
+        this.#asking.delete(`${event.runId}/${event.call.id}`);
+        find(event.call).state = event.decision === "denied" ? "denied" : "approved";
+        break;
+      case "tool_call_started":
+        find(event.call).state = "running";
+        break;
+      case "tool_call_update":
+        find(event.call).progress = event.partial;
+        break;
+      case "tool_call_completed": {
+        const entry = find(event.call);
+        if (entry.state === "denied") break;
+        entry.state = event.ok ? "done" : "failed";
+        entry.output = event.output;
+        break;
+      }
+      case "turn_completed":
+      case "run_completed":
+        break;
+      default:
+        return;
+    }
+    out.push({
+      type: "tool-output-available",
+      toolCallId: top,
+      output: structuredClone(view),
+      preliminary: true,
+    });
+  }
+
+  /** The root run's call a child run descends from, as its wire id. */
+  #topCall(runId: string): string | undefined {
+    for (let key = this.#parents.get(runId); key !== undefined; ) {
+      const cut = key.lastIndexOf("/");
+      const owner = key.slice(0, cut);
+      if (owner === this.#rootRunId) return key.slice(cut + 1);
+      key = this.#parents.get(owner);
+    }
+    return undefined;
   }
 
   /**
@@ -163,7 +261,7 @@ export class UIStreamTranslator {
       out.push({
         type: "tool-approval-request",
         approvalId: id,
-        toolCallId: id,
+        toolCallId: this.#askedOn.get(id) ?? id,
         ...(reason !== undefined && { reason }),
       });
     }
@@ -212,8 +310,8 @@ export class UIStreamTranslator {
     this.#finished = true;
   }
 
-  #showCall(event: RunEvent, call: ToolCall, out: UIChunk[]): void {
-    const id = this.uiCallId(event, call);
+  #showCall(call: ToolCall, out: UIChunk[]): void {
+    const id = call.id;
     if (this.#seen.has(id)) return;
     this.#seen.add(id);
     this.#openStep(out);
@@ -223,7 +321,6 @@ export class UIStreamTranslator {
       toolCallId: id,
       toolName: call.name,
       input: call.args ?? {},
-      ...(event.runId !== this.#rootRunId && { title: `${event.agent}: ${call.name}` }),
     });
   }
 
