@@ -99,7 +99,7 @@ describe.each(stores)("crash and resume on $name (SIGKILL in a child process)", 
       const completedBefore = await completedCalls(store, runId);
       const ranBefore = lines(effects);
 
-      await new Promise((r) => setTimeout(r, 350)); // the dead process's lease expires
+      // At once: the dead process's lease (30 s ttl) is free because its process is gone.
       const resumed = await child({
         STORE: store.spec(dir),
         RUN_ID: runId,
