@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { trace } from "@opentelemetry/api";
@@ -106,5 +107,34 @@ describe("@opentelemetry/api stays optional", () => {
     expect(report.run).toMatchObject({ name: "UserError" });
     expect(report.run.message).toContain("npm install @opentelemetry/api");
     expect(report.untraced).toBe("ok");
+  });
+});
+
+describe("the documentation's local example", () => {
+  it("runs and prints the run's spans in one trace", async () => {
+    const page = await readFile(
+      fileURLToPath(new URL("../../docs/observability.md", import.meta.url)),
+      "utf8",
+    );
+    const block = [...page.matchAll(/^```ts[^\n]*\n([\s\S]*?)^```$/gm)]
+      .map((m) => m[1]!)
+      .find((code) => code.includes("ConsoleSpanExporter"));
+    expect(block).toBeDefined();
+    // Inside the checkout, so that "quiver-agents" and the SDK resolve as they do for the tests.
+    const file = fixture(`doc-console-${process.pid}.ts`);
+    await writeFile(file, block!);
+    try {
+      const { stdout } = await exec(process.execPath, ["--import", "tsx", file], { timeout: 20_000 });
+      const names = [...stdout.matchAll(/^\s*name: '([^']+)'/gm)].map((m) => m[1]);
+      expect(names.sort()).toEqual([
+        "chat gpt-4.1-mini",
+        "chat gpt-4.1-mini",
+        "execute_tool lookup_order",
+        "invoke_agent support",
+      ]);
+      expect(new Set([...stdout.matchAll(/^\s*traceId: '([0-9a-f]+)'/gm)].map((m) => m[1])).size).toBe(1);
+    } finally {
+      await rm(file, { force: true });
+    }
   });
 });
