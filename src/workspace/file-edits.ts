@@ -19,6 +19,8 @@ type Plan = {
   afterText: string;
   /** What the tool tells the model. */
   summary: string;
+  /** What an approval prompt says the call will do. */
+  prompt: string;
 };
 
 /**
@@ -40,6 +42,7 @@ export class FileEditor {
         target,
         afterText: content,
         summary: `Created ${target.relative} (${describeSize(content)}).`,
+        prompt: `Create ${target.relative} (${describeSize(content)})`,
       };
     }
     // An existing file keeps its BOM and CRLF line endings unless the new content has its own.
@@ -51,6 +54,7 @@ export class FileEditor {
       beforeText: before.toString("utf8"),
       afterText,
       summary: `Wrote ${target.relative} (${describeSize(content)}, replacing ${describeSize(before.toString("utf8"))}).`,
+      prompt: `Overwrite ${target.relative} (${describeSize(content)}, replacing ${describeSize(before.toString("utf8"))})`,
     };
   }
 
@@ -84,12 +88,14 @@ export class FileEditor {
       asParsed(new_string, file),
       replace_all,
     );
+    const where = `${updated.count === 1 ? "1 occurrence" : `${updated.count} occurrences`} (line${updated.lines.length === 1 ? "" : "s"} ${updated.lines.join(", ")})`;
     return {
       target,
       before,
       beforeText,
       afterText: formatText(updated.text, file),
-      summary: `Edited ${target.relative}: replaced ${updated.count === 1 ? "1 occurrence" : `${updated.count} occurrences`} (line${updated.lines.length === 1 ? "" : "s"} ${updated.lines.join(", ")}).`,
+      summary: `Edited ${target.relative}: replaced ${where}.`,
+      prompt: `Edit ${target.relative}: replace ${where}`,
     };
   }
 
@@ -117,10 +123,8 @@ export class FileEditor {
         kind === "write"
           ? await this.planWrite(args as WriteArgs, ctx, false)
           : await this.planEdit(args as EditArgs, ctx, false);
-      const action =
-        plan.before === undefined ? `Create ${plan.target.relative}` : `${verb} ${plan.target.relative}`;
       return {
-        description: `${action} (${describeSize(plan.afterText)})`,
+        description: plan.prompt,
         details: {
           path: plan.target.relative,
           diff: unifiedDiff(plan.target.relative, plan.beforeText, plan.afterText),

@@ -43,7 +43,7 @@ describe("workspace permissions", () => {
     ]);
     expect(askedFor).toEqual(["edit_file", "shell"]);
     expect(records.every((r) => r.ok)).toBe(true);
-    expect(asked[0]!.description).toBe("Edit notes.md (3 lines, 18 bytes)");
+    expect(asked[0]!.description).toBe("Edit notes.md: replace 1 occurrence (line 3)");
     const diff = (asked[0]!.details as { diff: string }).diff;
     expect(diff).toContain("--- a/notes.md\n+++ b/notes.md\n");
     expect(diff).toContain("-old line\n+new line");
