@@ -355,7 +355,9 @@ function deliverInbox(run: ActiveRun): void {
 
 export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
   const model = await resolveModel(agent.config.model, agent.name);
-  const compaction = resolveCompaction(agent.config.compaction, agent.name);
+  const compaction = await resolveCompaction(agent.config.compaction, agent.name, (id) =>
+    resolveModel(id, agent.name),
+  );
   const plugins = checkPlugins(agent.config.plugins, agent.name);
   const groups: ToolGroup[] = [{ from: "the agent's tools", tools: agent.config.tools }];
   for (const entry of plugins) groups.push({ from: `plugin "${entry.name}"`, tools: entry.tools });

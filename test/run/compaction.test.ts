@@ -362,6 +362,13 @@ describe("compaction", () => {
       expect((error as Error).message).toMatch(/agent "bad": compaction\./);
     }
     expect(model.requests).toHaveLength(0);
+    // A summarizer given as "provider:model-id" is resolved like an agent's model.
+    const named = new Agent({
+      name: "named",
+      model,
+      compaction: { maxInputTokens: 1_000, summarize: "nowhere:small" },
+    });
+    await expect(Runner.run(named, "go")).rejects.toThrow(/unknown model provider "nowhere"/);
   });
 
   it("a name clash with recall_tool_result is reported at run start", async () => {

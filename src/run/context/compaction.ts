@@ -17,8 +17,11 @@ export interface CompactionOptions {
   maxInputTokens: number;
   /** The last turns the model always sees whole (a turn: the user's message, the model's reply, its tool results). Default 4. */
   keepRecentTurns?: number;
-  /** Writes the summary that replaces the oldest turns once eliding tool results is not enough. */
-  summarize?: Model;
+  /**
+   * Writes the summary that replaces the oldest turns once eliding tool results is not enough: a
+   * `Model`, or `"provider:model-id"` (a small, cheap model does this well).
+   */
+  summarize?: Model | string;
 }
 
 /** Settings checked and defaulted. */
@@ -34,12 +37,17 @@ const TARGET_SHARE = 0.7;
 const SUMMARY_TIMEOUT_MS = 120_000;
 const RECALL = "recall_tool_result";
 
-/** Checks an agent's `compaction` setting; a bad one is a `UserError` naming the agent. */
-export function resolveCompaction(
+/** Checks an agent's `compaction` setting (a bad one is a `UserError` naming the agent) and resolves its summarizer. */
+export async function resolveCompaction(
   options: CompactionOptions | undefined,
   agent: string,
-): Compaction | undefined {
+  resolveModel: (id: string) => Promise<Model>,
+): Promise<Compaction | undefined> {
   if (options === undefined) return undefined;
+  if (options === null || typeof options !== "object")
+    throw new UserError(
+      `agent "${agent}": compaction must be an object: { maxInputTokens, keepRecentTurns?, summarize? }`,
+    );
   const { maxInputTokens, keepRecentTurns = DEFAULT_KEEP_RECENT_TURNS, summarize } = options;
   if (!Number.isInteger(maxInputTokens) || maxInputTokens < 1) {
     throw new UserError(
@@ -51,10 +59,15 @@ export function resolveCompaction(
       `agent "${agent}": compaction.keepRecentTurns must be an integer of at least 1, got ${String(keepRecentTurns)}`,
     );
   }
-  if (summarize !== undefined && typeof summarize?.stream !== "function") {
-    throw new UserError(`agent "${agent}": compaction.summarize must be a Model (an object with stream())`);
+  if (summarize === undefined) return { maxInputTokens, keepRecentTurns };
+  if (typeof summarize === "string")
+    return { maxInputTokens, keepRecentTurns, summarize: await resolveModel(summarize) };
+  if (typeof summarize?.stream !== "function") {
+    throw new UserError(
+      `agent "${agent}": compaction.summarize must be a Model (an object with stream()) or "provider:model-id"`,
+    );
   }
-  return summarize ? { maxInputTokens, keepRecentTurns, summarize } : { maxInputTokens, keepRecentTurns };
+  return { maxInputTokens, keepRecentTurns, summarize };
 }
 
 /** Per-run bookkeeping beside the view: the estimate's correction and what was last sent. */
