@@ -134,6 +134,8 @@ function prepare(document: any, base: string): PageImage[] {
       raw === "" || raw === "#" || (raw.startsWith("#") && a.closest("h1, h2, h3, h4, h5, h6"));
     const href = selfLink ? undefined : resolveHttpUrl(raw, base, { links: true });
     if (href) a.setAttribute("href", href);
+    // A heading's permalink sign (`#`, `¶`, `§`, `🔗`) is not part of the heading.
+    else if (selfLink && /^\s*(?:#|¶|§|🔗)\s*$/u.test(a.textContent)) a.remove();
     else unwrap(a); // javascript:, data:, broken: keep the words, drop the link
   }
 

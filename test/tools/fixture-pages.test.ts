@@ -1,54 +1,68 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FENCE_BEGIN, FENCE_END } from "../../src/tools/fence.js";
 import { HttpReader } from "../../src/tools/http-reader.js";
 import { webFetch } from "../../src/tools/web-fetch.js";
-import { FIXTURE_PAGES, send, startServer, type TestServer, testContext } from "./helpers.js";
+import { HAND_MADE_PAGES, send, startServer, type TestServer, testContext } from "./helpers.js";
 
-/** What each real page must keep, and what must be gone (navigation, scripts, styles). */
-const PAGES: Record<string, { title: RegExp; kept: string[]; gone: string[] }> = {
-  "ars-1.html": {
-    title: /Minecraft exploit makes it easy to crash game servers/,
+/**
+ * Small pages written for these tests in the shape real sites serve (navigation, banners,
+ * scripts, styles, tracking pixels, hidden text, sidebars around one article). The real pages
+ * run in the corpus suite (`npm run test:corpus`).
+ */
+const PAGES: Record<string, { title: string; kept: string[]; gone: string[]; images: string[] }> = {
+  "news-article.html": {
+    title: "Title: City council approves the river park plan | The Daily Ledger",
     kept: [
-      "A flaw in the wildly popular online game *Minecraft* makes it easy",
-      "> ```javascript\n> rekt: {",
-      "Ars is asking Mojang for comment and will update this post",
-      "[blog post published Thursday](http://blog.ammaraskar.com/minecraft-vulnerability-advisory)",
+      "voted 7–2 on Monday night to approve the [river park plan](SITE/topics/river-park)",
+      "[2024 budget](SITE/news/budget/2024.html)",
+      "## What the plan includes\n\n- A two-mile walking and cycling path along the water",
+      "> We heard from more than 3,000 residents",
+      "| Source | Amount |\n| --- | --- |\n| City bonds | $18 million |",
+      "[published analysis](https://ledger.example/docs/park-finance.pdf)",
+      "![The river bank where the park will be built](SITE/media/2024/river-park-hero-1600.jpg)",
     ],
     gone: [
-      '"ASSETS"',
-      "cdn.arstechnica.net\\/wp-content",
-      "Reprints",
-      "Ars Orbital Transmission",
-      "View Mobile Site",
+      "dataLayer",
+      "font-family",
+      "Subscribe today",
+      "ADVERTISEMENT BANNER TEXT",
+      "HIDDEN-INSTRUCTIONS",
+      "SIDEBARTEXT",
+      "FOOTERTEXT",
+      "pixel.gif",
+    ],
+    images: [
+      "SITE/media/2024/river-park-hero.jpg",
+      "SITE/static/logo.svg — The Daily Ledger",
+      "SITE/media/2024/river-park-hero-1600.jpg — The river bank where the park will be built",
     ],
   },
-  "cnn.html": {
-    title: /birth lottery/,
+  "blog-post.html": {
+    title: "Title: Parsing dates without tears — Notes from the workshop",
     kept: [
-      "But a new report released on Monday by [Stanford University's Center on Poverty and Inequality](http://web.stanford.edu/group/scspi-dev/cgi-bin/)",
-      "The overall rankings of the countries were as follows:",
-      "CNNMoney (New York) First published February 1, 2016",
+      "# Parsing dates without tears\n",
+      "the basics of `Date` and time zones",
+      "Press `Ctrl`+`C` to copy",
+      '```js\nconst day = new Date("2024-03-04");        // midnight UTC',
+      "```python\nfrom datetime import date",
+      "[ISO 8601](SITE/blog/standards/iso-8601.html)",
+      "2. Convert at the edges\n   1. on input\n   2. on display",
+      "![A timeline of a day across three time zones](SITE/blog/2024/img/timeline@2x.webp)",
+      "[Write to us](mailto:workshop@example.org)",
+      "[next post](SITE/blog/2024/next-post.html)",
     ],
-    gone: ["cnnSiteWideCurrDate", ".cmmtcount", "display: none", "Wilbur Ross pledges", "Stockswatch"],
-  },
-  "gitlab-blog.html": {
-    title: /3 surprising findings from our 2024 Global DevSecOps Survey/,
-    kept: [
-      "## 1. AI shines a light on cumbersome toolchains",
-      "Read the full [2024 Global DevSecOps Report](https://about.gitlab.com/developer-survey/)",
+    gone: [
+      "COOKIETEXT",
+      "MENUTEXT",
+      "COMMENTTEXT",
+      "SCRIPTTEXT",
+      "noscript=1",
+      "Parsing dates without tears#",
     ],
-    gone: ["dataLayer", "gtag(", "favicon"],
-  },
-  "firefox-nightly-blog.html": {
-    title: /These Weeks in Firefox: Issue 85/,
-    kept: [
-      "### Highlights",
-      "- [Here’s our Firefox Year in Review!](https://blog.mozilla.org/blog/2020/12/15/",
-      "[Bug 1553982](https://bugzilla.mozilla.org/show_bug.cgi?id=1553982)",
-    ],
-    gone: ["ak_js", "@media screen", "Get Involved", "Download Firefox Nightly"],
+    images: ["SITE/blog/2024/img/timeline@2x.webp — A timeline of a day across three time zones"],
   },
 };
 
@@ -56,41 +70,52 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startServer((req, res) => {
     const name = path.basename(new URL(req.url ?? "/", "http://x").pathname);
-    const html = readFileSync(path.join(FIXTURE_PAGES, name));
-    send(res, 200, "text/html; charset=utf-8", html);
+    send(res, 200, "text/html; charset=utf-8", readFileSync(path.join(HAND_MADE_PAGES, name)));
   });
 });
 afterAll(() => server.close());
 
-describe("markdown fidelity on real pages", () => {
-  const tool = webFetch(new HttpReader({ allowHosts: ["127.0.0.1"] }), { maxChars: 200_000 });
+/** The page's own text: what lies between the fence markers. */
+const inside = (out: string) =>
+  out.slice(out.indexOf(FENCE_BEGIN) + FENCE_BEGIN.length + 1, out.lastIndexOf(FENCE_END) - 1);
+
+describe("markdown fidelity on hand-made pages", () => {
+  const tool = webFetch(new HttpReader({ allowHosts: ["127.0.0.1"] }), { maxChars: 50_000 });
 
   for (const [file, expected] of Object.entries(PAGES)) {
     it(file, async () => {
       // The checks are not vacuous: everything that must be gone is in the page as served.
-      const raw = readFileSync(path.join(FIXTURE_PAGES, file), "utf8");
-      for (const text of expected.gone) expect(raw, text).toContain(text);
+      const raw = readFileSync(path.join(HAND_MADE_PAGES, file), "utf8");
+      for (const text of expected.gone) expect(raw, text).toContain(text.replace(/#$/, ""));
 
-      const url = `${server.origin}/articles/2024/${file}`;
+      const site = server.origin;
+      const url = `${site}/news/2024/${file}`;
       const out = String(await tool.execute({ url, images: true }, testContext()));
       expect(out.split("\n").slice(0, 2)).toEqual([`URL: ${url}`, "HTTP 200 · text/html"]);
-      const md = out.slice(out.indexOf(FENCE_BEGIN) + FENCE_BEGIN.length + 1, out.lastIndexOf(FENCE_END) - 1);
-      expect(md.split("\n")[0]).toMatch(new RegExp(`^Title: .*${expected.title.source}`));
-      for (const text of expected.kept) expect(md).toContain(text);
+      const md = inside(out);
+      expect(md.split("\n")[0]).toBe(expected.title);
+      for (const text of expected.kept) expect(md).toContain(text.replaceAll("SITE", site));
       for (const text of expected.gone) expect(md).not.toContain(text);
-
-      // No markup, script or CSS leaks into the Markdown.
       expect(md).not.toMatch(/<\/?(script|style|div|span|nav|iframe)\b/i);
-      expect(md).not.toMatch(/function\s*\(|\{\s*[a-z-]+\s*:\s*[^;]+;\s*\}/);
-      // Every link and image is absolute.
-      const targets = [...md.matchAll(/\]\(<?([^)\s>]+)/g)].map((m) => m[1]!);
-      expect(targets.length).toBeGreaterThan(2);
-      for (const target of targets) expect(target, target).toMatch(/^(https?:\/\/|mailto:)/);
-      // The image list is absolute and deduplicated.
-      const images = md.split(/\nImages \(\d+\):\n/)[1]?.split("\n") ?? [];
-      const urls = images.map((line) => line.replace(/^\d+\. /, "").split(" — ")[0]!);
-      expect(new Set(urls).size).toBe(urls.length);
-      for (const u of urls) expect(u).toMatch(/^https?:\/\//);
+      const list = md.split(/\nImages \(\d+\):\n/)[1]?.split("\n") ?? [];
+      expect(list.map((line) => line.replace(/^\d+\. /, ""))).toEqual(
+        expected.images.map((line) => line.replaceAll("SITE", site)),
+      );
     });
   }
+
+  it("eight concurrent fetches keep the event loop turning", async () => {
+    const reader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });
+    await reader.read(`${server.origin}/news-article.html`); // the conversion thread is started
+    const delay = monitorEventLoopDelay({ resolution: 5 });
+    delay.enable();
+    const files = Object.keys(PAGES);
+    const pages = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => reader.read(`${server.origin}/${i}/${files[i % files.length]}`)),
+    );
+    delay.disable();
+    for (const page of pages) expect(page.text.length).toBeGreaterThan(500);
+    // Generous: the machine running the tests is shared; the benchmark measures the real figure.
+    expect(delay.max / 1e6).toBeLessThan(250);
+  });
 });

@@ -5,10 +5,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RunContext } from "../../src/run/context.js";
 
-/** The real pages shared with the other checkouts: `../shared/fixtures/pages` beside the repo. */
-export const FIXTURE_PAGES = path.resolve(
+/** Small pages written for the tests, in the shape real sites serve. */
+export const HAND_MADE_PAGES = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
-  "../../../shared/fixtures/pages",
+  "../fixtures/pages",
 );
 
 export type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => unknown;
