@@ -41,6 +41,14 @@ export class EventWriter {
     this.#leaseTtlMs = leaseTtlMs;
   }
 
+  /** Store operations the run is waiting for right now (appends, the final release). */
+  #storeWaits = 0;
+
+  /** True while the run waits for its store: a stopped run that does not end is held by the store. */
+  get waitingOnStore(): boolean {
+    return this.#storeWaits > 0;
+  }
+
   /** The error that stopped the store, if one did. */
   get failure(): Error | undefined {
     return this.#failure;
@@ -90,7 +98,12 @@ export class EventWriter {
           while (end < batch.length && batch[end]!.runId === runId) end++;
           const lease = this.#leases.get(runId);
           if (!lease) throw new StoreError(`run ${runId} has no lease in this process`, { runId });
-          await store.append(lease, batch.slice(start, end));
+          this.#storeWaits++;
+          try {
+            await store.append(lease, batch.slice(start, end));
+          } finally {
+            this.#storeWaits--;
+          }
           start = end;
         }
       } catch (error) {
@@ -222,7 +235,10 @@ export class EventWriter {
     }
     if (!lease || !this.store) return;
     const released = this.store.releaseLease(lease).catch(() => {});
-    if (this.#failure === undefined) await released;
+    if (this.#failure !== undefined) return;
+    this.#storeWaits++;
+    await released;
+    this.#storeWaits--;
   }
 }
 

@@ -212,8 +212,12 @@ function start<Deps, Output>(
     if (run.store) {
       // Once the run stops, its last events get STORE_GRACE_MS to be stored; a store that does
       // not answer by then no longer holds the handle (the run goes on settling behind it).
+      // Only the store: a run held up by anything else is checked again later.
       const onStop = () => {
-        grace = setTimeout(() => fail(storeStalled(run)), STORE_GRACE_MS);
+        grace = setTimeout(function check() {
+          if (run.writer.waitingOnStore) fail(storeStalled(run));
+          else grace = setTimeout(check, STORE_GRACE_MS / 4).unref();
+        }, STORE_GRACE_MS);
         grace.unref?.();
       };
       if (run.signal.aborted) onStop();
