@@ -27,8 +27,28 @@ export const PAYLOAD_ROW_VERSION = 2;
 
 export type Payload = { key: string; text: string };
 
-/** A payload's JSON text and key, once per object: one call's `args` object rides on many events. */
-const seen = new WeakMap<object, Payload | null>();
+/**
+ * Objects already measured: one call's `args` object rides on many events, and is turned into
+ * JSON once. The WeakMap keeps only the size verdict (null: small) and the key; the texts of the
+ * most recent payloads are kept in a bounded cache (the events of one call come close together),
+ * so remembering them never doubles what a long run holds in memory.
+ */
+const seen = new WeakMap<object, string | null>();
+const recentTexts = new Map<string, string>();
+let recentChars = 0;
+const RECENT_MAX_CHARS = 16 * 1024 * 1024;
+const RECENT_MAX_ENTRIES = 64;
+
+function remember(payload: Payload): void {
+  if (recentTexts.has(payload.key) || payload.text.length > RECENT_MAX_CHARS) return;
+  recentTexts.set(payload.key, payload.text);
+  recentChars += payload.text.length;
+  for (const [key, text] of recentTexts) {
+    if (recentChars <= RECENT_MAX_CHARS && recentTexts.size <= RECENT_MAX_ENTRIES) break;
+    recentTexts.delete(key);
+    recentChars -= text.length;
+  }
+}
 
 /**
  * The event with every large value taken out (`null` in its place, its path and key in
@@ -101,16 +121,25 @@ function payloadOf(value: unknown): Payload | undefined {
   }
   if (value === null || typeof value !== "object") return undefined;
   const known = seen.get(value);
-  if (known !== undefined) return known ?? undefined;
+  if (known === null) return undefined;
+  if (known !== undefined) {
+    const text = recentTexts.get(known);
+    if (text !== undefined) return { key: known, text };
+  }
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
   } catch {
     // Not plain JSON (a bigint, a cycle): left in the event, whose encoding makes it plain.
   }
-  const payload = text !== undefined && text.length >= PAYLOAD_MIN_CHARS ? toPayload(text) : null;
-  seen.set(value, payload);
-  return payload ?? undefined;
+  if (text === undefined || text.length < PAYLOAD_MIN_CHARS) {
+    seen.set(value, null);
+    return undefined;
+  }
+  const payload = toPayload(text);
+  seen.set(value, payload.key);
+  remember(payload);
+  return payload;
 }
 
 function toPayload(text: string): Payload {
