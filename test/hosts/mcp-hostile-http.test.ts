@@ -59,6 +59,31 @@ for (const mode of ["json", "sse"] as const) {
   });
 }
 
+describe("HTTP floods", () => {
+  it("a server flooding tools/list_changed on its event stream is listed a bounded number of times", async () => {
+    const server = await startHostileHttp({ mode: "json", flood: true });
+    const host = mcpServer({ url: server.url }, { prefix: "h" });
+    try {
+      const started = Date.now();
+      const turns = Array.from({ length: 5 }, () => ({
+        toolCalls: [{ name: "h__big", args: { mb: 0.001 } }],
+      }));
+      const model = new ScriptedModel([...turns, { text: "done" }]);
+      const result = await Runner.run(
+        new Agent({ name: "a", model, tools: host, approvalHandler: allow }),
+        "go",
+      );
+      const elapsed = Date.now() - started;
+      expect(result.output).toBe("done");
+      expect(elapsed).toBeLessThan(4_000);
+      expect(server.lists()).toBeLessThanOrEqual(6 + Math.ceil(elapsed / 500) + 2);
+    } finally {
+      await host.close();
+      await server.close();
+    }
+  });
+});
+
 describe("HTTP failures", () => {
   it("a 1 MB HTTP error page is cut to a few kilobytes, and fenced", async () => {
     const server = await startHostileHttp({ mode: "json" });

@@ -244,16 +244,17 @@ describe("result size", () => {
     const host = mcpServer(hostileServer("--log", log), { prefix: "h" });
     try {
       const started = Date.now();
-      const { result } = await runWith(
+      const { result, events } = await runWith(
         host,
         [
           { toolCalls: [{ name: "h__big", args: { mb: 50 } }] },
           { toolCalls: [{ name: "h__big", args: { mb: 0.001 } }] },
           { text: "done" },
         ],
-        // Retries asked for: still not sent again.
-        { defaultToolRetries: 2, retryBackoff: { initialMs: 1, jitter: false } } as never,
+        // Retries asked for: the runner retries, the host does not send the call again.
+        { defaultToolRetries: 2 },
       );
+      expect(events.filter((e) => e.type === "tool_call_retry")).toHaveLength(2);
       expect(Date.now() - started).toBeLessThan(15_000);
       expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "host_error" } });
       expect(result.toolCalls[0]?.output).toMatch(/result too large to accept \(more than 16777216 bytes/);

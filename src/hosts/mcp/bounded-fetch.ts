@@ -4,6 +4,7 @@
 // same way when it was a response), and an error body is cut to a few kilobytes, since it
 // ends up in an error message.
 import { EDGE_BYTES } from "./line-framing.js";
+import { coalesceListChanged, isListChanged } from "./notice-coalescing.js";
 import { oversizeResponse, oversizeTarget } from "./oversize.js";
 
 type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -144,10 +145,25 @@ function boundedEvents(
       }
       skipped = undefined;
     } else if (size > 0) {
-      controller.enqueue(concat(event));
+      const bytes = concat(event);
+      pass(controller)({ bytes, method: size < 512 ? listChangedMethod(decoder.decode(bytes)) : undefined });
     }
     event = [];
     size = 0;
+  };
+
+  // Change notifications are folded here, before the SDK parses and validates each event.
+  type Item = { bytes: Uint8Array; method: string | undefined };
+  let passing: ((item: Item) => void) | undefined;
+  const pass = (controller: TransformStreamDefaultController<Uint8Array>) => {
+    passing ??= coalesceListChanged<Item, never>((item) => {
+      try {
+        controller.enqueue(item.bytes);
+      } catch {
+        // The stream ended meanwhile: the folded notification has nobody to reach.
+      }
+    });
+    return passing;
   };
 
   return new TransformStream({
@@ -175,6 +191,17 @@ function boundedEvents(
       endEvent(controller);
     },
   });
+}
+
+/** The method of a small event that is a `…/list_changed` notification, else undefined. */
+function listChangedMethod(event: string): string | undefined {
+  if (!event.includes("list_changed")) return undefined;
+  try {
+    const message = JSON.parse(dataOf(event)) as { method?: string };
+    return isListChanged(message) ? message.method : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The JSON of an event's `data:` field, from the start of the event. */

@@ -27,11 +27,14 @@ const EXIT_GRACE_MS = 500;
 const STDERR_TAIL_CHARS = 2_000;
 
 /**
- * The stdio transport for one server process, used instead of the SDK's on POSIX for three
- * reasons: the server runs in its own process group so `close()` (and this process exiting)
- * also ends what a wrapper like `npx` started; a write to a dead process fails with
- * `NotDelivered`, which is what makes a retry provably safe; and the last lines of stderr
- * explain a crash. Framing is the SDK's own.
+ * The stdio transport for one server process, used instead of the SDK's for four reasons:
+ * the server runs in its own process group, watched by a process of its own (see
+ * `watchGroup`), so `close()`, this process exiting, or this process being killed also ends
+ * what the server or a wrapper like `npx` started; a write to a dead process fails with
+ * `NotDelivered`, which is what makes a retry provably safe; the last lines of stderr explain a
+ * crash; and each message is bounded (`maxResultBytes`): a larger one is skipped unread and
+ * its request answered with an oversize error, the stream staying in step. Message parsing
+ * is the SDK's own.
  *
  * While no request is waiting for an answer the child and its pipes are unref'd, so a script
  * that forgets `close()` still exits (and the exit hook ends the server); while one is
