@@ -2,6 +2,7 @@
  * The RunStore contract, run against every store: the same test, three implementations.
  */
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunEvent } from "quiver-agents";
@@ -108,6 +109,43 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         const { store } = await storeWithRun(1);
         await expect(store.read("r", -1)).rejects.toThrow(StoreError);
         await expect(store.read("r", 1.5)).rejects.toThrow(StoreError);
+      });
+    });
+
+    describe("large payloads are stored once", () => {
+      const args = { document: "x".repeat(5_000), n: 1 };
+      const call = { id: "c1", name: "upload", args };
+      const callEvents = (runId: string): RunEvent[] => [
+        started(runId),
+        { type: "tool_call_requested", runId, seq: 2, at: 2, agent: "assistant", call, index: 0 },
+        { type: "tool_call_started", runId, seq: 3, at: 3, agent: "assistant", call, attempt: 1 },
+        {
+          ...{ type: "tool_call_completed", runId, seq: 4, at: 4, agent: "assistant", call, ok: true },
+          ...{ output: "y".repeat(3_000), details: { echo: args.document }, durationMs: 1 },
+        },
+      ];
+
+      it("reads back events that carry them exactly as appended, from any seq", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "writer", LONG);
+        const events = callEvents("r");
+        await store.append(lease, events.slice(0, 2));
+        await store.append(lease, events.slice(2));
+        expect(await store.read("r")).toEqual(events);
+        expect(await store.read("r", 3)).toEqual(events.slice(3));
+        expect(await (await sibling(store)).read("r", 1)).toEqual(events.slice(1));
+      });
+
+      it("refuses a log whose payload was altered or lost, naming the run and seq", async () => {
+        const store = await open();
+        const lease = await store.acquireLease("r", "writer", LONG);
+        await store.append(lease, callEvents("r"));
+        const key = `quiver:payload:${createHash("sha256").update(JSON.stringify(args)).digest("hex")}`;
+        expect(await store.getArtifact("r", key)).toBe(JSON.stringify(args));
+        await store.putArtifact("r", key, JSON.stringify({ ...args, n: 2 }));
+        await expect(store.read("r")).rejects.toThrow(
+          /run r: event seq 2 is damaged: its payload .* does not match/,
+        );
       });
     });
 
