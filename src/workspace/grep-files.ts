@@ -4,7 +4,7 @@ import path from "node:path";
 import { ToolError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
-import { asksForSkipped } from "./globs.js";
+import { asksForSkipped, globMatcher } from "./globs.js";
 import type { GrepMatch } from "./grep-search.js";
 import { codeOf, resolveInside, toPosix } from "./paths.js";
 import { searchOnThread } from "./search-threads.js";
@@ -96,8 +96,9 @@ export function grepFilesTool(root: string): Tool<GrepArgs> {
  * is already installed and the search fits it, else a Node walk that honours `.gitignore`.
  */
 export async function grepFiles(options: GrepOptions): Promise<GrepOutcome> {
-  // Checked here, so a bad pattern is a clear error before any thread starts.
+  // Checked here, so a bad pattern or glob is a clear error before any thread starts.
   compile(options.pattern, options.ignoreCase ?? false);
+  globMatcher(options.glob);
   const start = await resolveInside(options.root, options.path ?? ".");
   const info = await stat(start.real).catch((error) => {
     throw new ToolError(
