@@ -75,10 +75,11 @@ export {
 } from "./run/plugin.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
 export { RECALL_TOOL_NAME, recallTool } from "./run/recall.js";
+export type { AgentsByName } from "./run/recover.js";
 export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/replay.js";
 export type { RunResult, ToolCallRecord } from "./run/result.js";
 export { loadSession } from "./run/resume.js";
-export { Runner } from "./run/runner.js";
+export { type ResumeOptions, Runner } from "./run/runner.js";
 export { serializeEvent } from "./run/serialize-event.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
 export type { InferArgs, ToolParameters } from "./tool/parameters.js";
