@@ -74,12 +74,15 @@ export async function main(options: { log?: (line: string) => void } = {}) {
   log(
     `web_fetch on ${results.length} hostile pages (HttpReader defaults; conversion deadline 10 s), Node ${process.version}`,
   );
-  log("page                                         KB        ms  stall ms  outcome");
+  log("page                                         KB        ms  stall ms   busy ms  outcome");
   for (const r of results) {
     log(
-      `${r.page.padEnd(42)} ${String(r.kb).padStart(5)} ${r.ms.toFixed(0).padStart(9)} ${r.stall.maxMs.toFixed(1).padStart(9)}  ${r.outcome}`,
+      `${r.page.padEnd(42)} ${String(r.kb).padStart(5)} ${r.ms.toFixed(0).padStart(9)} ${r.stall.maxMs.toFixed(1).padStart(9)} ${r.stall.busyMs.toFixed(1).padStart(9)}  ${r.outcome}`,
     );
   }
+  log(
+    "busy ms: how long the event loop's thread worked during the read, in all (the local server's share included); the conversion itself runs on its own thread.",
+  );
   log(
     `longest event-loop stall: ${longest.toFixed(1)} ms (target ≤ ${STALL_TARGET_MS} ms: ${longest <= STALL_TARGET_MS ? "met" : "missed"}); the idle loop for ${(Math.min(busyMs, 20_000) / 1000).toFixed(1)} s on this machine now: ${idle.maxMs.toFixed(1)} ms (p99 ${idle.p99Ms.toFixed(1)} ms)`,
   );
