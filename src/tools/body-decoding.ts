@@ -79,8 +79,9 @@ function lastCompleteUtf8(bytes: Uint8Array): number {
 export function sniffHtmlCharset(bytes: Uint8Array): string | undefined {
   const head = new TextDecoder("latin1").decode(bytes.subarray(0, 4096));
   const match =
-    /<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)/i.exec(head) ??
-    /<\?xml[^>]+encoding\s*=\s*["']([\w.:-]+)/i.exec(head);
+    // Bounded repetitions, and no two runs of white space side by side: linear in the head.
+    /<meta[^>]{1,512}?charset\s*=\s*(?:["']\s*)?([\w.:-]+)/i.exec(head) ??
+    /<\?xml[^>]{1,512}?encoding\s*=\s*["']([\w.:-]+)/i.exec(head);
   return match?.[1]?.toLowerCase();
 }
 

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -49,5 +49,16 @@ describe("quiver-agents/tools stays cheap to import", () => {
       new Set(["@mdream/js", "@mozilla/readability", "linkedom"]),
     );
     expect([...eagerGraph(path.join(src, "tools/guarded-dispatcher.ts")).packages]).toContain("undici");
+  });
+});
+
+describe("HTML is converted off the main thread", () => {
+  it("only the conversion thread's program loads the converter (type imports load nothing)", () => {
+    const loads =
+      /import\(\s*"\.\/html-to-markdown\.js"\s*\)|^import\s+(?!type\b)[^;]*from\s+"\.\/html-to-markdown\.js"/m;
+    const importers = readdirSync(path.join(src, "tools"))
+      .filter((f) => f.endsWith(".ts"))
+      .filter((f) => loads.test(readFileSync(path.join(src, "tools", f), "utf8")));
+    expect(importers).toEqual(["conversion-worker.ts"]);
   });
 });
