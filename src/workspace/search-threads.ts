@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { ToolError } from "../errors.js";
 import type { SearchRequest, SearchResult } from "./grep-search.js";
@@ -11,8 +13,20 @@ const ext = path.extname(fileURLToPath(import.meta.url));
 const WORKER_URL = new URL(`./grep-worker${ext}`, import.meta.url).href;
 const BOOTSTRAP =
   ext === ".ts"
-    ? `import("tsx/esm/api").then((api) => api.register()).then(() => import(${JSON.stringify(WORKER_URL)}))`
+    ? `import(${JSON.stringify(tsxApi())}).then((api) => api.register()).then(() => import(${JSON.stringify(WORKER_URL)}))`
     : `import(${JSON.stringify(WORKER_URL)})`;
+
+/** tsx's register API as resolved from this file (the worker's own base would be the working directory). */
+function tsxApi(): string {
+  try {
+    // `require` resolves the CommonJS build; the worker imports the ES module beside it.
+    const esm = createRequire(import.meta.url)
+      .resolve("tsx/esm/api")
+      .replace(/\.cjs$/, ".mjs");
+    if (existsSync(esm)) return pathToFileURL(esm).href;
+  } catch {}
+  return "tsx/esm/api";
+}
 /** Idle threads kept for the next search (starting one costs tens of milliseconds). */
 const MAX_IDLE = 2;
 const idle: Worker[] = [];
