@@ -345,3 +345,64 @@ describe("spans of a run (no context manager)", () => {
     for await (const ev of plain) if (ev.type === "run_started") expect("traceparent" in ev).toBe(false);
   });
 });
+
+describe("a tracer that fails", () => {
+  it("never fails the run: tracing stops for that run with one process warning", async () => {
+    const { tracer } = recordingTracer();
+    let started = 0;
+    const flaky = {
+      startSpan(...args: Parameters<typeof tracer.startSpan>) {
+        // The second span (the first chat) comes from a broken SDK.
+        if (++started === 2) throw new Error("exporter exploded");
+        return tracer.startSpan(...args);
+      },
+    };
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const model = new ScriptedModel([
+        { toolCalls: [{ id: "c1", name: "lookup_order", args: { orderId: "A1" } }] },
+        { text: "A1 has shipped." },
+      ]);
+      const result = await Runner.run(orderAgent(model), "Where is A1?", { tracer: flaky });
+      expect(result.output).toBe("A1 has shipped.");
+      expect(result.toolCalls[0]).toMatchObject({ ok: true, output: "A1: shipped" });
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    const ours = warnings.filter((w) => w.message.includes("tracing stopped"));
+    expect(ours).toHaveLength(1);
+    expect(ours[0]!.message).toContain("exporter exploded");
+    expect(started).toBe(2);
+  });
+
+  it("a span whose methods throw does not break tool calls either", async () => {
+    const { tracer } = recordingTracer();
+    const hostile = {
+      startSpan(...args: Parameters<typeof tracer.startSpan>) {
+        const span = tracer.startSpan(...args);
+        return Object.assign(Object.create(span), {
+          spanContext: () => span.spanContext(),
+          setAttribute: () => {
+            throw new Error("no attributes today");
+          },
+        });
+      },
+    };
+    const onWarning = () => {};
+    process.on("warning", onWarning);
+    try {
+      const model = new ScriptedModel([
+        { toolCalls: [{ id: "c1", name: "lookup_order", args: { orderId: "A1" } }] },
+        { text: "done" },
+      ]);
+      const result = await Runner.run(orderAgent(model), "go", { tracer: hostile, captureContent: true });
+      expect(result.toolCalls[0]).toMatchObject({ ok: true, output: "A1: shipped" });
+      expect(result.output).toBe("done");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});

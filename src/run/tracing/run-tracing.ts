@@ -78,6 +78,8 @@ export class RunTracing {
   #link: TraceSpanContext | undefined;
   readonly #calls = new Map<string, CallSpan>();
   #chat: ChatTrace | undefined;
+  /** Set when the tracer threw: a run never fails because of its tracing, it stops tracing. */
+  #broken = false;
 
   constructor(
     run: ActiveRun,
@@ -101,6 +103,25 @@ export class RunTracing {
 
   /** Sees every event the run emits, after its base is stamped and before anyone else sees it. */
   observe(event: RunEvent): void {
+    if (this.#broken) return;
+    try {
+      this.#observe(event);
+    } catch (error) {
+      this.stop(error);
+    }
+  }
+
+  /** The tracer (or an SDK behind it) threw: say so once, and trace nothing more in this run. */
+  stop(error: unknown): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    process.emitWarning(
+      `quiver-agents: tracing stopped for run ${this.#run.runId}: ${error instanceof Error ? error.message : String(error)}`,
+      { code: "QUIVER_TRACING" },
+    );
+  }
+
+  #observe(event: RunEvent): void {
     switch (event.type) {
       case "run_started": {
         const traceparent = this.#startRun(event, undefined);
@@ -198,7 +219,17 @@ export class RunTracing {
    * Starts the `chat {model}` span of one model turn. The model's stream is read inside it
    * (`within`), so spans an instrumented HTTP client starts under the provider nest here.
    */
-  startChat(model: Model, request: ModelRequest): ChatTrace {
+  startChat(model: Model, request: ModelRequest): ChatTrace | undefined {
+    if (this.#broken) return undefined;
+    try {
+      return this.#startChat(model, request);
+    } catch (error) {
+      this.stop(error);
+      return undefined;
+    }
+  }
+
+  #startChat(model: Model, request: ModelRequest): ChatTrace {
     const { provider, model: modelId } = providerAndModel(model.name);
     const settings = request.settings;
     const attributes: TraceAttributes = {
@@ -221,24 +252,43 @@ export class RunTracing {
       if (request.tools.length)
         span.setAttribute("gen_ai.tool.definitions", toolDefinitionsJson(request.tools));
     }
-    this.#chat = new ChatTrace(this, span, this.#api, this.#context);
+    this.#chat = new ChatTrace(this, span, this.#api.trace.setSpan(this.#context, span));
     return this.#chat;
   }
 
   /** Runs a tool's `execute` with its `execute_tool` span as the active span. */
   inCall<T>(callId: string, fn: () => T): T {
     const entry = this.#calls.get(callId);
-    if (!entry) return fn();
-    entry.context ??= this.#api.trace.setSpan(this.#context, entry.span);
-    return this.#api.context.with(entry.context, fn);
+    if (!entry || this.#broken) return fn();
+    return this.activate(() => (entry.context ??= this.#api.trace.setSpan(this.#context, entry.span)), fn);
+  }
+
+  /** Calls `fn` inside the context `contextOf()` gives; if the API throws, `fn` still runs (once). */
+  activate<T>(contextOf: () => unknown, fn: () => T): T {
+    let called = false;
+    try {
+      return this.#api.context.with(contextOf(), () => {
+        called = true;
+        return fn();
+      });
+    } catch (error) {
+      if (called) throw error;
+      this.stop(error);
+      return fn();
+    }
   }
 
   /** The context a child run started by this call nests under. */
   callContext(callId: string): unknown {
     const entry = this.#calls.get(callId);
-    if (!entry) return this.#context;
-    entry.context ??= this.#api.trace.setSpan(this.#context, entry.span);
-    return entry.context;
+    if (!entry || this.#broken) return this.#context;
+    try {
+      entry.context ??= this.#api.trace.setSpan(this.#context, entry.span);
+      return entry.context;
+    } catch (error) {
+      this.stop(error);
+      return this.#context;
+    }
   }
 
   /** The chat span ended (called by `ChatTrace`). */
@@ -312,65 +362,67 @@ export class RunTracing {
 export class ChatTrace {
   readonly span: TraceSpan;
   readonly #tracing: RunTracing;
-  readonly #api: OtelApi;
   readonly #context: unknown;
   #ended = false;
 
-  constructor(tracing: RunTracing, span: TraceSpan, api: OtelApi, runContext: unknown) {
+  constructor(tracing: RunTracing, span: TraceSpan, context: unknown) {
     this.#tracing = tracing;
     this.span = span;
-    this.#api = api;
-    this.#context = api.trace.setSpan(runContext, span);
+    this.#context = context;
   }
 
   /** Calls `fn` with this span active. */
   within<T>(fn: () => T): T {
-    return this.#api.context.with(this.#context, fn);
+    return this.#tracing.activate(() => this.#context, fn);
   }
 
   /** The model answered: finish reason, token usage and (with content capture) the answer. */
   end(turn: ModelTurn): void {
-    if (this.#ended) return;
-    this.span.setAttributes({
-      "gen_ai.response.finish_reasons": [turn.finish],
-      ...usageAttributes(turn.usage),
+    this.#close(() => {
+      this.span.setAttributes({
+        "gen_ai.response.finish_reasons": [turn.finish],
+        ...usageAttributes(turn.usage),
+      });
+      if (this.#tracing.captureContent) {
+        const calls = turn.calls.map((c) => ({
+          id: c.claimedId ?? c.providerId ?? "",
+          name: c.name,
+          args: c.args,
+        }));
+        this.span.setAttribute(
+          "gen_ai.output.messages",
+          outputMessagesJson(turn.text, turn.reasoning, calls, turn.finish),
+        );
+      }
     });
-    if (this.#tracing.captureContent) {
-      const calls = turn.calls.map((c) => ({
-        id: c.claimedId ?? c.providerId ?? "",
-        name: c.name,
-        args: c.args,
-      }));
-      this.span.setAttribute(
-        "gen_ai.output.messages",
-        outputMessagesJson(turn.text, turn.reasoning, calls, turn.finish),
-      );
-    }
-    this.#close();
   }
 
   /** The model call failed (a `ProviderError` after the provider's retries, a broken stream). */
   fail(error: unknown): void {
-    if (this.#ended) return;
-    const failure = error instanceof Error ? error : new Error(String(error));
-    const status = (failure as { status?: unknown }).status;
-    if (typeof status === "number") this.span.setAttribute("http.response.status_code", status);
-    this.span.recordException(failure);
-    fail(this.span, failure.name, failure.message);
-    this.#close();
+    this.#close(() => {
+      const failure = error instanceof Error ? error : new Error(String(error));
+      const status = (failure as { status?: unknown }).status;
+      if (typeof status === "number") this.span.setAttribute("http.response.status_code", status);
+      this.span.recordException(failure);
+      fail(this.span, failure.name, failure.message);
+    });
   }
 
   /** The turn was cut short (the run was cancelled, or a steering message interrupted it). */
   abandon(): void {
-    if (this.#ended) return;
-    this.span.setAttribute("quiver.turn.abandoned", true);
-    this.#close();
+    this.#close(() => this.span.setAttribute("quiver.turn.abandoned", true));
   }
 
-  #close(): void {
+  #close(record: () => void): void {
+    if (this.#ended) return;
     this.#ended = true;
-    this.span.end();
     this.#tracing.chatEnded(this);
+    try {
+      record();
+      this.span.end();
+    } catch (error) {
+      this.#tracing.stop(error);
+    }
   }
 }
 
