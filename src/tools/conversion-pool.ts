@@ -56,7 +56,7 @@ const RECYCLE_AFTER_JOBS = 500;
 const RECYCLE_ABOVE_HEAP = 256 * 1024 * 1024;
 /** An idle thread ends after this long. */
 const IDLE_MS = 60_000;
-/** A page that needs more than this much heap to convert fails instead of growing the process. */
+/** By default, a page that needs more heap than this to convert fails instead of growing the process. */
 const HEAP_LIMIT_MB = 512;
 
 interface Pending {
@@ -90,13 +90,16 @@ interface Slot {
  */
 export class ConversionPool {
   readonly size: number;
+  /** The heap each thread may use (its old generation), in MB. */
+  readonly heapLimitMb: number;
   readonly #idle: Slot[] = [];
   readonly #slots = new Set<Slot>();
   readonly #queue: Pending[] = [];
   #nextId = 1;
 
-  constructor(size: number) {
+  constructor(size: number, options: { heapLimitMb?: number } = {}) {
     this.size = Math.max(1, Math.floor(size));
+    this.heapLimitMb = options.heapLimitMb ?? HEAP_LIMIT_MB;
   }
 
   /** Converts one page. Rejects with a `ToolError` that names the page when it cannot. */
@@ -160,7 +163,7 @@ export class ConversionPool {
         this.#spawn();
       } catch (error) {
         const pending = this.#queue.shift()!;
-        this.#settle(pending, toolError(pending.job.url, error));
+        this.#settle(pending, toolError(pending.job.url, error, this.heapLimitMb));
       }
     }
   }
@@ -190,7 +193,7 @@ export class ConversionPool {
   }
 
   #spawn(): Slot {
-    const worker = startWorker();
+    const worker = startWorker(this.heapLimitMb);
     const slot: Slot = { worker, ready: false, jobs: 0 };
     this.#slots.add(slot);
     // Starting keeps the process alive only while pages wait for it.
@@ -207,7 +210,7 @@ export class ConversionPool {
       slot.current = undefined;
       slot.jobs++;
       if (reply.ok) this.#settle(pending, undefined, reply.result);
-      else this.#settle(pending, toolError(pending.job.url, reply.error));
+      else this.#settle(pending, toolError(pending.job.url, reply.error, this.heapLimitMb));
       if (slot.jobs >= RECYCLE_AFTER_JOBS || reply.heapUsed > RECYCLE_ABOVE_HEAP) void this.#retire(slot);
       else this.#park(slot);
       this.#pump();
@@ -217,7 +220,7 @@ export class ConversionPool {
       // broken installation is an error on every call rather than a wait.
       const victim = slot.current ?? (slot.ready ? undefined : this.#queue.shift());
       slot.failed = true;
-      if (victim) this.#settle(victim, toolError(victim.job.url, error));
+      if (victim) this.#settle(victim, toolError(victim.job.url, error, this.heapLimitMb));
       void this.#retire(slot);
       this.#pump();
     });
@@ -298,7 +301,7 @@ export function sharedConversionPool(): ConversionPool {
 }
 
 /** A failure inside a thread, as a tool error that says what happened to which page. */
-function toolError(url: string, error: unknown): ToolError {
+function toolError(url: string, error: unknown, heapLimitMb: number): ToolError {
   if (error instanceof ToolError) return error;
   const name = (error as { name?: unknown })?.name;
   const code = (error as { code?: unknown })?.code;
@@ -310,7 +313,7 @@ function toolError(url: string, error: unknown): ToolError {
   }
   if (code === "ERR_WORKER_OUT_OF_MEMORY") {
     return new ToolError(
-      `could not convert ${shorten(url)} to Markdown: it needed more than ${HEAP_LIMIT_MB} MB of memory`,
+      `could not convert ${shorten(url)} to Markdown: it needed more than ${heapLimitMb} MB of memory`,
       {
         hint: "The page is too large or too complex to convert; try a more specific page or another source.",
       },
@@ -326,8 +329,8 @@ function toolError(url: string, error: unknown): ToolError {
  * from the TypeScript sources (tests, tsx) it is loaded through tsx's module hooks, which
  * the thread registers first.
  */
-function startWorker(): Worker {
-  const resourceLimits = { maxOldGenerationSizeMb: HEAP_LIMIT_MB };
+function startWorker(heapLimitMb: number): Worker {
+  const resourceLimits = { maxOldGenerationSizeMb: heapLimitMb };
   if (!import.meta.url.endsWith(".ts")) {
     return new Worker(new URL("./conversion-worker.js", import.meta.url), { resourceLimits });
   }
