@@ -141,7 +141,15 @@ export async function turns(
     const { setup } = state;
     run.turn++;
     for (const tracker of run.budgets) tracker.turns++;
-    run.emit({ type: "turn_started", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+    run.emit({
+      type: "turn_started",
+      turn: run.turn,
+      model: setup.model.name,
+      runId: "",
+      seq: 0,
+      at: 0,
+      agent: "",
+    });
     if (run.turn > 1) {
       const relisted = setup.toolset.refresh();
       if (relisted) await relisted;
@@ -167,13 +175,16 @@ export async function turns(
         code: "turn_interrupted",
         message: "the model turn was interrupted by a new user message",
       });
-      run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+      completeTurn(run);
       continue;
     }
 
+    state.ended = { finish: turn.finish };
     if (Object.keys(turn.usage).length) {
       const costUsd = costOf(setup.model.name, turn.usage);
-      run.addUsage(costUsd === undefined ? turn.usage : { ...turn.usage, costUsd });
+      const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
+      state.ended.usage = usage;
+      run.addUsage(usage);
       if (setup.compaction) observeUsage(run, turn.usage);
     }
 
