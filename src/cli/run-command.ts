@@ -25,6 +25,10 @@ export async function runCommand(args: string[]): Promise<number> {
     const approvals = { dismissed: new Set<string>(), stored: opened !== undefined };
     const cliAgent = agentForCli(agent, { mode, approvals });
     const sessionId = text(parsed, "session");
+    if (sessionId !== undefined && !opened)
+      process.stderr.write(
+        "note: --session without --store: this run is not kept, and nothing earlier is continued\n",
+      );
     const handle = Runner.stream(cliAgent, prompt, {
       ...(opened && { store: opened.store }),
       ...(sessionId !== undefined && { sessionId }),

@@ -65,25 +65,7 @@ export async function builtPackage(): Promise<{ root: string; bin: string }> {
     removeOldBuilds(root);
     rmSync(root, { recursive: true, force: true });
     mkdirSync(root, { recursive: true });
-    // Type errors elsewhere do not stop tsc from emitting; the typecheck step reports them.
-    await new Promise<void>((done) =>
-      execFile(
-        process.execPath,
-        [
-          join(repo, "node_modules/typescript/bin/tsc"),
-          "-p",
-          join(repo, "tsconfig.build.json"),
-          "--outDir",
-          join(root, "dist"),
-          "--declaration",
-          "false",
-          "--sourceMap",
-          "false",
-        ],
-        { cwd: repo, timeout: BUILD_TIMEOUT_MS },
-        () => done(),
-      ),
-    );
+    await compile(join(root, "dist"));
     if (!existsSync(bin)) throw new Error(`tsc did not emit ${bin}`);
     const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
     writeFileSync(
@@ -100,6 +82,58 @@ export async function builtPackage(): Promise<{ root: string; bin: string }> {
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
+}
+
+/**
+ * Compiles src/ to `outDir`. The sources are written for file-by-file compilation
+ * (`isolatedModules`, `verbatimModuleSyntax`), so esbuild's transform (the one tsx runs on)
+ * gives the same modules as tsc, in well under a second instead of tens of seconds; tsc, which
+ * `npm run build` uses, is the fallback. Type errors are the typecheck step's business.
+ */
+async function compile(outDir: string): Promise<void> {
+  let esbuild: typeof import("esbuild") | undefined;
+  try {
+    esbuild = await import("esbuild");
+  } catch {
+    esbuild = undefined;
+  }
+  if (esbuild) {
+    const entryPoints: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (name.endsWith(".ts") && !name.endsWith(".d.ts")) entryPoints.push(path);
+      }
+    };
+    walk(join(repo, "src"));
+    await esbuild.build({
+      entryPoints,
+      outdir: outDir,
+      outbase: join(repo, "src"),
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      bundle: false,
+      logLevel: "silent",
+      tsconfig: join(repo, "tsconfig.build.json"),
+    });
+    return;
+  }
+  await new Promise<void>((done) =>
+    execFile(
+      process.execPath,
+      [
+        join(repo, "node_modules/typescript/bin/tsc"),
+        "-p",
+        join(repo, "tsconfig.build.json"),
+        "--outDir",
+        outDir,
+      ],
+      { cwd: repo, timeout: BUILD_TIMEOUT_MS },
+      () => done(),
+    ),
+  );
 }
 
 /** Builds of earlier source trees, once they are an hour old (a test run never lasts that long). */

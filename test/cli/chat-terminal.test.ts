@@ -121,4 +121,18 @@ describe("quiver chat in a real terminal (tmux)", () => {
     term.send("C-c");
     expect(await term.exitCode()).toBe(130);
   });
+
+  it("an approval prompt goes away when the agent's approval timeout decides first", async () => {
+    const { cwd, effects, term } = setup();
+    term.start([process.execPath, bin, "run", "chatty-agent.mjs#impatient", "please charge"], {
+      cwd,
+      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
+    });
+    await term.waitFor("Allow charge_card(amount: 42)?");
+    // Nobody answers: after 1.5 s the timeout denies the call and the prompt is dismissed.
+    await term.waitFor(/charge_card denied: nobody decided within 1500 ms \(by timeout\)/);
+    await term.waitFor("Done: Tool error: charge_card was not approved");
+    expect(await term.exitCode()).toBe(0);
+    expect(charges(effects)).toBe(0);
+  });
 });

@@ -65,6 +65,18 @@ describe("quiver run", () => {
     );
   });
 
+  it("chat reads messages from a pipe too, one per line", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
+      cwd,
+      input: "first message\nsecond message\n/exit\n",
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain("it plays a fixed script and is not a language model");
+    expect(ran.stdout).toContain("Hello from the script! You said: first message");
+    expect(ran.stdout).toContain("Hello from the script! You said: second message");
+  });
+
   it("reads the prompt from stdin with -", async () => {
     const cwd = freshProject();
     const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "-"], { cwd, input: "from a pipe\n" });

@@ -1,5 +1,23 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** argv: status file, command, args. Writes "<code>\n" once the command has exited. */
+const WRAPPER = `
+const { spawn } = require("node:child_process");
+const { writeFileSync } = require("node:fs");
+const { constants } = require("node:os");
+process.on("SIGINT", () => {});
+const [file, command, ...args] = process.argv.slice(1);
+const child = spawn(command, args, { stdio: "inherit" });
+child.on("exit", (code, signal) => {
+  const status = code ?? 128 + (constants.signals[signal] ?? 0);
+  writeFileSync(file, status + "\\n");
+  process.exit(status);
+});
+`;
 
 /**
  * A real pseudo-terminal driven through tmux: `start` a command in a detached session, `send`
@@ -8,35 +26,33 @@ import { randomBytes } from "node:crypto";
  */
 export class Terminal {
   readonly #socket = `quiver-test-${process.pid}-${randomBytes(4).toString("hex")}`;
+  readonly #statusFile = join(tmpdir(), `${this.#socket}.status`);
   #started = false;
 
   /**
-   * Runs `command` (no shell in between: a shell in the terminal's process group would get the
-   * Ctrl+C too). The pane stays after the command exits, so its screen and exit code can be read.
+   * Runs `command` under a small Node wrapper that records its exit code in a file: tmux 3.3
+   * loses `pane_dead_status` when the pty closes before the process is reaped. The wrapper
+   * ignores SIGINT and shares the terminal's process group, so Ctrl+C reaches the command
+   * exactly as it would from a shell prompt, and nothing else acts on it.
    */
   start(command: string[], options: { cwd: string; env: Record<string, string> }): void {
     const env = Object.entries(options.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    const wrapped = [process.execPath, "-e", WRAPPER, this.#statusFile, ...command];
     this.#tmux([
-      ...["new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", options.cwd, ...env, ...command],
+      ...["new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", options.cwd, ...env, ...wrapped],
       ...[";", "set-option", "-t", "t", "remain-on-exit", "on"],
     ]);
     this.#started = true;
   }
 
-  /** Waits (bounded) for the command to exit; returns its exit code. */
+  /** Waits (bounded) for the command to exit; returns its exit code (128 + n for signal n). */
   async exitCode(timeoutMs = 10_000): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const [dead, status] = this.#tmux([
-        "display-message",
-        "-p",
-        "-t",
-        "t",
-        "#{pane_dead} #{pane_dead_status}",
-      ])
-        .trim()
-        .split(" ");
-      if (dead === "1") return Number(status);
+      if (existsSync(this.#statusFile)) {
+        const written = readFileSync(this.#statusFile, "utf8");
+        if (written.endsWith("\n")) return Number(written.trim());
+      }
       if (Date.now() > deadline)
         throw new Error(`the command did not exit; the terminal shows:\n${this.screen()}`);
       await new Promise((ok) => setTimeout(ok, 100));
@@ -76,6 +92,7 @@ export class Terminal {
   }
 
   close(): void {
+    rmSync(this.#statusFile, { force: true });
     if (!this.#started) return;
     try {
       this.#tmux(["kill-server"]);
