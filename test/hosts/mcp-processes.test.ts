@@ -81,6 +81,7 @@ describe("grandchildren", () => {
       const grandchild = Number(text(await host.call("grandchild", {}, ctx())));
       const server = host.pid!;
       try {
+        expect(alive(grandchild)).toBe(true);
         process.kill(server, "SIGKILL");
         expect(await gone(server)).toBe(true);
         expect(await gone(grandchild, 4_000)).toBe(true);
