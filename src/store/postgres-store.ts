@@ -86,6 +86,15 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  */
 export class PostgresStore implements RunStore {
   readonly schema: string;
+  /**
+   * The channel every committed `append` notifies (`pg_notify`) with `{ runId, lastSeq }` as
+   * JSON, so a process can tail runs driven elsewhere: `LISTEN` on it, then `read(runId,
+   * afterSeq)`. Notices are hints, never the record: a listener that connects late reads first.
+   *
+   * @example
+   * await client.query(`LISTEN "${store.eventsChannel}"`);
+   */
+  readonly eventsChannel: string;
   readonly #pool: PostgresPool;
   readonly #ownsPool: boolean;
   readonly #t: PostgresTables;
@@ -95,6 +104,7 @@ export class PostgresStore implements RunStore {
 
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? "public";
+    this.eventsChannel = `quiver_events:${this.schema}`;
     this.#t = tableNames(this.schema);
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
@@ -158,6 +168,12 @@ export class PostgresStore implements RunStore {
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
         runRowValues(summarize(runId, previous, events)),
       );
+      // Delivered at commit, so a listener that reads after the notice sees these rows. The
+      // payload is small (run id and new last seq): listeners read the events themselves.
+      await client.query("SELECT pg_notify($1, $2)", [
+        this.eventsChannel,
+        JSON.stringify({ runId, lastSeq: (previous?.lastSeq ?? 0) + rows.length }),
+      ]);
     });
   }
 
