@@ -164,7 +164,10 @@ async function ask(
       else if (answer === "ask" || answer === "unanswered") {
         // 3. A stored run does not hold a process hostage: it parks, and a decision stored later
         //    (Runner.decide) lets Runner.resume continue it — across any number of restarts.
-        if (run.store) settle({ approved: false, by: "parked", parked: true });
+        //    A child run (an agent used as a tool) does not park: its parent would take the
+        //    parked child for a finished call and go on without the approved work ever running.
+        //    It waits like a run without a store, answered through the root handle.
+        if (run.store && !run.parent) settle({ approved: false, by: "parked", parked: true });
         else if (answer === "unanswered" || !run.hasChannel) {
           // Nobody will answer: deny now and say how to answer, instead of a silent
           // `approvalTimeoutMs` wait. Only an explicit "ask" waits for `handle.approvals`.

@@ -118,8 +118,10 @@ export class RunRegistry {
    * a call of a child run. A stored, parked run resumes once every call it waits on is decided.
    */
   async decide(log: RunLog, callId: string, approved: boolean, reason?: string): Promise<void> {
-    if (log.status === "running" && this.store && log.asking.size > 0) {
-      // Asked a moment ago: the run is about to park (its decision is then stored).
+    const parking = [...log.asking.values()].some((entry) => entry.runId === log.runId);
+    if (log.status === "running" && this.store && parking) {
+      // Asked a moment ago: the run is about to park (its decision is then stored). A child
+      // run's call never parks: it waits in memory, answered through the root handle.
       const until = Date.now() + 5_000;
       while (log.status === "running" && Date.now() < until) await log.changed(until - Date.now());
     }
