@@ -6,7 +6,7 @@ import type { HumanChannel } from "../tools/ask-human.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
 import { errorResponse, HttpError, optionalString, readJsonObject, stringField } from "./http.js";
-import { eventStream, resumePoint, runSummary } from "./native.js";
+import { eventStream, resumePoint, runSummary, wantsChildren } from "./native.js";
 import { PAGE_HTML } from "./page.js";
 import { RunRegistry } from "./runs.js";
 
@@ -146,7 +146,7 @@ export function createServer(options: ServerOptions): QuiverServer {
   app.get("/api/runs/:runId/events", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
     const log = await registry.require(c.req.param("runId"), userId);
-    return eventStream(log, resumePoint(c.req.raw));
+    return eventStream(log, resumePoint(c.req.raw), wantsChildren(c.req.raw));
   });
 
   app.post("/api/runs/:runId/approve", async (c) => {

@@ -20,13 +20,25 @@ export function resumePoint(request: Request): number {
   return Number(raw.trim());
 }
 
+/** `?children=1`: the stream also carries the events of the run's child runs (agents used as tools). */
+export function wantsChildren(request: Request): boolean {
+  const value = new URL(request.url).searchParams.get("children");
+  return value !== null && value !== "0" && value !== "false";
+}
+
 /**
  * `GET /api/runs/:runId/events`: SSE with `id: <seq>` and `data: serializeEvent(ev)`, replaying
  * the run's own events after `after`, then following it live until it completes or fails (a
  * parked run keeps the stream open: a decision resumes it). Produced as the client reads;
  * closing the connection detaches, it never cancels the run.
+ *
+ * With `children`, the events of its child runs come in between, in the order they happened,
+ * without an `id:` line (their seqs count in their own runs): the last `id:` a client saw still
+ * resumes the stream, and a child event sent before a drop may come again after it (a client
+ * keeps each run's last seq to skip those).
  */
-export function eventStream(log: RunLog, after: number): Response {
+export function eventStream(log: RunLog, after: number, children = false): Response {
+  if (children) return familyStream(log, after);
   let cursor = after;
   let lastSent = Date.now();
   let greeted = false;
@@ -49,6 +61,38 @@ export function eventStream(log: RunLog, after: number): Response {
       if (log.finished || log.status === "detached") return null;
       await log.changed(KEEPALIVE_MS, signal);
       if (log.ownAfter(cursor, 1).length === 0 && Date.now() - lastSent >= KEEPALIVE_MS) {
+        lastSent = Date.now();
+        return ": keepalive\n\n";
+      }
+    }
+  };
+  return pullResponse(next, SSE_HEADERS);
+}
+
+function familyStream(log: RunLog, after: number): Response {
+  let index = -1;
+  let lastSent = Date.now();
+  const next = async (signal: AbortSignal): Promise<string | null> => {
+    if (index < 0) {
+      index = log.allAfter(after);
+      return "retry: 2000\n\n";
+    }
+    for (;;) {
+      if (signal.aborted) return null;
+      if (index < log.all.length) {
+        const end = Math.min(log.all.length, index + 128);
+        let text = "";
+        for (; index < end; index++) {
+          const event = log.all[index]!;
+          if (event.runId === log.runId) text += `id: ${event.seq}\n`;
+          text += `data: ${serializeEvent(event)}\n\n`;
+        }
+        lastSent = Date.now();
+        return text;
+      }
+      if (log.finished || log.status === "detached") return null;
+      await log.changed(KEEPALIVE_MS, signal);
+      if (index >= log.all.length && Date.now() - lastSent >= KEEPALIVE_MS) {
         lastSent = Date.now();
         return ": keepalive\n\n";
       }

@@ -64,30 +64,52 @@ export const PAGE_SCRIPT = String.raw`
   });
 
   // ---- rendering one run -------------------------------------------------------------
+  // A run's view, and one per child run (an agent used as a tool) nested in the card of the
+  // call that started it. Cards are keyed by the id the API takes: the call's id for the run's
+  // own calls, "childRunId/callId" for a child's.
   function makeRun(runId) {
     const section = el("section", { class: "run", "aria-label": "Run " + runId, "data-run-id": runId });
     log.append(section);
-    const run = { runId, section, lastSeq: 0, text: null, reasoning: null, calls: new Map(), status: "running", closed: false };
+    const run = { runId, section, lastSeq: 0, text: null, reasoning: null, calls: new Map(), children: new Map(),
+      waiting: new Map(), parked: false, status: "running", closed: false };
+    run.root = run;
     runs.set(runId, run);
     return run;
   }
-  function closeText(run) { run.text = null; run.reasoning = null; }
-  function toolCard(run, call) {
-    let card = run.calls.get(call.id);
+  function wireId(view, call) { return view === view.root ? call.id : view.runId + "/" + call.id; }
+  function closeText(view) { view.text = null; view.reasoning = null; }
+  function statusOf(run) {
+    if (run.waiting.size === 0) return "Running…";
+    if (run.parked) return "Waiting for your decision (saved: you can close this page)";
+    return [...run.waiting.values()].pop();
+  }
+  function wait(view, call, text) {
+    view.root.waiting.set(wireId(view, call), text);
+    if (view.root === current) setStatus(statusOf(view.root));
+  }
+  function waited(view, call) {
+    const run = view.root;
+    if (!run.waiting.delete(wireId(view, call))) return;
+    if (run === current && run.status === "running") setStatus(statusOf(run));
+  }
+  function toolCard(view, call) {
+    const key = wireId(view, call);
+    let card = view.root.calls.get(key);
     if (card) return card;
     const state = el("span", { class: "state" }, "requested");
     const body = el("div", { class: "body" });
-    const details = el("details", { class: "tool", open: true, "data-call-id": call.id },
+    const details = el("details", { class: "tool", open: true, "data-call-id": key },
       el("summary", {}, el("span", { class: "tool-name" }, call.name), state), body);
     body.append(el("div", { class: "label" }, "Arguments"), argsView(call));
     const progress = el("pre", { class: "progress", hidden: true, "aria-live": "polite" });
     const output = el("div", { class: "output" });
     const controls = el("div", { class: "controls" });
-    body.append(progress, output, controls);
-    closeText(run);
-    run.section.append(details);
-    card = { call, details, state, progress, output, controls };
-    run.calls.set(call.id, card);
+    const nested = el("div", { class: "sub" });
+    body.append(progress, nested, output, controls);
+    closeText(view);
+    view.section.append(details);
+    card = { call, details, state, progress, nested, output, controls };
+    view.root.calls.set(key, card);
     return card;
   }
   function setState(card, text, tone) {
@@ -130,17 +152,18 @@ export const PAGE_SCRIPT = String.raw`
     }
     return pre;
   }
-  function showApproval(run, call, reason) {
-    const card = toolCard(run, call);
+  function showApproval(view, call, reason) {
+    const run = view.root, callId = wireId(view, call);
+    const card = toolCard(view, call);
     setState(card, "needs your approval", "bad");
     card.controls.replaceChildren();
-    const reasonId = "reason-" + run.runId + "-" + call.id;
+    const reasonId = "reason-" + run.runId + "-" + callId;
     const reasonInput = el("input", { type: "text", id: reasonId, placeholder: "optional" });
     const decide = async (approved) => {
       for (const b of card.controls.querySelectorAll("button")) b.disabled = true;
       try {
         await api("POST", "/api/runs/" + encodeURIComponent(run.runId) + "/approve",
-          { callId: call.id, approved, ...(reasonInput.value.trim() && { reason: reasonInput.value.trim() }) });
+          { callId, approved, ...(reasonInput.value.trim() && { reason: reasonInput.value.trim() }) });
         card.controls.replaceChildren(el("p", { class: "state" }, approved ? "Approved" : "Denied"));
       } catch (err) {
         setStatus(err.message, true);
@@ -154,17 +177,18 @@ export const PAGE_SCRIPT = String.raw`
           el("button", { type: "button", class: "primary", onclick: () => decide(true) }, "Approve " + call.name),
           el("button", { type: "button", class: "danger", onclick: () => decide(false) }, "Deny"),
           el("label", { for: reasonId }, "Reason"), reasonInput)));
-    setStatus(call.name + " is waiting for your approval");
+    wait(view, call, call.name + " is waiting for your approval");
   }
-  function showQuestion(run, call) {
+  function showQuestion(view, call) {
+    const run = view.root, callId = wireId(view, call);
     const a = call.args || {};
-    const card = toolCard(run, call);
+    const card = toolCard(view, call);
     setState(card, "asks you", "bad");
-    const id = "answer-" + run.runId + "-" + call.id;
+    const id = "answer-" + run.runId + "-" + callId;
     const field = el("input", { type: "text", id, autocomplete: "off" });
     const send = async (text) => {
       try {
-        await api("POST", "/api/runs/" + encodeURIComponent(run.runId) + "/answer", { callId: call.id, answer: text });
+        await api("POST", "/api/runs/" + encodeURIComponent(run.runId) + "/answer", { callId, answer: text });
         card.controls.replaceChildren(el("p", { class: "state" }, "Answered: " + text));
       } catch (err) { setStatus(err.message, true); }
     };
@@ -175,14 +199,33 @@ export const PAGE_SCRIPT = String.raw`
         ...options.map((o) => el("button", { type: "button", title: o.description || "", onclick: () => send(o.label) }, o.label))) : null,
       el("div", { class: "row" }, el("label", { for: id }, "Your answer"), field, el("button", { type: "submit", class: "primary" }, "Answer")));
     card.controls.replaceChildren(f);
-    setStatus("The agent asks: " + a.question);
+    wait(view, call, "The agent asks: " + a.question);
+  }
+
+  /** The view an event belongs to: the run's own, or a child run's (created by its run_started). */
+  function viewOf(run, ev) {
+    if (ev.runId === run.runId) return run;
+    const known = run.children.get(ev.runId);
+    if (known || ev.type !== "run_started") return known;
+    const above = ev.parentRunId === run.runId ? run : run.children.get(ev.parentRunId);
+    const card = above && run.calls.get(above === run ? ev.parentCallId : above.runId + "/" + ev.parentCallId);
+    const section = el("div", { class: "child", role: "group", "aria-label": ev.agent + " (working for the agent)" },
+      el("div", { class: "label" }, ev.agent));
+    (card ? card.nested : run.section).append(section);
+    const view = { runId: ev.runId, root: run, section, lastSeq: 0, text: null, reasoning: null };
+    run.children.set(ev.runId, view);
+    return view;
   }
 
   function apply(run, ev) {
-    if (ev.seq <= run.lastSeq) return;
-    run.lastSeq = ev.seq;
+    const view = viewOf(run, ev);
+    // Skips what was seen already: a child's events may come again after a reconnect.
+    if (!view || ev.seq <= view.lastSeq) return;
+    view.lastSeq = ev.seq;
+    const own = view === run;
     switch (ev.type) {
       case "run_started": {
+        if (!own) break;
         const users = (ev.input || []).filter((m) => m.role === "user");
         const last = users[users.length - 1];
         const text = last ? (typeof last.content === "string" ? last.content : last.content.filter((b) => b.type === "text").map((b) => b.text).join("")) : "";
@@ -190,57 +233,68 @@ export const PAGE_SCRIPT = String.raw`
         break;
       }
       case "text_delta":
-        if (!run.text) { run.text = el("div", { class: "text" }); run.section.append(run.text); run.reasoning = null; }
-        run.text.textContent += ev.delta;
+        if (!view.text) { view.text = el("div", { class: "text" }); view.section.append(view.text); view.reasoning = null; }
+        view.text.textContent += ev.delta;
         break;
       case "reasoning_delta":
-        if (!run.reasoning) { run.reasoning = el("div", { class: "reasoning" }); run.section.append(run.reasoning); run.text = null; }
-        run.reasoning.textContent += ev.delta;
+        if (!view.reasoning) { view.reasoning = el("div", { class: "reasoning" }); view.section.append(view.reasoning); view.text = null; }
+        view.reasoning.textContent += ev.delta;
         break;
-      case "turn_completed": closeText(run); break;
-      case "tool_call_requested": toolCard(run, ev.call); break;
-      case "approval_required": showApproval(run, ev.call, ev.reason); break;
+      case "turn_completed": closeText(view); break;
+      case "tool_call_requested": toolCard(view, ev.call); break;
+      case "approval_required": showApproval(view, ev.call, ev.reason); break;
       case "approval_resolved": {
-        const card = toolCard(run, ev.call);
+        const card = toolCard(view, ev.call);
         card.controls.replaceChildren();
         if (ev.decision === "denied") setState(card, "denied" + (ev.reason ? ": " + ev.reason : ""), "bad");
         else setState(card, "approved");
+        waited(view, ev.call);
         break;
       }
       case "tool_call_started": {
-        const card = toolCard(run, ev.call);
+        const card = toolCard(view, ev.call);
         setState(card, "running");
-        if (ev.call.args && typeof ev.call.args.question === "string") showQuestion(run, ev.call);
+        if (ev.call.args && typeof ev.call.args.question === "string") showQuestion(view, ev.call);
         break;
       }
       case "tool_call_update": {
-        const card = toolCard(run, ev.call);
+        const card = toolCard(view, ev.call);
         card.progress.hidden = false;
         card.progress.textContent = pretty(ev.partial);
         break;
       }
       case "tool_call_completed": {
-        const card = toolCard(run, ev.call);
+        const card = toolCard(view, ev.call);
         card.controls.replaceChildren();
         card.progress.hidden = true;
         setState(card, ev.ok ? "done" : "failed" + (ev.error ? " (" + ev.error.kind + ")" : ""), ev.ok ? "ok" : "bad");
         card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, ev.output));
         if (ev.details && typeof ev.details.diff === "string") card.output.append(el("div", { class: "label" }, "Diff"), diffView(ev.details.diff));
         if (ev.ok && run.calls.size > 2) card.details.open = false;
+        waited(view, ev.call);
         break;
       }
-      case "warning": run.section.append(el("p", { class: "state", role: "note" }, "Warning: " + ev.message)); break;
-      case "handoff": run.section.append(el("p", { class: "state" }, ev.from + " handed over to " + ev.to)); break;
-      case "run_parked": setStatus("Waiting for your decision (saved: you can close this page)"); break;
-      case "run_resumed": setStatus("Running…"); break;
+      case "warning": view.section.append(el("p", { class: "state", role: "note" }, "Warning: " + ev.message)); break;
+      case "handoff": view.section.append(el("p", { class: "state" }, ev.from + " handed over to " + ev.to)); break;
+      case "run_parked":
+        if (!own) break;
+        run.parked = true;
+        if (run === current) setStatus(statusOf(run));
+        break;
+      case "run_resumed":
+        if (!own) break;
+        run.parked = false;
+        if (run === current) setStatus(statusOf(run));
+        break;
       case "run_completed":
         if (ev.stopReason === "awaiting_approval") break;
-        run.status = "completed"; closeText(run);
-        if (ev.stopReason !== "completed") run.section.append(el("p", { class: "state" }, "Stopped: " + ev.stopReason));
+        closeText(view);
+        if (own) run.status = "completed";
+        if (ev.stopReason !== "completed") view.section.append(el("p", { class: "state" }, "Stopped: " + ev.stopReason));
         break;
       case "run_failed":
-        run.status = "failed";
-        run.section.append(el("p", { class: "error", role: "alert" }, "The run failed: " + ev.message));
+        if (own) run.status = "failed";
+        view.section.append(el("p", { class: "error", role: "alert" }, (own ? "The run failed: " : ev.agent + " failed: ") + ev.message));
         break;
     }
   }
@@ -250,11 +304,11 @@ export const PAGE_SCRIPT = String.raw`
     let delay = 500;
     while (!run.closed && run.status === "running") {
       try {
-        const res = await fetch("/api/runs/" + encodeURIComponent(run.runId) + "/events?after=" + run.lastSeq, { headers: headers(false) });
+        const res = await fetch("/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&after=" + run.lastSeq, { headers: headers(false) });
         if (res.status === 401) { askToken(); return; }
         if (res.status === 404) { run.status = "gone"; run.section.append(el("p", { class: "state" }, "This run is no longer available.")); break; }
         if (!res.ok || !res.body) throw new Error("stream failed: " + res.status);
-        if (run === current) setStatus("Running…");
+        if (run === current) setStatus(statusOf(run));
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
         for (;;) {

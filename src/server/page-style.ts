@@ -45,4 +45,5 @@ input[type=text], input[type=password], textarea, select { font: inherit; color:
 .error { color: var(--bad); }
 .sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); border: 0; }
 .options { display: flex; flex-wrap: wrap; gap: .4rem; }
+.child { border-left: 3px solid var(--line); padding-left: .75rem; margin: .5rem 0; }
 `;

@@ -31,6 +31,8 @@ export class RunLog {
   readonly sessionId: string | undefined;
   readonly all: RunEvent[] = [];
   readonly own: RunEvent[] = [];
+  /** Where each own event sits in `all` (`ownIndex[i]` for `own[i]`). */
+  readonly #ownIndex: number[] = [];
   status: RunStatus = "running";
   handle: RunHandle<any> | undefined;
   /** Calls waiting for a person's decision, keyed by `callKey()`. */
@@ -98,9 +100,20 @@ export class RunLog {
     return this.own.slice(start, start + limit);
   }
 
+  /** The index in `all` just after the own event with seq `after` (0 before the first). */
+  allAfter(after: number): number {
+    const i = after - this.firstSeq;
+    if (i < 0) return 0;
+    if (i >= this.own.length) return this.all.length;
+    return this.#ownIndex[i]! + 1;
+  }
+
   append(event: RunEvent): void {
     this.all.push(event);
-    if (event.runId === this.runId) this.own.push(event);
+    if (event.runId === this.runId) {
+      this.own.push(event);
+      this.#ownIndex.push(this.all.length - 1);
+    }
     this.touch();
   }
 

@@ -8,7 +8,7 @@ import {
   type ToolCall,
   UserError,
 } from "../index.js";
-import type { RunStore } from "../store/types.js";
+import { LeaseConflict, type RunStore } from "../store/types.js";
 import type { HumanChannel, HumanQuestion } from "../tools/ask-human.js";
 import { askingAgent } from "./asking-agent.js";
 import { HttpError, notFound } from "./http.js";
@@ -90,7 +90,8 @@ export class RunRegistry {
    * unknown run look the same: 404). Loads a run this process has not seen from the store.
    */
   async get(runId: string, userId: string | undefined): Promise<RunLog | undefined> {
-    const log = this.#logs.get(runId) ?? this.#roots.get(runId) ?? (await this.#load(runId));
+    // A child run (an agent used as a tool) is reached through its root run, never by its own id.
+    const log = this.#logs.get(runId) ?? (this.#roots.has(runId) ? undefined : await this.#load(runId));
     if (!log || log.userId !== userId) return undefined;
     return log;
   }
@@ -136,6 +137,12 @@ export class RunRegistry {
         });
       } catch (error) {
         if (error instanceof UserError) throw notWaiting(log, callId);
+        if (error instanceof LeaseConflict)
+          throw new HttpError(
+            409,
+            "busy",
+            `run ${log.runId} is still held by a process that stopped while parking it; try again once its lease expires (${error.message})`,
+          );
         throw error;
       }
       log.parked.splice(i, 1);

@@ -1,3 +1,4 @@
+import { Agent, ScriptedModel } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
 import { describe, expect, it } from "vitest";
 import { agentWith, BASE, events, post, readSse, refundTool, slowTool } from "./helpers.js";
@@ -172,5 +173,48 @@ describe("native run stream and control endpoints", () => {
     expect(badApprove.status).toBe(400);
     const badAfter = await server.fetch(new Request(`${BASE}/api/runs/${runId}/events?after=-1`));
     expect(badAfter.status).toBe(400);
+  });
+
+  it("?children=1 carries an agent-as-tool's events between the run's own, resumable by the last id", async () => {
+    const clerk = new Agent({ name: "clerk", model: new ScriptedModel([{ text: "clerk answer" }]) });
+    const boss = new Agent({
+      name: "boss",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "p1", name: "clerk", args: { input: "look" } }] },
+        { text: "boss answer" },
+      ]),
+      tools: [clerk.asTool()],
+    });
+    const server = createServer({ agent: boss });
+    const { runId } = (await (await server.fetch(post("/api/runs", { message: "go" }))).json()) as {
+      runId: string;
+    };
+    const frames = await readSse(
+      await server.fetch(new Request(`${BASE}/api/runs/${runId}/events?children=1`)),
+    );
+    const all = events(frames);
+    const child = all.find((e) => e.runId !== runId)!;
+    expect(child).toMatchObject({
+      type: "run_started",
+      agent: "clerk",
+      parentRunId: runId,
+      parentCallId: "p1",
+    });
+    expect(all.filter((e) => e.runId !== runId).map((e) => e.type)).toContain("text_delta");
+    // Only the run's own events carry an id: the last one seen resumes the stream.
+    for (const [i, frame] of frames.entries())
+      expect(frame.id, all[i]!.type).toBe(all[i]!.runId === runId ? String(all[i]!.seq) : undefined);
+    const started = all.findIndex((e) => e.runId === runId && e.type === "tool_call_started");
+    const cut = all[started]!.seq;
+    const rest = events(
+      await readSse(
+        await server.fetch(new Request(`${BASE}/api/runs/${runId}/events?children=1&after=${cut}`)),
+      ),
+    );
+    expect(rest).toEqual(all.slice(started + 1));
+    // Without it, the stream is the run's own; a child run is not reachable by its own id.
+    const own = events(await readSse(await server.fetch(new Request(`${BASE}/api/runs/${runId}/events`))));
+    expect(own).toEqual(all.filter((e) => e.runId === runId));
+    expect((await server.fetch(new Request(`${BASE}/api/runs/${child.runId}/events`))).status).toBe(404);
   });
 });

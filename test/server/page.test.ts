@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { Agent, ScriptedModel } from "quiver-agents";
 import { createServer, type Serving, serve } from "quiver-agents/server";
+import { SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentWith, refundTool, slowTool } from "./helpers.js";
 
@@ -140,4 +145,118 @@ describe("the web chat page in Chromium", () => {
       await serving.close();
     }
   }, 30_000);
+
+  it("shows an agent used as a tool inside the call that started it, and approves the child's call there", async () => {
+    const ran: string[] = [];
+    const clerk = new Agent({
+      name: "clerk",
+      model: new ScriptedModel([
+        { text: "Looking at A1.", toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+        { text: "clerk refunded it" },
+      ]),
+      tools: [refundTool(ran)],
+    });
+    const boss = new Agent({
+      name: "boss",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "p1", name: "clerk", args: { input: "refund A1" } }] },
+        { text: "The clerk is done." },
+      ]),
+      tools: [clerk.asTool()],
+    });
+    const serving = await serve(createServer({ agent: boss }), { port: 0 });
+    try {
+      await withPage(serving, async (page) => {
+        await page.getByLabel("Message").fill("please refund A1");
+        await page.getByLabel("Message").press("Enter");
+        // The child's work shows inside the boss's call to it, approval buttons included.
+        const parent = page.locator('details[data-call-id="p1"]');
+        const approve = parent.getByRole("button", { name: "Approve refund" });
+        await approve.waitFor({ timeout: 5_000 });
+        await expect
+          .poll(() => parent.getByRole("group", { name: /clerk/ }).textContent())
+          .toContain("Looking at A1.");
+        await expect
+          .poll(() => page.getByRole("status").textContent())
+          .toBe("refund is waiting for your approval");
+        expect(ran).toEqual([]);
+        await approve.click();
+        await page.getByText("The clerk is done.").waitFor({ timeout: 5_000 });
+        expect(ran).toEqual(["A1"]);
+        await expect.poll(() => parent.textContent()).toContain("refunded A1");
+        await expect.poll(() => page.getByRole("status").textContent()).toBe("Done.");
+
+        // A reload replays the child's part once, in the same place.
+        await page.reload();
+        await page.getByText("The clerk is done.").waitFor({ timeout: 5_000 });
+        expect(await page.getByText("Looking at A1.").count()).toBe(1);
+        // Once as the clerk's words, once as the boss's call result.
+        expect(
+          await parent.getByRole("group", { name: /clerk/ }).getByText("clerk refunded it").count(),
+        ).toBe(1);
+        expect(await page.getByText("clerk refunded it").count()).toBe(2);
+        expect(await parent.locator("details.tool").count()).toBe(1);
+      });
+    } finally {
+      await serving.close();
+    }
+  }, 30_000);
+
+  it("with a store, a parked run survives a server restart: the open page reconnects, approves, and a reload shows it once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quiver-page-store-"));
+    const path = join(dir, "runs.db");
+    const ran: string[] = [];
+    let store = new SqliteStore({ path });
+    const before = agentWith(
+      [{ text: "Checking A1.", toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] }],
+      [refundTool(ran)],
+    );
+    let serving = await serve(createServer({ agent: before, store }), { port: 0 });
+    const port = serving.port;
+    try {
+      await withPage(serving, async (page) => {
+        await page.getByLabel("Message").fill("Refund order A1");
+        await page.getByLabel("Message").press("Enter");
+        await page.getByRole("button", { name: "Approve refund" }).waitFor({ timeout: 5_000 });
+        await expect
+          .poll(() => page.getByRole("status").textContent())
+          .toMatch(/saved: you can close this page/);
+
+        // The process goes away with the run parked; a new one starts on the same port.
+        const runId = await page.locator("section.run").getAttribute("data-run-id");
+        await expect
+          .poll(
+            async () =>
+              ((await (await fetch(`${serving.url}/api/runs/${runId}`)).json()) as { status: string }).status,
+          )
+          .toBe("parked");
+        await serving.close();
+        await store.close();
+        await expect.poll(() => page.getByRole("status").textContent()).toMatch(/reconnecting/);
+        store = new SqliteStore({ path });
+        const after = agentWith([{ text: "Refunded." }], [refundTool(ran)]);
+        serving = await serve(createServer({ agent: after, store }), { port });
+        await expect
+          .poll(() => page.getByRole("status").textContent(), { timeout: 15_000 })
+          .toMatch(/saved: you can close this page/);
+
+        await page.getByRole("button", { name: "Approve refund" }).click();
+        await page.getByText("Refunded.").waitFor({ timeout: 5_000 });
+        expect(ran).toEqual(["A1"]);
+        await expect.poll(() => page.getByRole("status").textContent()).toBe("Done.");
+
+        await page.reload();
+        await page.getByText("Refunded.").waitFor({ timeout: 5_000 });
+        expect(await page.getByText("Checking A1.").count()).toBe(1);
+        expect(await page.locator("section.run").count()).toBe(1);
+        await expect
+          .poll(() => page.locator('details[data-call-id="c1"]').textContent())
+          .toContain("refunded A1");
+      });
+    } finally {
+      await serving.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 45_000);
 });

@@ -85,6 +85,13 @@ describe("with a SqliteStore, a parked run survives a restart", () => {
       await chat.sendMessage({ text: "refund A1" });
       const part = lastAssistant(chat).parts.find((p) => p.type === "tool-refund")!;
       expect(part.state).toBe("approval-requested");
+      // The response ends as the run asks; the process stops once the run has parked (a
+      // process killed before that holds the run's lease until it expires).
+      const runId = lastAssistant(chat).id;
+      await eventually(async () => {
+        const res = await server.fetch(new Request(`${BASE}/api/runs/${runId}`));
+        return ((await res.json()) as { status: string }).status === "parked";
+      });
 
       server.close();
       await store.close();
