@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { Agent, ScriptedModel } from "quiver-agents";
+import { Agent, jsonSchema, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -259,4 +259,61 @@ describe("the web chat page in Chromium", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 45_000);
+
+  it("shows an edit as a diff before it is approved, and asks for the token of a server behind auth", async () => {
+    const edits: string[] = [];
+    const edit = tool({
+      name: "edit_file",
+      description: "Edit a file",
+      parameters: jsonSchema<{ path: string; old_string: string; new_string: string }>({
+        type: "object",
+        properties: {
+          path: { type: "string" },
+          old_string: { type: "string" },
+          new_string: { type: "string" },
+        },
+        required: ["path", "old_string", "new_string"],
+      }),
+      needsApproval: true,
+      execute: async ({ path }) => {
+        edits.push(path);
+        return `edited ${path}`;
+      },
+    });
+    const agent = agentWith(
+      [
+        {
+          toolCalls: [
+            {
+              id: "e1",
+              name: "edit_file",
+              args: { path: "greet.ts", old_string: "hello\nworld", new_string: "hello\nthere" },
+            },
+          ],
+        },
+        { text: "Edited." },
+      ],
+      [edit],
+    );
+    const serving = await serve(createServer({ agent, auth: "open-sesame" }), { port: 0 });
+    try {
+      await withPage(serving, async (page) => {
+        // The page itself loads; the API wants the token, so the page asks for it.
+        await page.getByLabel("Access token").fill("open-sesame");
+        await page.getByLabel("Access token").press("Enter");
+        await page.getByLabel("Message").fill("fix the greeting");
+        await page.getByLabel("Message").press("Enter");
+        await page.getByRole("button", { name: "Approve edit_file" }).waitFor({ timeout: 5_000 });
+        const diff = page.locator('details[data-call-id="e1"] pre.diff');
+        expect(await diff.locator(".del").allTextContents()).toEqual(["-world\n"]);
+        expect(await diff.locator(".add").allTextContents()).toEqual(["+there\n"]);
+        expect(edits).toEqual([]);
+        await page.getByRole("button", { name: "Approve edit_file" }).click();
+        await page.getByText("Edited.").waitFor({ timeout: 5_000 });
+        expect(edits).toEqual(["greet.ts"]);
+      });
+    } finally {
+      await serving.close();
+    }
+  }, 30_000);
 });
