@@ -52,27 +52,61 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * wait costs a Set entry, not an `addEventListener` (slow on Node's EventTarget) nor a reaction
  * that piles up on a never-settling promise. When the signal aborts, every pending race
  * resolves to the `Aborted` marker; the losing promise's rejection is swallowed.
+ *
+ * Without a signal to follow, a stopper is its own source (`abort()`), and its `signal` — an
+ * AbortController, the largest fixed cost of a run that nobody cancels — is made only when
+ * something reads it.
  */
 export class Stopper {
-  readonly signal: AbortSignal;
+  #signal: AbortSignal | undefined;
+  #controller: AbortController | undefined;
+  #reason: unknown;
   readonly #waiters = new Set<() => void>();
   /** `signal.aborted`, as a plain field: AbortSignal's getter is slow on Node's EventTarget. */
-  aborted: boolean;
+  aborted = false;
 
-  constructor(signal: AbortSignal) {
-    this.signal = signal;
-    this.aborted = signal.aborted;
-    if (!signal.aborted) {
-      signal.addEventListener(
-        "abort",
-        () => {
-          this.aborted = true;
-          for (const stop of this.#waiters) stop();
-          this.#waiters.clear();
-        },
-        { once: true },
-      );
+  constructor(signal?: AbortSignal) {
+    if (!signal) return;
+    this.#signal = signal;
+    if (signal.aborted) this.aborted = true;
+    else signal.addEventListener("abort", () => this.#fire(), { once: true });
+  }
+
+  /** The signal this stopper follows, or (made now, on first read) the one it owns. */
+  get signal(): AbortSignal {
+    if (!this.#signal) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      this.#signal = controller.signal;
+      if (this.aborted) controller.abort(this.#reason);
+      // First listener, as a followed signal's: waits end before the signal's other listeners run.
+      else controller.signal.addEventListener("abort", () => this.#fire(), { once: true });
     }
+    return this.#signal;
+  }
+
+  /** `signal.reason`, without making the signal. */
+  get reason(): unknown {
+    return this.#signal ? this.#signal.reason : this.#reason;
+  }
+
+  /** Stops an owned stopper (as `AbortController.abort`); a following one stops with its signal. */
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    if (this.#controller) {
+      this.#controller.abort(reason);
+      return;
+    }
+    if (this.#signal) throw new Error("a Stopper that follows a signal stops with that signal");
+    this.#reason =
+      reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
+    this.#fire();
+  }
+
+  #fire(): void {
+    this.aborted = true;
+    for (const stop of this.#waiters) stop();
+    this.#waiters.clear();
   }
 
   /**

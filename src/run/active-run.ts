@@ -58,9 +58,12 @@ export type ParentLink = { run: ActiveRun; callId: string };
 export class ActiveRun {
   readonly runId: string;
   readonly options: RunOptions<any>;
-  readonly controller = new AbortController();
-  /** Races waits against the run's signal with one listener for the run's life. */
-  readonly stopper = new Stopper(this.controller.signal);
+  /**
+   * The run's stop: `abort(reason)` stops it, waits race it with one Set entry each, and its
+   * `signal` (an AbortController) is made only when something reads it — a run nobody cancels
+   * and no tool or model asks the signal of never pays for one.
+   */
+  readonly stopper = new Stopper();
   readonly transcript: Message[] = [];
   readonly records: ToolCallRecord[] = [];
   readonly usage = emptyUsage();
@@ -86,15 +89,18 @@ export class ActiveRun {
   budgetStop: BudgetExceeded | undefined;
   /** True while a model turn streams (an interrupt only aborts that). */
   modelStreaming = false;
-  #model: { controller: AbortController; stopper: Stopper; unlink: () => void } | undefined;
+  #model: { stopper: Stopper; unlink: () => void } | undefined;
   #seq = 0;
   #callIds = new Set<string>();
   #callCounter = 0;
   #deadline: NodeJS.Timeout | undefined;
   readonly #closers: Array<() => void> = [];
   readonly #queue: EventQueue;
-  /** Stores events (when there is a store) before the reader sees them. Shared with child runs. */
-  readonly writer: EventWriter;
+  /**
+   * Stores events before the reader sees them; only a run with a store (and its child runs,
+   * which share it) has one: without, events go straight to the reader.
+   */
+  readonly writer: EventWriter | undefined;
   /** This run's spans; `undefined` when it is not traced (then no event does any tracing work). */
   readonly tracing: RunTracing | undefined;
 
@@ -103,9 +109,11 @@ export class ActiveRun {
     this.agent = agent;
     this.options = options;
     this.#queue = queue;
-    this.writer =
-      parent?.run.writer ??
-      new EventWriter(queue, options.store, (error) => this.controller.abort(error), options.leaseTtlMs);
+    this.writer = parent
+      ? parent.run.writer
+      : options.store
+        ? new EventWriter(queue, options.store, (error) => this.abort(error), options.leaseTtlMs)
+        : undefined;
     this.parent = parent;
     this.path = parent ? [...parent.run.path, agent.name] : [agent.name];
     this.approvals = parent ? parent.run.approvals : new Approvals();
@@ -114,15 +122,15 @@ export class ActiveRun {
     this.budgets = [...own, ...(parent?.run.budgets ?? [])];
     if (options.signal) {
       const outer = options.signal;
-      if (outer.aborted) this.controller.abort(outer.reason);
-      else outer.addEventListener("abort", () => this.controller.abort(outer.reason), { once: true });
+      if (outer.aborted) this.abort(outer.reason);
+      else outer.addEventListener("abort", () => this.abort(outer.reason), { once: true });
     }
     const ms = options.budget?.limits.maxDurationMs;
     if (ms !== undefined) {
       // The deadline aborts running calls' signals; the stop reason is "budget", not "cancelled".
       this.#deadline = setTimeout(
         () =>
-          this.controller.abort(
+          this.abort(
             new BudgetExceeded(this.runId, "maxDurationMs", `budget exceeded: maxDurationMs is ${ms} ms`),
           ),
         ms,
@@ -132,8 +140,14 @@ export class ActiveRun {
     this.tracing = openTracing(this);
   }
 
+  /** The run's signal (made on first read: see `stopper`). */
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return this.stopper.signal;
+  }
+
+  /** Stops the run (cancel, a store failure, a deadline): as `AbortController.abort(reason)`. */
+  abort(reason?: unknown): void {
+    this.stopper.abort(reason);
   }
 
   get maxTurns(): number {
@@ -199,18 +213,19 @@ export class ActiveRun {
       event.parentRunId = this.parent.run.runId;
     }
     this.tracing?.observe(event);
-    this.writer.write(event);
+    if (this.writer) this.writer.write(event);
+    else this.#queue.push(event);
     return event;
   }
 
   /** The store of this run, if it is persisted. */
   get store(): RunStore | undefined {
-    return this.writer.store;
+    return this.writer?.store;
   }
 
   /** Resolves once every event emitted so far is stored; `undefined` (no await needed) without a store. */
   flushed(): Promise<void> | undefined {
-    return this.writer.flushed();
+    return this.writer?.flushed();
   }
 
   /** Continues a stored run: its seq and call ids go on from the log. */
@@ -230,27 +245,19 @@ export class ActiveRun {
   }
 
   /**
-   * The signal model requests get: the run's own, plus interrupts from `inject(…, { interrupt })`.
-   * One controller serves every turn until an interrupt uses it up — none per turn — and
-   * `Runner.run()` runs, which cannot be interrupted, use the run's signal as it is.
+   * The stop of model requests (their `signal`): the run's own, plus interrupts from
+   * `inject(…, { interrupt })`. One stopper serves every turn until an interrupt uses it up —
+   * none per turn — and `Runner.run()` runs, which cannot be interrupted, use the run's as it is.
    */
-  modelSignal(): AbortSignal {
-    return this.modelStopper().signal;
-  }
-
-  /** A stopper on `modelSignal()`. */
   modelStopper(): Stopper {
     if (!this.hasChannel) return this.stopper;
     if (!this.#model) {
-      const controller = new AbortController();
-      const onAbort = () => controller.abort(this.signal.reason);
-      if (this.signal.aborted) controller.abort(this.signal.reason);
-      else this.signal.addEventListener("abort", onAbort, { once: true });
-      this.#model = {
-        controller,
-        stopper: new Stopper(controller.signal),
-        unlink: () => this.signal.removeEventListener("abort", onAbort),
-      };
+      const stopper = new Stopper();
+      const run = this.stopper;
+      const onAbort = () => stopper.abort(run.reason);
+      if (run.aborted) stopper.abort(run.reason);
+      else run.watch(onAbort);
+      this.#model = { stopper, unlink: () => run.unwatch(onAbort) };
       this.onClose(() => this.#model?.unlink());
     }
     return this.#model.stopper;
@@ -259,10 +266,10 @@ export class ActiveRun {
   /** Aborts the model turn that is streaming, if one is (a steering message with `interrupt`). */
   interruptModel(reason: unknown): void {
     if (!this.modelStreaming || !this.#model) return;
-    const { controller, unlink } = this.#model;
+    const { stopper, unlink } = this.#model;
     this.#model = undefined;
     unlink();
-    controller.abort(reason);
+    stopper.abort(reason);
   }
 
   /** Runs `fn` when the run stops (host watches, timers). */

@@ -63,7 +63,7 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
         ctx.toolCallId,
       );
       let result: Awaited<ReturnType<typeof runLoop>>;
-      if (child.store) await child.writer.acquire(child.runId);
+      if (child.store) await child.writer!.acquire(child.runId);
       try {
         result = await runLoop(child, input);
       } catch (error) {
@@ -71,7 +71,7 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
         child.emit({ type: "run_failed", name: failure.name, message: failure.message, kind: "internal" });
         throw error;
       } finally {
-        if (child.store) await child.writer.release(child.runId);
+        if (child.store) await child.writer!.release(child.runId);
       }
       if (child.tainted) markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
       switch (result.stopReason) {

@@ -111,14 +111,14 @@ async function runOneAttempt(
   attempt: number,
   settings: AttemptSettings,
 ): Promise<OneAttempt> {
-  const callSignal = settings.stopper.signal;
-  if (settings.stopper.aborted) return { kind: "cancelled" };
-  const ctx = new CallContext(run, callSignal, call, attempt, settings.turn);
+  const callStopper = settings.stopper;
+  if (callStopper.aborted) return { kind: "cancelled" };
+  const ctx = new CallContext(run, callStopper, call, attempt, settings.turn);
   let release: (() => void) | undefined;
   try {
     if (tool.concurrency !== undefined) {
       try {
-        release = await toolSemaphore(tool, tool.concurrency).acquire(callSignal);
+        release = await toolSemaphore(tool, tool.concurrency).acquire(callStopper.signal);
       } catch {
         return { kind: "cancelled" };
       }
@@ -135,7 +135,7 @@ async function runOneAttempt(
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
-    return classify(run, error, callSignal);
+    return classify(run, error, callStopper);
   } finally {
     release?.();
     ctx.release();
@@ -252,9 +252,9 @@ async function revalidateAndExecute(tool: Tool, args: unknown, ctx: RunContext):
   return execute(tool, check.value, check.value, ctx);
 }
 
-function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {
+function classify(run: ActiveRun, error: unknown, call: Stopper): OneAttempt {
   try {
-    return classifyKnown(run, error, callSignal);
+    return classifyKnown(run, error, call);
   } catch {
     // A hostile thrown value (a Proxy whose traps throw) defeated even the checks above: it is
     // still the tool's failure, described as well as it can be.
@@ -262,12 +262,12 @@ function classify(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneA
   }
 }
 
-function classifyKnown(run: ActiveRun, error: unknown, callSignal: AbortSignal): OneAttempt {
+function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttempt {
   if (isInstance(error, RunCancelled)) {
-    run.controller.abort(error);
+    run.abort(error);
     return { kind: "cancelled" };
   }
-  if (callSignal.aborted) return { kind: "cancelled" };
+  if (call.aborted) return { kind: "cancelled" };
   if (isInstance(error, BudgetExceeded)) {
     if (run.owns(error)) return { kind: "budget", error };
     // A child run's own budget: a recoverable failure of the delegation.

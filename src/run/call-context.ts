@@ -1,3 +1,4 @@
+import type { Stopper } from "../abort.js";
 import type { Message, ToolCall, Usage } from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { RunContext } from "./context.js";
@@ -28,18 +29,19 @@ export class CallContext implements RunContext<any> {
   static runOf(ctx: RunContext<any>): ActiveRun | undefined {
     return #run in ctx ? (ctx as CallContext).#run : undefined;
   }
-  readonly #callSignal: AbortSignal;
+  /** The call's stop (the run's, or the call's own under `cancelSiblingsOnError`). */
+  readonly #call: Stopper;
   #controller: AbortController | undefined;
   #abortedWith: unknown;
   #aborted = false;
   #unlink: (() => void) | undefined;
 
-  readonly #call: ToolCall;
+  readonly #toolCall: ToolCall;
 
-  constructor(run: ActiveRun, callSignal: AbortSignal, call: ToolCall, attempt: number, turn: number) {
+  constructor(run: ActiveRun, callStop: Stopper, call: ToolCall, attempt: number, turn: number) {
     this.#run = run;
-    this.#call = call;
-    this.#callSignal = callSignal;
+    this.#toolCall = call;
+    this.#call = callStop;
     this.runId = run.runId;
     if (run.parent) {
       this.parentRunId = run.parent.run.runId;
@@ -63,12 +65,12 @@ export class CallContext implements RunContext<any> {
       const controller = new AbortController();
       this.#controller = controller;
       if (this.#aborted) controller.abort(this.#abortedWith);
-      else if (this.#callSignal.aborted) controller.abort(this.#callSignal.reason);
+      else if (this.#call.aborted) controller.abort(this.#call.reason);
       else {
-        const call = this.#callSignal;
+        const call = this.#call;
         const onAbort = () => controller.abort(call.reason);
-        call.addEventListener("abort", onAbort, { once: true });
-        this.#unlink = () => call.removeEventListener("abort", onAbort);
+        call.watch(onAbort);
+        this.#unlink = () => call.unwatch(onAbort);
       }
     }
     return this.#controller.signal;
@@ -89,7 +91,7 @@ export class CallContext implements RunContext<any> {
   }
 
   update(partial: unknown): void {
-    if (this.#aborted || this.#callSignal.aborted) return;
-    this.#run.emit({ type: "tool_call_update", call: this.#call, partial });
+    if (this.#aborted || this.#call.aborted) return;
+    this.#run.emit({ type: "tool_call_update", call: this.#toolCall, partial });
   }
 }

@@ -63,7 +63,7 @@ export async function executeTurn(
   prior?: PriorTurn,
 ): Promise<TurnExecution> {
   const results: Array<CallResult | undefined> = new Array(requested.length);
-  const running = new Map<number, AbortController>();
+  const running = new Map<number, Stopper>();
   // Calls running now; `idle` resolves when the count drops to zero (no Promise.all per wait).
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
@@ -119,9 +119,9 @@ export async function executeTurn(
   };
 
   const cancelSiblings = (failed: ToolCall) => {
-    for (const [index, controller] of running) {
+    for (const [index, stopper] of running) {
       if (requested[index]!.call.id === failed.id) continue;
-      controller.abort(new Error(`a sibling call (${failed.name}) failed`));
+      stopper.abort(new Error(`a sibling call (${failed.name}) failed`));
       const { call } = requested[index]!;
       finish(
         index,
@@ -147,12 +147,12 @@ export async function executeTurn(
     let stopper = run.stopper;
     let unlink: (() => void) | undefined;
     if (config.cancelSiblingsOnError) {
-      const controller = new AbortController();
-      const onRunAbort = () => controller.abort(run.signal.reason);
-      run.signal.addEventListener("abort", onRunAbort, { once: true });
-      running.set(index, controller);
-      stopper = new Stopper(controller.signal);
-      unlink = () => run.signal.removeEventListener("abort", onRunAbort);
+      const own = new Stopper();
+      const onRunAbort = () => own.abort(run.stopper.reason);
+      run.stopper.watch(onRunAbort);
+      running.set(index, own);
+      stopper = own;
+      unlink = () => run.stopper.unwatch(onRunAbort);
     }
     const startedAt = performance.now();
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
@@ -208,7 +208,7 @@ export async function executeTurn(
                 truncationNote: undefined,
               });
               succeed();
-              run.controller.abort(failure);
+              run.abort(failure);
             });
         }
         case "error":
@@ -239,11 +239,11 @@ export async function executeTurn(
       try {
         pending = conclude(outcome);
       } catch (error) {
-        run.controller.abort(error);
+        run.abort(error);
       }
       if (!pending) return settled();
       return pending.then(settled, (error) => {
-        run.controller.abort(error);
+        run.abort(error);
         settled();
       });
     });
@@ -366,7 +366,7 @@ export async function executeTurn(
   }
 
   if (run.stopper.aborted) {
-    const reason = run.signal.reason;
+    const reason = run.stopper.reason;
     execution.stop =
       reason instanceof BudgetExceeded && run.owns(reason)
         ? { reason: "budget", error: reason }

@@ -51,12 +51,12 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
 
   /** Stops the run: running calls are abandoned and get `cancelled` results; it resolves with `stopReason: "cancelled"`. */
   cancel(reason = "cancelled by the caller"): void {
-    if (!this.#run.signal.aborted) this.#run.controller.abort(new RunCancelled(reason));
+    if (!this.#run.stopper.aborted) this.#run.abort(new RunCancelled(reason));
   }
 
   /** True once `cancel()` was called or the run's signal aborted. */
   get cancelled(): boolean {
-    return this.#run.signal.aborted;
+    return this.#run.stopper.aborted;
   }
 
   /**

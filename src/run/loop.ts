@@ -34,7 +34,7 @@ import { resolveInstructions } from "./instructions.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
-import { checkPlugins, setupPlugins, teardownPlugins } from "./plugin.js";
+import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "./plugin.js";
 import { costOf } from "./pricing.js";
 import { sharedRecallTool } from "./recall.js";
 import type { RunResult } from "./result.js";
@@ -68,7 +68,8 @@ export type AgentSetup = {
  */
 export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   try {
-    return await loop(run, input);
+    const setup = start(run, input);
+    return await turns(run, setup instanceof Promise ? await setup : setup);
   } finally {
     const ending = teardownPlugins(run);
     if (ending) await ending;
@@ -76,7 +77,8 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
   }
 }
 
-async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+/** `run_started`, the input into the transcript, and the first agent's setup. */
+function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
   const messages = inputMessages(input);
   run.emit({
     type: "run_started",
@@ -95,7 +97,7 @@ async function loop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
       `earlier untrusted output in the conversation (${(inherited as { name: string }).name})`,
     );
   }
-  return turns(run, await prepareAgent(run, run.agent));
+  return prepareAgent(run, run.agent);
 }
 
 /** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
@@ -155,11 +157,16 @@ export async function turns(
       if (relisted) await relisted;
     }
 
+    const stopper = run.modelStopper();
     const request: ModelRequest & { signal: AbortSignal } = {
       messages: run.transcript,
       tools: offeredSpecs(setup),
       settings: setup.settings,
-      signal: run.modelSignal(),
+      // Made when the model reads it (a provider's fetch does): a run whose model never needs
+      // a signal never makes an AbortController.
+      get signal() {
+        return stopper.signal;
+      },
     };
     if (setup.system !== undefined) request.system = setup.system;
     if (setup.compaction) {
@@ -316,7 +323,8 @@ async function runCalls(
       resetView(run);
     }
     run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
-    state.setup = await prepareAgent(run, handoff.target);
+    const next = prepareAgent(run, handoff.target);
+    state.setup = next instanceof Promise ? await next : next;
     state.corrected = false;
   }
   return undefined;
@@ -364,36 +372,94 @@ function deliverInbox(run: ActiveRun): void {
   for (const message of run.inbox.splice(0)) append(run, message);
 }
 
-export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Promise<AgentSetup> {
+/**
+ * What the run needs of `agent`: its model, tools, system prompt and settings. Without a model
+ * id to resolve, compaction, plugins, hosts or instruction functions there is nothing to wait
+ * for: it returns the setup itself, not a promise (most runs start here).
+ */
+export function prepareAgent(run: ActiveRun, agent: Agent<any, any>): AgentSetup | Promise<AgentSetup> {
+  const config = agent.config;
+  const given = config.model;
+  if (typeof given !== "object" || given === null || config.compaction !== undefined)
+    return prepareResolving(run, agent);
+  const plugins = checkPlugins(config.plugins, agent.name);
+  if (plugins.length) return prepareResolving(run, agent);
+  const toolset = agentToolset(run, agent, plugins, undefined);
+  if (toolset.hasHosts) return prepareResolving(run, agent, toolset);
+  return finishSetup(run, agent, plugins, given, toolset, undefined);
+}
+
+/** `prepareAgent` with its waits: a model id, compaction, plugins' setup, hosts' listings. */
+async function prepareResolving(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  built?: Toolset,
+): Promise<AgentSetup> {
   const model = await resolveModel(agent.config.model, agent.name);
   const compaction = await resolveCompaction(agent.config.compaction, agent.name, (id) =>
     resolveModel(id, agent.name),
   );
   const plugins = checkPlugins(agent.config.plugins, agent.name);
+  const toolset = built ?? agentToolset(run, agent, plugins, compaction);
+  // Before hosts are listed and instructions evaluated (either may need what setup prepares),
+  // and so before the first model request. The run's end tears them down (`teardownPlugins`).
+  if (plugins.length) await setupPlugins(run, plugins);
+  const listed = toolset.refresh();
+  if (listed) await listed;
+  return finishSetup(run, agent, plugins, model, toolset, compaction);
+}
+
+/** The agent's tools, its plugins', its handoffs and the recall tool, with names checked. */
+function agentToolset(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  plugins: readonly Plugin<any>[],
+  compaction: Compaction | undefined,
+): Toolset {
   const groups: ToolGroup[] = [{ from: "the agent's tools", tools: agent.config.tools }];
   for (const entry of plugins) groups.push({ from: `plugin "${entry.name}"`, tools: entry.tools });
   groups.push({ from: "the agent's handoffs", tools: handoffTools(agent) });
   // Recall reads what the store kept of truncated results and what compaction elided.
   if (run.store || compaction)
     groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.store) });
-  const toolset = new Toolset(groups, run.signal);
-  run.onClose(() => toolset.close());
-  toolset.checkNames();
-  // Before hosts are listed and instructions evaluated (either may need what setup prepares),
-  // and so before the first model request. The run's end tears them down (`teardownPlugins`).
-  if (plugins.length) await setupPlugins(run, plugins);
-  await toolset.refresh();
-  for (const tool of toolset.tools) {
-    if (tool.strictWarning)
-      run.emit({ type: "warning", code: "strict_unsupported", message: tool.strictWarning });
+  const toolset = Toolset.forRun(agent, groups, run.stopper);
+  if (toolset.hasHosts) {
+    run.onClose(() => toolset.close());
+    toolset.checkNames();
   }
-  const system = await resolveInstructions(
+  return toolset;
+}
+
+/** The rest of the setup, once tools are listed: warnings, the system prompt, the output contract. */
+function finishSetup(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  plugins: readonly Plugin<any>[],
+  model: Model,
+  toolset: Toolset,
+  compaction: Compaction | undefined,
+): AgentSetup | Promise<AgentSetup> {
+  for (const message of toolset.warnings) run.emit({ type: "warning", code: "strict_unsupported", message });
+  const system = resolveInstructions(
     agent.config.instructions,
-    { ...run.baseContext(), agent: agent.name, signal: run.signal },
-    ...plugins.map((entry) => entry.instructions),
+    () => ({ ...run.baseContext(), agent: agent.name, signal: run.signal }),
+    plugins.length ? plugins.map((entry) => entry.instructions) : undefined,
   );
-  const contract = agent.config.outputType ? outputContract(agent.config.outputType, agent.name) : undefined;
-  let settings = agent.config.modelSettings ?? {};
+  if (system instanceof Promise)
+    return system.then((text) => setupOf(agent, model, toolset, text, compaction));
+  return setupOf(agent, model, toolset, system, compaction);
+}
+
+function setupOf(
+  agent: Agent<any, any>,
+  model: Model,
+  toolset: Toolset,
+  system: string | undefined,
+  compaction: Compaction | undefined,
+): AgentSetup {
+  const config = agent.config;
+  const contract = config.outputType ? outputContract(config.outputType, agent.name) : undefined;
+  let settings = config.modelSettings ?? {};
   if (contract && !settings.responseFormat) {
     settings = {
       ...settings,
@@ -405,7 +471,7 @@ export async function prepareAgent(run: ActiveRun, agent: Agent<any, any>): Prom
     toolset,
     system,
     settings,
-    permissions: agent.config.permissions,
+    permissions: config.permissions,
     contract,
   };
   if (compaction) setup.compaction = compaction;
@@ -461,7 +527,7 @@ function append(run: ActiveRun, message: Message): void {
 }
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
-  const reason = run.signal.reason;
+  const reason = run.stopper.reason;
   // The store failed: the run cannot go on without losing its log.
   if (reason instanceof StoreError) throw reason;
   if (reason instanceof BudgetExceeded && run.owns(reason)) return finishRun(run, "budget", output, reason);

@@ -28,13 +28,19 @@ export const Runner = {
    * Nobody can answer an approval here: calls that would ask are denied unless the agent's
    * `approvalHandler` decides them (or, with a store, the run parks until `Runner.decide`).
    */
-  async run<Deps, Output>(
+  run<Deps, Output>(
     agent: Agent<Deps, Output>,
     input: RunInput,
     options: RunOptions<Deps> = {},
   ): Promise<RunResult<Output>> {
-    assertRunInput(input, options);
-    return start(agent, options, false, (run) => fresh(run, input)).result();
+    // Not an async function: the run's own promise is returned as it is (no wrapper, no extra
+    // ticks); what would throw here rejects it instead, as from an async function.
+    try {
+      assertRunInput(input, options);
+      return start(agent, options, false, (run) => fresh(run, input)).result;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   },
 
   /**
@@ -47,7 +53,7 @@ export const Runner = {
     options: RunOptions<Deps> = {},
   ): RunHandle<Output> {
     assertRunInput(input, options);
-    return start(agent, options, true, (run) => fresh(run, input));
+    return handleOf(start(agent, options, true, (run) => fresh(run, input)));
   },
 
   /**
@@ -75,7 +81,7 @@ export const Runner = {
       );
     }
     const lease: LeaseWait = { waitMs: waitForLeaseMs ?? 0 };
-    return start(
+    const started = start(
       agent,
       { ...runOptions, runId },
       true,
@@ -87,6 +93,7 @@ export const Runner = {
       },
       lease,
     );
+    return handleOf(started);
   },
 
   /**
@@ -174,13 +181,29 @@ export const STORE_GRACE_MS = 2_000;
 type Body = (run: ActiveRun) => Promise<RunResult<any> | { finished: RunResult<any> }>;
 
 /** A fresh run: with a store and a known session, its conversation continues from the store. */
-async function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   const { store, sessionId } = run.options;
-  if (store && sessionId !== undefined && !Array.isArray(input) && !run.parent) {
-    const history = await loadSession(store, sessionId);
-    if (history.length) return runLoop(run, [...history, ...inputMessages(input)]);
-  }
+  if (store && sessionId !== undefined && !Array.isArray(input) && !run.parent)
+    return continueSession(run, store, sessionId, input);
   return runLoop(run, input);
+}
+
+async function continueSession(
+  run: ActiveRun,
+  store: RunStore,
+  sessionId: string,
+  input: RunInput,
+): Promise<RunResult<any>> {
+  const history = await loadSession(store, sessionId);
+  if (history.length) return runLoop(run, [...history, ...inputMessages(input)]);
+  return runLoop(run, input);
+}
+
+/** A started run: its state, its event buffer and its outcome. */
+type Started<Output> = { run: ActiveRun; queue: EventQueue; result: Promise<RunResult<Output>> };
+
+function handleOf<Output>({ run, queue, result }: Started<Output>): RunHandle<Output> {
+  return new RunHandle<Output>(run, queue, result);
 }
 
 function start<Deps, Output>(
@@ -189,7 +212,7 @@ function start<Deps, Output>(
   hasChannel: boolean,
   body: Body,
   lease: LeaseWait = {},
-): RunHandle<Output> {
+): Started<Output> {
   const queue = new EventQueue();
   // Runner.run() has no reader: its events go to the store (if any), never to a buffer.
   if (!hasChannel) queue.detach();
@@ -215,7 +238,7 @@ function start<Deps, Output>(
       // Only the store: a run held up by anything else is checked again later.
       const onStop = () => {
         grace = setTimeout(function check() {
-          if (run.writer.waitingOnStore) fail(storeStalled(run));
+          if (run.writer!.waitingOnStore) fail(storeStalled(run));
           else grace = setTimeout(check, STORE_GRACE_MS / 4).unref();
         }, STORE_GRACE_MS);
         grace.unref?.();
@@ -224,7 +247,8 @@ function start<Deps, Output>(
       else run.signal.addEventListener("abort", onStop, { once: true });
     }
     setImmediate(() => {
-      drive(run, body, { ...lease, signal: run.signal }).then(
+      // Only a stored run waits for a lease (and so needs the run's signal).
+      drive(run, body, run.store ? { ...lease, signal: run.signal } : lease).then(
         (value) =>
           settle(() => {
             queue.end();
@@ -234,12 +258,12 @@ function start<Deps, Output>(
       );
     });
   });
-  return new RunHandle<Output>(run, queue, result);
+  return { run, queue, result };
 }
 
 /** The error a stopped run's handle settles with when its store did not take its last events in time. */
 function storeStalled(run: ActiveRun): Error {
-  const reason = run.signal.reason;
+  const reason = run.stopper.reason;
   if (reason instanceof StoreError) return reason;
   const why = reason instanceof Error ? reason.message : "it was stopped";
   return new StoreError(
@@ -250,27 +274,47 @@ function storeStalled(run: ActiveRun): Error {
 }
 
 /** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
-async function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
+function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
+  if (run.store) return driveLeased(run, body, lease);
+  // No store, no lease: one reaction instead of an async frame around the body.
+  let running: ReturnType<Body>;
+  try {
+    running = body(run);
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  return running.then(unwrap, (error) => {
+    throw runFailed(run, error);
+  });
+}
+
+async function driveLeased(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
   let leased = false;
   try {
-    if (run.store) {
-      await run.writer.acquire(run.runId, lease);
-      leased = true;
-    }
-    const outcome = await body(run);
-    return "finished" in outcome ? outcome.finished : outcome;
+    await run.writer!.acquire(run.runId, lease);
+    leased = true;
+    return unwrap(await body(run));
   } catch (error) {
-    const failure = asError(error);
-    run.emit({
-      type: "run_failed",
-      name: failure.name,
-      message: failure.message,
-      kind: failureKind(failure),
-    });
-    throw failure;
+    throw runFailed(run, error);
   } finally {
-    if (leased) await run.writer.release(run.runId);
+    if (leased) await run.writer!.release(run.runId);
   }
+}
+
+function unwrap(outcome: RunResult<any> | { finished: RunResult<any> }): RunResult<any> {
+  return "finished" in outcome ? outcome.finished : outcome;
+}
+
+/** Emits `run_failed` for what stopped the run, and returns it as an Error to throw. */
+function runFailed(run: ActiveRun, error: unknown): Error {
+  const failure = asError(error);
+  run.emit({
+    type: "run_failed",
+    name: failure.name,
+    message: failure.message,
+    kind: failureKind(failure),
+  });
+  return failure;
 }
 
 function failureKind(error: Error): string {

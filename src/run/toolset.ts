@@ -1,3 +1,4 @@
+import type { Stopper } from "../abort.js";
 import { ToolError, UserError } from "../errors.js";
 import { type HostedTool, isToolHost, type ToolHost } from "../hosts/tool-host.js";
 import type { ToolSpec } from "../model/types.js";
@@ -50,12 +51,15 @@ export class Toolset {
   readonly #hosts = new Map<ToolHost, HostEntry>();
   /** Ends host listings and watches when the run ends (not only when it is cancelled); made only when there are hosts. */
   #lifetime: AbortController | undefined;
-  readonly #runSignal: AbortSignal;
+  /** The run's stop; kept only when there are hosts (a toolset without is shared by runs). */
+  readonly #run: Stopper | undefined;
+  /** The `strict` warnings of the tools, found once per listing. */
+  #warnings: string[] = [];
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
   /** `tools` is one list (the agent's tools), or groups whose names a clash reports. */
-  constructor(tools: AgentTools | ToolGroup[] | undefined, signal: AbortSignal) {
+  constructor(tools: AgentTools | ToolGroup[] | undefined, run: Stopper) {
     this.#sources = [];
     const groups = isGroupList(tools) ? tools : [{ from: "the agent's tools", tools }];
     for (const group of groups) {
@@ -69,8 +73,49 @@ export class Toolset {
         this.#sources.push({ source, from: group.from });
       }
     }
-    this.#runSignal = signal;
     this.#hasHosts = this.#sources.some(({ source }) => !(source instanceof Tool));
+    this.#run = this.#hasHosts ? run : undefined;
+  }
+
+  /**
+   * The toolset of `owner` (an agent) for `groups`: one without hosts has nothing per run —
+   * the same tools give the same names, specs and warnings — so it is built, checked and
+   * listed once and shared by every run of that agent while its tools stay the same ones
+   * (compared by identity, in order). With hosts, a fresh one per run.
+   */
+  static forRun(owner: object, groups: ToolGroup[], run: Stopper): Toolset {
+    const cached = shared.get(owner);
+    if (cached !== undefined && Toolset.#same(cached, groups)) return cached;
+    const toolset = new Toolset(groups, run);
+    if (toolset.#hasHosts) return toolset;
+    toolset.#listed = true;
+    toolset.#reindex();
+    shared.set(owner, toolset);
+    return toolset;
+  }
+
+  /** True when `groups` hold exactly the sources of `toolset`, in order. */
+  static #same(toolset: Toolset, groups: ToolGroup[]): boolean {
+    const sources = toolset.#sources;
+    let i = 0;
+    for (const group of groups) {
+      const tools = group.tools;
+      if (tools === undefined) continue;
+      if (isList(tools)) {
+        for (const source of tools) if (sources[i++]?.source !== source) return false;
+      } else if (sources[i++]?.source !== tools) return false;
+    }
+    return i === sources.length;
+  }
+
+  /** Whether tools come from hosts (listed per run), or only from tools given directly. */
+  get hasHosts(): boolean {
+    return this.#hasHosts;
+  }
+
+  /** Warnings about tools that asked for `strict` where their schema cannot be strict. */
+  get warnings(): readonly string[] {
+    return this.#warnings;
   }
 
   /** Lists what needs listing and rebuilds the name index. Throws `UserError` on a name clash. */
@@ -87,10 +132,16 @@ export class Toolset {
       if (source instanceof Tool) continue;
       if (await this.#listHost(source)) changed = true;
     }
-    if (!changed) return;
+    if (changed) this.#reindex();
+  }
+
+  /** Indexes every tool by name (a clash is a `UserError`), and their specs and warnings. */
+  #reindex(): void {
     const byName = this.#index(true);
     this.#byName = byName;
     this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+    this.#warnings = [];
+    for (const tool of byName.values()) if (tool.strictWarning) this.#warnings.push(tool.strictWarning);
   }
 
   /**
@@ -162,9 +213,9 @@ export class Toolset {
   get #signal(): AbortSignal {
     if (!this.#lifetime) {
       const lifetime = new AbortController();
-      const run = this.#runSignal;
+      const run = this.#run!;
       if (run.aborted) lifetime.abort(run.reason);
-      else run.addEventListener("abort", () => lifetime.abort(run.reason), { once: true });
+      else run.watch(() => lifetime.abort(run.reason));
       this.#lifetime = lifetime;
     }
     return this.#lifetime.signal;
@@ -208,6 +259,9 @@ function describe(value: unknown): string {
     return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
   return typeof value;
 }
+
+/** The shared toolset of each agent whose tools are all given directly (see `Toolset.forRun`). */
+const shared = new WeakMap<object, Toolset>();
 
 const identities = new WeakMap<Tool, number>();
 let nextIdentity = 0;
