@@ -44,6 +44,15 @@ export async function authenticate(
         "loopback_only",
         "this server has no auth configured, so it only answers requests to and from this machine; pass { auth } to createServer",
       );
+    // A reverse proxy in front of a loopback server makes every peer look local; the address
+    // it forwards does not. (A proxy that forwards nothing cannot be told apart: give it auth.)
+    const relayed = forwardedFor(request.headers).find((address) => !isLoopback(address));
+    if (relayed !== undefined)
+      throw new HttpError(
+        403,
+        "loopback_only",
+        `this server has no auth configured, and this request was forwarded from ${relayed}; pass { auth } to createServer to serve other machines`,
+      );
     const origin = request.headers.get("origin");
     if (origin && origin !== "null" && !isLoopback(hostOf(safeHost(origin))))
       throw new HttpError(403, "cross_origin", `requests from ${origin} are refused`);
@@ -62,6 +71,23 @@ export async function authenticate(
   }
   if (typeof userId !== "string" || userId === "") throw unauthorized();
   return { userId };
+}
+
+/** The client addresses proxies forwarded (`X-Forwarded-For`, `X-Real-IP`, `Forwarded: for=`). */
+function forwardedFor(headers: Headers): string[] {
+  const addresses: string[] = [];
+  for (const name of ["x-forwarded-for", "x-real-ip"])
+    for (const part of headers.get(name)?.split(",") ?? []) addresses.push(part.trim());
+  for (const match of (headers.get("forwarded") ?? "").matchAll(/for=("[^"]*"|[^;,\s]+)/gi))
+    addresses.push(match[1]!.replace(/^"|"$/g, ""));
+  // "unknown" and obfuscated names (`_hidden`) are not loopback: a proxy that hides the client is refused.
+  return addresses.filter((a) => a !== "").map(addressOnly);
+}
+
+/** "1.2.3.4:80" → "1.2.3.4", "[::1]:80" → "::1"; anything else as it is. */
+function addressOnly(value: string): string {
+  if (value.startsWith("[")) return value.slice(1, value.indexOf("]") > 0 ? value.indexOf("]") : undefined);
+  return /^[\d.]+:\d+$/.test(value) ? value.slice(0, value.lastIndexOf(":")) : value;
 }
 
 function bearer(request: Request): string | undefined {

@@ -37,6 +37,21 @@ describe("auth", () => {
     );
     expect(crossSite.status).toBe(403);
     expect((await server.fetch(new Request("http://evil.example/"))).status).toBe(403);
+    // Behind a reverse proxy that keeps the Host, the forwarded client address gives it away.
+    for (const headers of [
+      { "x-forwarded-for": "203.0.113.7, 127.0.0.1" },
+      { "x-forwarded-for": "unknown" },
+      { "x-real-ip": "203.0.113.7" },
+      { forwarded: 'for="[2001:db8::1]:4711";proto=https' },
+    ] as Record<string, string>[]) {
+      const proxied = await server.fetch(new Request(`${BASE}/api/agents`, { headers }));
+      expect(proxied.status, JSON.stringify(headers)).toBe(403);
+    }
+    for (const headers of [{ "x-forwarded-for": "127.0.0.1" }, { forwarded: 'for="[::1]:5000"' }] as Record<
+      string,
+      string
+    >[])
+      expect((await server.fetch(new Request(`${BASE}/api/agents`, { headers }))).status).toBe(200);
 
     expect(() => serve(server, { port: 0, hostname: "0.0.0.0" })).toThrow(UserError);
     const serving = await serve(server, { port: 0 });
