@@ -174,6 +174,12 @@ export class RunRegistry {
 
   /** Steers a running run with a user message. */
   inject(log: RunLog, message: string): void {
+    if (log.status === "parked")
+      throw new HttpError(
+        409,
+        "not_running",
+        `run ${log.runId} is waiting for a decision: approve or deny its calls (or cancel it) before sending it a message`,
+      );
     if (log.status !== "running" || !log.handle)
       throw new HttpError(409, "not_running", `run ${log.runId} is ${log.status}; start a new run instead`);
     try {

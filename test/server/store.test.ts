@@ -53,6 +53,11 @@ describe("with a SqliteStore, a parked run survives a restart", () => {
     };
     expect(summary.status).toBe("parked");
     expect(summary.awaitingApproval).toEqual([{ callId: "c1", name: "refund", args: { order: "A1" } }]);
+    const steer = await serverB.fetch(post(`/api/runs/${runId}/inject`, { message: "hurry" }));
+    expect(steer.status).toBe(409);
+    expect(((await steer.json()) as { error: { message: string } }).error.message).toMatch(
+      /waiting for a decision: approve or deny/,
+    );
 
     const lastSeen = before.at(-1)!.seq;
     const stream = await serverB.fetch(
