@@ -7,7 +7,7 @@ import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
 import { afterEach, describe, expect, it } from "vitest";
 import { chatClient, lastAssistant, textOf, VERSIONS } from "./chat-clients.js";
-import { agentWith, eventually, refundTool, slowTool } from "./helpers.js";
+import { agentWith, BASE, events, eventually, post, readSse, refundTool, slowTool } from "./helpers.js";
 
 const lookup = tool({
   name: "lookup",
@@ -159,6 +159,32 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
     await third.resumeStream();
     expect(third.messages).toEqual([]);
     expect(third.error).toBeUndefined();
+  });
+
+  it("stop() only detaches; cancelling the message's run stops it", async () => {
+    const slow = slowTool();
+    const server = createServer({
+      agent: agentWith(
+        [{ toolCalls: [{ id: "s1", name: "slow", args: { step: "one" } }] }, { text: "x" }],
+        [slow.tool],
+      ),
+    });
+    const chat = chatClient(version, server, { id: "chat-stop" });
+    const sending = chat.sendMessage({ text: "go" });
+    await eventually(() => chat.messages.some((m) => m.role === "assistant"));
+    await chat.stop();
+    await sending;
+    const runId = lastAssistant(chat).id;
+    const status = async () =>
+      ((await (await server.fetch(new Request(`${BASE}/api/runs/${runId}`))).json()) as { status: string })
+        .status;
+    expect(await status()).toBe("running");
+    expect((await server.fetch(post(`/api/runs/${runId}/cancel`, {}))).status).toBe(202);
+    await eventually(async () => (await status()) === "completed");
+    const replay = await server.fetch(new Request(`${BASE}/api/runs/${runId}/events`));
+    const end = events(await readSse(replay)).at(-1)!;
+    expect(end.type === "run_completed" && end.stopReason).toBe("cancelled");
+    slow.release();
   });
 
   it("answers ask_human with a client tool output", async () => {
