@@ -202,6 +202,42 @@ describe("the web chat page in Chromium", () => {
     }
   }, 30_000);
 
+  it("answers an ask_human question a child run asks, in the card of the call that started it", async () => {
+    const { askHuman, HumanChannel } = await import("quiver-agents/tools");
+    const channel = new HumanChannel();
+    const clerk = new Agent({
+      name: "clerk",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "q1", name: "ask_human", args: { question: "Which order?" } }] },
+        (req) => ({ text: `clerk heard ${String(req.messages.at(-1)?.content)}` }),
+      ]),
+      tools: [askHuman(channel)],
+    });
+    const boss = new Agent({
+      name: "boss",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "p1", name: "clerk", args: { input: "ask which order" } }] },
+        { text: "Boss is done." },
+      ]),
+      tools: [clerk.asTool()],
+    });
+    const serving = await serve(createServer({ agent: boss, human: channel }), { port: 0 });
+    try {
+      await withPage(serving, async (page) => {
+        await page.getByLabel("Message").fill("refund something");
+        await page.getByLabel("Message").press("Enter");
+        const parent = page.locator('details[data-call-id="p1"]');
+        await parent.getByText("Which order?", { exact: true }).waitFor({ timeout: 5_000 });
+        await parent.getByLabel("Your answer").fill("B2");
+        await parent.getByLabel("Your answer").press("Enter");
+        await page.getByText("Boss is done.").waitFor({ timeout: 5_000 });
+        await expect.poll(() => parent.textContent()).toContain("clerk heard B2");
+      });
+    } finally {
+      await serving.close();
+    }
+  }, 30_000);
+
   it("with a store, a parked run survives a server restart: the open page reconnects, approves, and a reload shows it once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "quiver-page-store-"));
     const path = join(dir, "runs.db");
