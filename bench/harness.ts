@@ -74,6 +74,42 @@ export async function compare<K extends string>(
   return Object.fromEntries(names.map((n) => [n, median(times[n])])) as Record<K, number>;
 }
 
+/**
+ * `compare()` for contenders that time themselves: each returns the milliseconds it counts
+ * (e.g. its runs without the `gc()` before each). Interleaved the same way; medians.
+ */
+export async function compareTimed<K extends string>(
+  contenders: Record<K, () => Promise<number>>,
+  { samples = 9, warmups = 2 }: { samples?: number; warmups?: number } = {},
+): Promise<Record<K, number>> {
+  const names = Object.keys(contenders) as K[];
+  const times = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
+  for (let round = 0; round < warmups + samples; round++) {
+    for (const name of names) {
+      const ms = await contenders[name]();
+      if (round >= warmups) times[name].push(ms);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, median(times[n])])) as Record<K, number>;
+}
+
+/**
+ * Runs `run` `times` times, each after a full `gc()` (the child needs `--expose-gc`): a cold
+ * heap, as a server's first request after a quiet spell sees. Returns the ms of the runs alone.
+ */
+export async function coldMs(times: number, run: () => Promise<unknown>): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error("cold runs need node --expose-gc");
+  let ms = 0;
+  for (let i = 0; i < times; i++) {
+    gc();
+    const started = performance.now();
+    await run();
+    ms += performance.now() - started;
+  }
+  return ms;
+}
+
 export const mb = (bytes: number) => bytes / 1024 / 1024;
 export const peakRssBytes = () => process.resourceUsage().maxRSS * 1024;
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);

@@ -7,12 +7,14 @@
  * dependencies (bench/frameworks/package.json), on the first `npm run bench`.
  *
  * Issue 9's W1 target is "≤ ⅓ of the fastest framework measured": this is the measurement.
+ * Issue 20 adds a one-call run (W0: one chat request, per run) and, for the fastest framework,
+ * W1 on a cold heap (a full `gc()` before each run).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { compare, fmt, inChild, loadQuiver, ratio, root, timeMs } from "../harness.js";
+import { coldMs, compare, compareTimed, fmt, inChild, loadQuiver, ratio, root, timeMs } from "../harness.js";
 import { addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
 
 type Adapter = {
@@ -24,13 +26,23 @@ const DIR = join(root, "bench/frameworks");
 /** The adapters, fastest first as measured here; every one is measured in every run. */
 const ADAPTERS = ["pi-agent-core.mjs", "openai-agents.mjs", "ai-sdk.mjs"];
 
-type FrameworkArgs = { adapter: string; turns: number; samples: number };
+type FrameworkArgs = { adapter: string; turns: number; samples: number; cold?: boolean };
 /** Runs per sample are chosen so a sample takes about this long, for slow and fast frameworks alike. */
 const SAMPLE_MS = 250;
-type FrameworkResult = { label: string; us: number; baselineUs: number };
+type FrameworkResult = {
+  label: string;
+  us: number;
+  baselineUs: number;
+  /** With `cold`: the same runs, each after a full `gc()`. */
+  coldUs?: number;
+  baselineColdUs?: number;
+};
 
-/** Child side: per-call µs of one framework and of the baseline, interleaved. */
-export async function framework({ adapter, turns, samples }: FrameworkArgs): Promise<FrameworkResult> {
+/**
+ * Child side: per-call µs of one framework and of the baseline, interleaved; with `cold`, also
+ * both with a full `gc()` before each run (the child runs with `--expose-gc`).
+ */
+export async function framework({ adapter, turns, samples, cold }: FrameworkArgs): Promise<FrameworkResult> {
   const mod = (await import(pathToFileURL(join(DIR, adapter)).href)) as Adapter;
   const runOnce = await mod.setup({ turns, addNumbers });
   const calls = await runOnce();
@@ -54,7 +66,30 @@ export async function framework({ adapter, turns, samples }: FrameworkArgs): Pro
     { samples, warmups: 1 },
   );
   const perCall = (sampleMs: number) => (sampleMs * 1000) / (runsPerSample * turns);
-  return { label: mod.label, us: perCall(ms.framework), baselineUs: perCall(ms.baseline) };
+  const result: FrameworkResult = {
+    label: mod.label,
+    us: perCall(ms.framework),
+    baselineUs: perCall(ms.baseline),
+  };
+  if (cold) {
+    // A gc() costs milliseconds: fewer runs per sample, so a sample stays short.
+    const coldRuns = Math.max(1, Math.round(runsPerSample / 4));
+    const coldTurns = script({ turns, runs: coldRuns });
+    const coldMsOf = await compareTimed(
+      {
+        framework: () => coldMs(coldRuns, runOnce),
+        baseline: () => {
+          const model = new ScriptedModel(coldTurns, { record: false });
+          return coldMs(coldRuns, () => baselineRun(model, "go", [bareAdd]));
+        },
+      },
+      { samples, warmups: 1 },
+    );
+    const perColdCall = (sampleMs: number) => (sampleMs * 1000) / (coldRuns * turns);
+    result.coldUs = perColdCall(coldMsOf.framework);
+    result.baselineColdUs = perColdCall(coldMsOf.baseline);
+  }
+  return result;
 }
 
 /**
@@ -76,50 +111,72 @@ function install(): boolean {
   }
 }
 
-export type Measured = { label: string; short: FrameworkResult; long: FrameworkResult };
+/** One framework: W0 (1 turn, per run = per call), W1s (20 turns), W1 (500 turns; cold too for the first adapter). */
+export type Measured = { label: string; w0: FrameworkResult; short: FrameworkResult; long: FrameworkResult };
 
-/** Every framework at 20 and 500 turns, each in its own child processes. */
+/** Every framework at 1, 20 and 500 turns, each in its own child processes. */
 export async function measure(): Promise<Measured[]> {
   if (!install()) return [];
   const measured: Measured[] = [];
   for (const adapter of ADAPTERS) {
-    const short = await inChild<FrameworkResult>("workloads/frameworks.ts", "framework", {
-      adapter,
-      turns: 20,
-      samples: 7,
-    });
-    const long = await inChild<FrameworkResult>("workloads/frameworks.ts", "framework", {
-      adapter,
-      turns: 500,
-      samples: 7,
-    });
-    measured.push({ label: long.label, short, long });
+    const at = (turns: number, cold = false) =>
+      inChild<FrameworkResult>(
+        "workloads/frameworks.ts",
+        "framework",
+        { adapter, turns, samples: 7, cold },
+        cold ? ["--expose-gc"] : [],
+      );
+    const w0 = await at(1);
+    const short = await at(20);
+    // The cold heap only for the fastest (listed first): the others take seconds per run.
+    const long = await at(500, adapter === ADAPTERS[0]);
+    measured.push({ label: long.label, w0, short, long });
   }
   return measured;
 }
 
+/** What Quiver's targets compare with: the fastest framework at 500 turns, and its W0, W1s and cold W1. */
+export type Anchor = { label: string; us: number; w0Us: number; shortUs: number; coldUs?: number };
+
 /** The fastest framework at 500 turns, per call. */
-export function fastest(measured: Measured[]): { label: string; us: number } | undefined {
+export function fastest(measured: Measured[]): Anchor | undefined {
   const best = [...measured].sort((a, b) => a.long.us - b.long.us)[0];
-  return best && { label: best.label, us: best.long.us };
+  return (
+    best && {
+      label: best.label,
+      us: best.long.us,
+      w0Us: best.w0.us,
+      shortUs: best.short.us,
+      coldUs: best.long.coldUs,
+    }
+  );
 }
 
-/** One markdown table: each framework (and Quiver, from W1) per call at 20 and 500 turns. */
-export function table(
-  measured: Measured[],
-  quiver: Array<{ label: string; short: number; long: number }>,
-): string {
+/** A row of the frameworks table for Quiver (or the baseline loop), from loop.ts. */
+export type QuiverRow = { label: string; w0?: number; short: number; long: number; cold?: number };
+
+/** One markdown table: each framework (and Quiver and the baseline loop, from loop.ts) at 1, 20 and 500 turns. */
+export function table(measured: Measured[], quiver: QuiverRow[]): string {
   const lines = [
-    "| framework | µs per call, 20 turns | µs per call, 500 turns | growth | × baseline (500 turns) | Quiver run() is faster by |",
-    "| --- | --: | --: | --: | --: | --: |",
+    "| framework | W0: µs per run (1 call + answer) | W1s: µs per call (20 turns) | W1: µs per call (500 turns) | W1 cold heap: µs per call | growth (W1 ÷ W1s) | × baseline (W1) | Quiver run() is faster by (W0 / W1s / W1) |",
+    "| --- | --: | --: | --: | --: | --: | --: | --: |",
   ];
-  const quiverRun = quiver[0]?.long;
+  const quiverRun = quiver.find((q) => q.label === "Quiver run()");
+  const opt = (n: number | undefined) => (n === undefined ? "" : fmt(n));
   for (const q of quiver)
-    lines.push(`| **${q.label}** | ${fmt(q.short)} | ${fmt(q.long)} | ${ratio(q.long / q.short)} | | |`);
-  for (const { label, short, long } of measured) {
-    const faster = quiverRun ? `${fmt(long.us / quiverRun, 1)}×` : "";
     lines.push(
-      `| ${label} | ${fmt(short.us)} | ${fmt(long.us)} | ${ratio(long.us / short.us)} | ${ratio(long.us / long.baselineUs)} | ${faster} |`,
+      `| **${q.label}** | ${opt(q.w0)} | ${fmt(q.short)} | ${fmt(q.long)} | ${opt(q.cold)} | ${ratio(q.long / q.short)} | | |`,
+    );
+  for (const { label, w0, short, long } of measured) {
+    const faster = quiverRun
+      ? [
+          quiverRun.w0 === undefined ? "" : `${fmt(w0.us / quiverRun.w0, 1)}×`,
+          `${fmt(short.us / quiverRun.short, 1)}×`,
+          `${fmt(long.us / quiverRun.long, 1)}×`,
+        ].join(" / ")
+      : "";
+    lines.push(
+      `| ${label} | ${fmt(w0.us)} | ${fmt(short.us)} | ${fmt(long.us)} | ${opt(long.coldUs)} | ${ratio(long.us / short.us)} | ${ratio(long.us / long.baselineUs)} | ${faster} |`,
     );
   }
   return lines.join("\n");

@@ -1,18 +1,40 @@
 /**
- * W1 (sequential: one call per turn, 20 and 500 turns) and W2 (fan-out: 8 calls per turn,
- * 100 turns). Per-call cost = a sample's wall time / the tool calls it made, for
+ * W0 (one chat request: one call, then the answer), W1 (sequential: one call per turn, 20 and
+ * 500 turns; 500 also on a cold heap, a full `gc()` before each run) and W2 (fan-out: 8 calls
+ * per turn, 100 turns). Per-call cost = a sample's wall time / the tool calls it made, for
  * `Runner.run()`, for `Runner.stream()` read event by event, and for the baseline loop, all
  * in one child process and interleaved. A sample is several whole runs back to back, long
  * enough (~3,000 calls) that timer resolution and one stray GC do not decide the median.
  */
-import { compare, fmt, inChild, loadQuiver, type Row, ratio } from "../harness.js";
+import { coldMs, compare, compareTimed, fmt, inChild, loadQuiver, type Row, ratio } from "../harness.js";
 import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+import type { Anchor, QuiverRow } from "./frameworks.js";
 
-type LoopArgs = { turns: number; callsPerTurn: number; runsPerSample: number; samples: number };
-type LoopResult = { runUs: number; streamUs: number; baselineUs: number; eventsPerRun: number };
+type LoopArgs = {
+  turns: number;
+  callsPerTurn: number;
+  runsPerSample: number;
+  samples: number;
+  /** Also run() and the baseline with a full gc() before each run (needs --expose-gc). */
+  cold?: boolean;
+};
+type LoopResult = {
+  runUs: number;
+  streamUs: number;
+  baselineUs: number;
+  eventsPerRun: number;
+  runColdUs?: number;
+  baselineColdUs?: number;
+};
 
 /** Child side: medians of per-call µs for the three contenders. */
-export async function loop({ turns, callsPerTurn, runsPerSample, samples }: LoopArgs): Promise<LoopResult> {
+export async function loop({
+  turns,
+  callsPerTurn,
+  runsPerSample,
+  samples,
+  cold,
+}: LoopArgs): Promise<LoopResult> {
   const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
   const add = tool({
     name: "add",
@@ -57,44 +79,66 @@ export async function loop({ turns, callsPerTurn, runsPerSample, samples }: Loop
     { samples },
   );
   const perCallUs = (sampleMs: number) => (sampleMs * 1000) / (runsPerSample * turns * callsPerTurn);
-  return {
+  const result: LoopResult = {
     runUs: perCallUs(ms.run),
     streamUs: perCallUs(ms.stream),
     baselineUs: perCallUs(ms.baseline),
     eventsPerRun,
   };
+  if (cold) {
+    const coldMsOf = await compareTimed(
+      {
+        run: () => {
+          const agent = agentFor();
+          return coldMs(runsPerSample, () => Runner.run(agent, "go", { maxTurns }));
+        },
+        baseline: () => {
+          const model = new ScriptedModel(turnsPerSample, { record: false });
+          return coldMs(runsPerSample, () => baselineRun(model, "go", [bareAdd]));
+        },
+      },
+      { samples },
+    );
+    result.runColdUs = perCallUs(coldMsOf.run);
+    result.baselineColdUs = perCallUs(coldMsOf.baseline);
+  }
+  return result;
 }
 
 /** Issue 9's figure for the fastest TypeScript framework, used when the frameworks were not measured. */
 const ISSUE_FASTEST_US = 25;
 
-/** W1 per call at 20 and 500 turns, for the frameworks table. */
-export type LoopSummary = Array<{ label: string; short: number; long: number }>;
+/** W0 and W1 for the frameworks table: Quiver run(), stream(), and the baseline loop. */
+export type LoopSummary = QuiverRow[];
 
 /**
- * W1 and W2. The W1 target is a third of the fastest framework measured in this run
- * (`fastest`), or of issue 9's ~25 µs when the frameworks were not measured.
+ * W0, W1 and W2. The W1 target is a third of the fastest framework measured in this run
+ * (`fastest`), or of issue 9's ~25 µs when the frameworks were not measured; W0 and W1 at 20
+ * turns (W1s) are held to a third of that framework's own figures (issue 20).
  */
-export async function measure(fastest?: {
-  label: string;
-  us: number;
-}): Promise<{ rows: Row[]; summary: LoopSummary }> {
+export async function measure(fastest?: Anchor): Promise<{ rows: Row[]; summary: LoopSummary }> {
   const targetUs = (fastest?.us ?? ISSUE_FASTEST_US) / 3;
   const targetSource = fastest
     ? `⅓ of the fastest framework measured: ${fastest.label}, ${fmt(fastest.us)} µs`
     : "⅓ of issue 9's 25 µs";
+  const w0 = await inChild<LoopResult>("workloads/loop.ts", "loop", {
+    turns: 1,
+    callsPerTurn: 1,
+    runsPerSample: 1000,
+    samples: 11,
+  });
   const w1Short = await inChild<LoopResult>("workloads/loop.ts", "loop", {
     turns: 20,
     callsPerTurn: 1,
     runsPerSample: 150,
     samples: 11,
   });
-  const w1Long = await inChild<LoopResult>("workloads/loop.ts", "loop", {
-    turns: 500,
-    callsPerTurn: 1,
-    runsPerSample: 6,
-    samples: 11,
-  });
+  const w1Long = await inChild<LoopResult>(
+    "workloads/loop.ts",
+    "loop",
+    { turns: 500, callsPerTurn: 1, runsPerSample: 6, samples: 11, cold: true },
+    ["--expose-gc"],
+  );
   const w2 = await inChild<LoopResult>("workloads/loop.ts", "loop", {
     turns: 100,
     callsPerTurn: 8,
@@ -108,14 +152,31 @@ export async function measure(fastest?: {
     ["run()", "runUs"],
     ["stream()", "streamUs"],
   ] as const) {
+    const one = w0[key];
     const short = w1Short[key];
     const long = w1Long[key];
+    const anchored = path === "run()" && fastest;
     out.push({
-      workload: `W1 ${path} 20 turns`,
+      workload: `W0 ${path} one chat request (1 call + answer)`,
+      measure: "µs per run",
+      quiver: fmt(one),
+      baseline: fmt(w0.baselineUs, 2),
+      ratio: ratio(one / w0.baselineUs),
+      ...(anchored && {
+        target: `≤ ${fmt(fastest.w0Us / 3)} µs — ⅓ of ${fastest.label}, ${fmt(fastest.w0Us)} µs`,
+        met: one <= fastest.w0Us / 3,
+      }),
+    });
+    out.push({
+      workload: `W1s ${path} 20 turns`,
       measure: "µs per call",
       quiver: fmt(short),
       baseline: fmt(w1Short.baselineUs, 2),
       ratio: ratio(short / w1Short.baselineUs),
+      ...(anchored && {
+        target: `≤ ${fmt(fastest.shortUs / 3)} µs — ⅓ of ${fastest.label}, ${fmt(fastest.shortUs)} µs`,
+        met: short <= fastest.shortUs / 3,
+      }),
     });
     out.push({
       workload: `W1 ${path} 500 turns`,
@@ -126,7 +187,25 @@ export async function measure(fastest?: {
       target: `≤ 10× and ≤ ${fmt(targetUs)} µs — ${targetSource}`,
       met: long / w1Long.baselineUs <= 10 && long <= targetUs,
     });
-    summary.push({ label: `Quiver ${path}`, short, long });
+    if (path === "run()" && w1Long.runColdUs !== undefined) {
+      const cold = w1Long.runColdUs;
+      out.push({
+        workload: "W1 run() 500 turns, cold heap (full gc() before each run)",
+        measure: "µs per call (the gc itself not counted)",
+        quiver: fmt(cold),
+        baseline: fmt(w1Long.baselineColdUs ?? 0, 2),
+        ratio: `${ratio(cold / long)} of steady state`,
+        target: `≤ 1.5× steady state (${fmt(long)} µs)${fastest?.coldUs === undefined ? "" : `; ${fastest.label}: ${fmt(fastest.coldUs)} µs, ${ratio(fastest.coldUs / fastest.us)} of its steady state`}`,
+        met: cold <= 1.5 * long,
+      });
+    }
+    summary.push({
+      label: `Quiver ${path}`,
+      w0: one,
+      short,
+      long,
+      ...(path === "run()" && { cold: w1Long.runColdUs }),
+    });
     out.push({
       workload: `W1 ${path} growth`,
       measure: "per call, 500 turns ÷ 20 turns",
@@ -136,6 +215,13 @@ export async function measure(fastest?: {
       met: long / short <= 1.25,
     });
   }
+  summary.push({
+    label: "hand-written loop (baseline)",
+    w0: w0.baselineUs,
+    short: w1Short.baselineUs,
+    long: w1Long.baselineUs,
+    cold: w1Long.baselineColdUs,
+  });
   out.push({
     workload: "W2 run() 8 calls × 100 turns",
     measure: "µs per call",
