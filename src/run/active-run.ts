@@ -6,7 +6,7 @@ import type { RunStore } from "../store/types.js";
 import type { Agent } from "./agent.js";
 import { Approvals } from "./approvals.js";
 import { type Budget, BudgetTracker } from "./budget.js";
-import type { RunContext } from "./context.js";
+import { type RunContext, runEnded } from "./context.js";
 import type { EventQueue } from "./event-queue.js";
 import { EventWriter } from "./event-writer.js";
 import type { EventBase, EventBody, RunEvent } from "./events.js";
@@ -277,10 +277,15 @@ export class ActiveRun {
     this.#closers.push(fn);
   }
 
+  /** True once `close()` ran. */
+  closed = false;
+
   /** Releases timers and watches; called once the run has stopped. */
   close(): void {
+    this.closed = true;
     clearTimeout(this.#deadline);
     for (const fn of this.#closers.splice(0)) fn();
+    runEnded();
   }
 
   /** The provider's id when it is new to this run, else a fresh one (the caller keeps the original as `providerCallId`). */

@@ -17,7 +17,6 @@ import { enterRunContext, leaveRunContext, type RunContext } from "./context.js"
 import { toolSemaphore } from "./semaphore.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";
-import type { RunTracing } from "./tracing/run-tracing.js";
 
 /** How the attempts of one call ended. */
 export type AttemptsOutcome =
@@ -131,7 +130,7 @@ async function runOneAttempt(
     // The permit is held until the work really ends, even if the run stops waiting for it.
     const permit = release;
     release = undefined;
-    const value = await attemptOnce(tool, args, ctx, settings, permit, run.tracing);
+    const value = await attemptOnce(run, tool, args, ctx, settings, permit);
     if (isAborted(value)) return { kind: "cancelled" };
     return { kind: "value", value, ctx };
   } catch (error) {
@@ -149,14 +148,15 @@ async function runOneAttempt(
  * permit) until it really ends.
  */
 function attemptOnce(
+  run: ActiveRun,
   tool: Tool,
   args: unknown,
   ctx: CallContext,
   settings: AttemptSettings,
   permit: (() => void) | undefined,
-  tracing: RunTracing | undefined,
 ): Promise<unknown> {
   const { stopper } = settings;
+  const tracing = run.tracing;
   return new Promise<unknown>((resolve, reject) => {
     if (stopper.aborted) {
       permit?.();
@@ -199,12 +199,12 @@ function attemptOnce(
     }
     work.then(
       (value) => {
-        leaveRunContext();
+        leaveRunContext(!run.closed);
         ended();
         resolve(value);
       },
       (error) => {
-        leaveRunContext();
+        leaveRunContext(!run.closed);
         ended();
         reject(error);
       },
