@@ -1,6 +1,6 @@
 import { leaseOwner } from "../store/lease-owner.js";
 import type { Lease, RunStore } from "../store/types.js";
-import { LeaseConflict, StoreError } from "../store/types.js";
+import { APPENDS_IN_CALL_ORDER, LeaseConflict, StoreError } from "../store/types.js";
 import type { EventQueue } from "./event-queue.js";
 import type { RunEvent } from "./events.js";
 
@@ -16,12 +16,18 @@ export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
  * to the reader only once stored (write-ahead). Events emitted in the same tick are appended as
  * one batch. One writer serves a root run and its child runs, so the reader sees every event in
  * the order it was emitted.
+ *
+ * A store that applies appends in call order (`APPENDS_IN_CALL_ORDER`) gets each batch at once,
+ * without waiting for the previous one: a store that commits in groups then stores a call's
+ * end, the next turn and the next call's start in one transaction. Any other store gets one
+ * append at a time.
  */
 export class EventWriter {
   readonly store: RunStore | undefined;
   readonly #queue: EventQueue;
   readonly #leases = new Map<string, Lease>();
   readonly #leaseTtlMs: number;
+  readonly #inCallOrder: boolean;
   #batch: RunEvent[] = [];
   #chain: Promise<void> = Promise.resolve();
   #scheduled = false;
@@ -39,6 +45,8 @@ export class EventWriter {
     this.store = store;
     this.#onFailure = onFailure;
     this.#leaseTtlMs = leaseTtlMs;
+    this.#inCallOrder =
+      (store as { [APPENDS_IN_CALL_ORDER]?: boolean } | undefined)?.[APPENDS_IN_CALL_ORDER] === true;
   }
 
   /** Store operations the run is waiting for right now (appends, the final release). */
@@ -64,7 +72,7 @@ export class EventWriter {
     this.#batch.push(event);
     if (!this.#scheduled) {
       this.#scheduled = true;
-      queueMicrotask(() => this.#flush());
+      queueMicrotask(this.#flush);
     }
   }
 
@@ -78,48 +86,66 @@ export class EventWriter {
     return this.#chain;
   }
 
-  #flush(): void {
+  readonly #flush = (): void => {
     this.#scheduled = false;
     const batch = this.#batch;
     if (!batch.length) return;
     this.#batch = [];
+    if (this.#inCallOrder && this.#failure === undefined) {
+      // Sent now; the chain only keeps the reader's order.
+      const stored = this.#store(batch);
+      this.#chain = this.#chain.then(() => stored).then(() => this.#deliver(batch));
+    } else {
+      this.#chain = this.#chain.then(async () => {
+        if (this.#failure === undefined) await this.#store(batch);
+        this.#deliver(batch);
+      });
+    }
+  };
+
+  #deliver(batch: RunEvent[]): void {
+    for (const event of batch) this.#queue.push(event);
+  }
+
+  /** Appends `batch`, one append per run; never rejects: a failure stops the run instead. */
+  async #store(batch: RunEvent[]): Promise<void> {
     const store = this.store!;
-    this.#chain = this.#chain.then(async () => {
-      if (this.#failure) {
-        for (const event of batch) this.#queue.push(event);
-        return;
-      }
-      let runId = batch[0]!.runId;
-      try {
-        // Consecutive events of one run go in one append (child runs interleave with their parent).
-        for (let start = 0; start < batch.length; ) {
-          runId = batch[start]!.runId;
-          let end = start + 1;
-          while (end < batch.length && batch[end]!.runId === runId) end++;
-          const lease = this.#leases.get(runId);
-          if (!lease) throw new StoreError(`run ${runId} has no lease in this process`, { runId });
-          this.#storeWaits++;
-          try {
-            await store.append(lease, batch.slice(start, end));
-          } finally {
-            this.#storeWaits--;
-          }
-          start = end;
-        }
-      } catch (error) {
-        // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
-        // the run stops with a StoreError, so it fails instead of reading as cancelled.
-        this.#fail(
-          error instanceof StoreError
-            ? error
-            : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, {
-                runId,
-                cause: error,
-              }),
+    let runId = batch[0]!.runId;
+    this.#storeWaits++;
+    try {
+      const runs = [...byRun(batch)].map(([id, events]) => {
+        runId = id;
+        const lease = this.#leases.get(id);
+        if (!lease) throw new StoreError(`run ${id} has no lease in this process`, { runId: id });
+        return { lease, events };
+      });
+      // Made together (child runs interleave with their parent): a store that commits in
+      // groups stores them in one transaction.
+      if (runs.length === 1) await store.append(runs[0]!.lease, runs[0]!.events);
+      else {
+        const outcomes = await Promise.allSettled(
+          runs.map(({ lease, events }) => appendTo(store, lease, events)),
         );
+        const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
+        if (failed !== -1) {
+          runId = runs[failed]!.lease.runId;
+          throw (outcomes[failed] as PromiseRejectedResult).reason;
+        }
       }
-      for (const event of batch) this.#queue.push(event);
-    });
+    } catch (error) {
+      // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
+      // the run stops with a StoreError, so it fails instead of reading as cancelled.
+      this.#fail(
+        error instanceof StoreError
+          ? error
+          : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, {
+              runId,
+              cause: error,
+            }),
+      );
+    } finally {
+      this.#storeWaits--;
+    }
   }
 
   /** This driver's identity: two drivers of one run in the same process conflict too. */
@@ -240,6 +266,26 @@ export class EventWriter {
     await released;
     this.#storeWaits--;
   }
+}
+
+/** A batch's events grouped by run, each run's in order; a batch of one run is not copied. */
+function byRun(batch: RunEvent[]): Map<string, RunEvent[]> {
+  const first = batch[0]!.runId;
+  if (batch[batch.length - 1]!.runId === first && batch.every((event) => event.runId === first)) {
+    return new Map([[first, batch]]);
+  }
+  const runs = new Map<string, RunEvent[]>();
+  for (const event of batch) {
+    const events = runs.get(event.runId);
+    if (events) events.push(event);
+    else runs.set(event.runId, [event]);
+  }
+  return runs;
+}
+
+/** `store.append`, with a custom store's synchronous throw turned into a rejection. */
+async function appendTo(store: RunStore, lease: Lease, events: RunEvent[]): Promise<void> {
+  await store.append(lease, events);
 }
 
 /** Resolves after `ms`, or early when `signal` aborts. */

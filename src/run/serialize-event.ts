@@ -13,10 +13,10 @@ import type { RunEvent } from "./events.js";
  */
 export function serializeEvent(event: RunEvent): string {
   try {
-    // The common case: plain data. The replacer drops the live value at the top level only.
-    return JSON.stringify(event, function dropLive(this: unknown, key, value) {
-      return key === "result" && this === event ? undefined : value;
-    });
+    // The common case: plain data. A shallow copy drops the live value (JSON skips an
+    // undefined field); a replacer would do the same at twice the cost, paid on every event
+    // a store writes.
+    return "result" in event ? JSON.stringify({ ...event, result: undefined }) : JSON.stringify(event);
   } catch {
     // A bigint, a cycle or a throwing getter somewhere: take the slow, total path.
   }

@@ -16,7 +16,14 @@ import {
   summarize,
   withPayloads,
 } from "./log-rules.js";
-import type { Lease, RunFilter, RunStore, RunSummary, SessionSummary } from "./types.js";
+import {
+  APPENDS_IN_CALL_ORDER,
+  type Lease,
+  type RunFilter,
+  type RunStore,
+  type RunSummary,
+  type SessionSummary,
+} from "./types.js";
 
 /**
  * A `RunStore` in this process's memory: for tests, demos and runs that need not outlive the
@@ -37,6 +44,8 @@ export class MemoryStore implements RunStore {
   readonly #leases = new Map<string, Lease>();
   readonly #artifacts = new Map<string, Map<string, string>>();
   #closed = false;
+  /** Every append is applied before it returns its promise, so in call order. */
+  readonly [APPENDS_IN_CALL_ORDER] = true;
 
   // Every method is synchronous inside, so each one is atomic: no other call interleaves.
 

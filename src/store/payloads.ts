@@ -55,37 +55,54 @@ function remember(payload: Payload): void {
  * `$payloads`), and the payloads taken out; `undefined` when nothing is large enough.
  */
 export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads: Payload[] } | undefined {
-  const found: Array<{ path: Array<string | number>; payload: Payload }> = [];
-  const visit = (value: unknown, path: Array<string | number>) => {
+  // Most events hold nothing large: no path is built (nor anything else allocated) until a
+  // payload is found.
+  let found: Found[] | undefined;
+  const visit = (value: unknown, p0: string, p1?: string | number, p2?: string, p3?: number, p4?: string) => {
     const payload = payloadOf(value);
-    if (payload) found.push({ path, payload });
+    if (payload === undefined) return;
+    const path: Array<string | number> = [p0];
+    for (const segment of [p1, p2, p3, p4]) if (segment !== undefined) path.push(segment);
+    found ??= [];
+    found.push({ path, payload });
   };
-  const source = event as unknown as Record<string, unknown>;
-  const visitMessage = (message: unknown, path: Array<string | number>) => {
+  const visitMessage = (message: unknown, p0: string, p1?: number) => {
     if (!isRecord(message)) return;
-    visit(message.content, [...path, "content"]);
-    if (message.details !== undefined) visit(message.details, [...path, "details"]);
-    if (Array.isArray(message.toolCalls)) {
-      message.toolCalls.forEach((call, i) => {
-        if (isRecord(call)) visit(call.args, [...path, "toolCalls", i, "args"]);
-      });
+    // Paths are [p0, p1?, field, …]: a message at `message` or at `input.3`.
+    if (p1 === undefined) {
+      visit(message.content, p0, "content");
+      if (message.details !== undefined) visit(message.details, p0, "details");
+    } else {
+      visit(message.content, p0, p1, "content");
+      if (message.details !== undefined) visit(message.details, p0, p1, "details");
+    }
+    const calls = message.toolCalls;
+    if (!Array.isArray(calls)) return;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i];
+      if (!isRecord(call)) continue;
+      if (p1 === undefined) visit(call.args, p0, "toolCalls", String(i), undefined, "args");
+      else visit(call.args, p0, p1, "toolCalls", i, "args");
     }
   };
-  if (isRecord(source.call)) visit(source.call.args, ["call", "args"]);
-  if (source.message !== undefined) visitMessage(source.message, ["message"]);
+  const source = event as unknown as Record<string, unknown>;
+  if (isRecord(source.call)) visit(source.call.args, "call", "args");
+  if (source.message !== undefined) visitMessage(source.message, "message");
   for (const list of ["input", "transcript"] as const) {
     const messages = source[list];
     if (!Array.isArray(messages)) continue;
-    for (const [i, m] of messages.entries()) visitMessage(m, [list, i]);
+    for (let i = 0; i < messages.length; i++) visitMessage(messages[i], list, i);
   }
   if (Array.isArray(source.pending)) {
-    source.pending.forEach((call, i) => {
-      if (isRecord(call)) visit(call.args, ["pending", i, "args"]);
-    });
+    for (let i = 0; i < source.pending.length; i++) {
+      const call = source.pending[i];
+      if (isRecord(call)) visit(call.args, "pending", i, "args");
+    }
   }
-  for (const field of ["output", "details", "content", "partial"] as const) {
-    if (source[field] !== undefined) visit(source[field], [field]);
+  for (const field of PAYLOAD_FIELDS) {
+    if (source[field] !== undefined) visit(source[field], field);
   }
+  if (found === undefined) return undefined;
   if (found.length === 0) return undefined;
 
   // Copy-on-write along each path: the event the run emitted is never touched.
@@ -111,6 +128,11 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   stripped.$payloads = refs;
   return { stripped: stripped as unknown as RunEvent, payloads: [...payloads.values()] };
 }
+
+type Found = { path: Array<string | number>; payload: Payload };
+
+/** Top-level event fields that may hold a large value. */
+const PAYLOAD_FIELDS = ["output", "details", "content", "partial"] as const;
 
 /** The payload of `value` if its JSON text is large enough to store once; undefined otherwise. */
 function payloadOf(value: unknown): Payload | undefined {

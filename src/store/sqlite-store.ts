@@ -35,6 +35,7 @@ import {
   toStoredEvent,
 } from "./sql-rows.js";
 import {
+  APPENDS_IN_CALL_ORDER,
   type Lease,
   type RunFilter,
   type RunStore,
@@ -47,10 +48,13 @@ export type SqliteStoreOptions = {
   /** The database file, created (with its directories) if missing. Default `.quiver/quiver.db`; `":memory:"` for a private in-memory database. */
   path?: string;
   /**
-   * How hard each commit waits for the disk. `"full"` (the default) survives power loss: a
-   * `tool_call_started` that was stored is still there after a reboot, so a finished call is
-   * never run twice. `"normal"` survives a crash of the process but may lose the last commits
-   * on power loss, and appends faster.
+   * How hard each commit waits for the disk. `"normal"` (the default) survives a crash of the
+   * process — a kill -9, an out-of-memory kill, an uncaught exception: a committed event is
+   * in the operating system's hands and is there when the run is resumed. `"full"` also
+   * survives a crash of the machine or a power loss: every commit waits for the disk (an
+   * fsync), so a `tool_call_started` stored before a call ran is still there after a reboot.
+   * In `"normal"` a power loss can lose the last commits (never the file's integrity), so a
+   * call that ran just before it may run again on resume. See docs/durability.md.
    */
   synchronous?: "full" | "normal";
   /** How long a write waits for another process's transaction before failing. Default 5,000 ms. */
@@ -95,6 +99,8 @@ export class SqliteStore implements RunStore {
   readonly #db: BetterSqlite3.Database;
   readonly #sql: ReturnType<typeof prepare>;
   #closed = false;
+  /** Appends queue in call order and commit in that order (see `append`). */
+  readonly [APPENDS_IN_CALL_ORDER] = true;
 
   constructor(options: SqliteStoreOptions = {}) {
     this.path = options.path ?? DEFAULT_PATH;
@@ -106,30 +112,85 @@ export class SqliteStore implements RunStore {
     this.#db = open(Database, this.path, options.busyTimeoutMs ?? 5_000);
     try {
       this.#db.pragma("journal_mode = WAL");
-      this.#db.pragma(`synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      this.#db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
       createTables(this.#db, this.path);
-      this.#sql = prepare(this.#db);
+      this.#sql = prepare(this.#db, this.#appendRows);
     } catch (error) {
       this.#db.close();
       throw storeFailure(`opening the SQLite store at ${this.path}`, undefined, error);
     }
   }
 
-  async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
-    checkRunId(lease.runId);
-    this.#write("appending events", lease.runId, () => {
-      // The clock is read inside the transaction: the lease must still be live once the
-      // write lock is ours, however long another process made us wait for it.
-      checkLeaseHeld(lease, this.#lease(lease.runId), Date.now());
-      if (events.length === 0) return;
-      const previous = this.#run(lease.runId);
-      const { rows, payloads } = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
-      // Payloads first, in the same transaction: a stored row never refers to a missing one.
-      for (const payload of payloads) this.#sql.putPayload.run(lease.runId, payload.key, payload.text);
-      for (const row of rows) this.#sql.insertEvent.run(lease.runId, row.seq, row.version, row.body);
-      this.#sql.upsertRun.run(...runRowValues(summarize(lease.runId, previous, events)));
+  /**
+   * Appends are committed in groups: every append made before the event loop comes round
+   * (this run's events of the same tick, other runs' appends) shares one transaction, and each
+   * append's promise resolves once that transaction has committed. One commit costs about as
+   * much as one row, so a hundred concurrent runs pay for one commit, not a hundred.
+   */
+  append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
+    try {
+      if (this.#closed) throw closedStore("SqliteStore");
+      checkRunId(lease.runId);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ lease, events, resolve, reject });
+      // setImmediate, not a microtask: it runs once the runs now going have stopped to wait for
+      // their stores, so their appends are all pending by then.
+      this.#committing ??= setImmediate(this.#commitPending);
     });
   }
+
+  /** Appends waiting for the next group commit, in the order they were made. */
+  #pending: PendingAppend[] = [];
+  #committing: NodeJS.Immediate | undefined;
+
+  /**
+   * Commits every pending append in one transaction. Each append runs in a savepoint of its
+   * own, so one that is refused (a lost lease, a gap in seq) fails alone; a commit that fails
+   * (a full disk, a lock held too long) fails every append of the group.
+   */
+  readonly #commitPending = (): void => {
+    clearImmediate(this.#committing);
+    this.#committing = undefined;
+    const group = this.#pending;
+    if (group.length === 0) return;
+    this.#pending = [];
+    let failures: Array<unknown | undefined>;
+    try {
+      if (group.length === 1) {
+        this.#sql.appendOne.immediate(group[0]!);
+        failures = [undefined];
+      } else {
+        failures = this.#sql.appendGroup.immediate(group);
+      }
+    } catch (error) {
+      for (const append of group) append.reject(storeFailure("appending events", append.lease.runId, error));
+      return;
+    }
+    for (let i = 0; i < group.length; i++) {
+      const append = group[i]!;
+      const failure = failures[i];
+      if (failure === undefined) append.resolve();
+      else append.reject(storeFailure("appending events", append.lease.runId, failure));
+    }
+  };
+
+  /** One append's statements, inside the group's transaction. */
+  readonly #appendRows = ({ lease, events }: AppendRows): void => {
+    const runId = lease.runId;
+    // The clock is read inside the transaction: the lease must still be live once the write
+    // lock is ours, however long another process made us wait for it.
+    checkLeaseHeld(lease, this.#lease(runId), Date.now());
+    if (events.length === 0) return;
+    const previous = this.#run(runId);
+    const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+    // Payloads first, in the same transaction: a stored row never refers to a missing one.
+    for (const payload of payloads) this.#sql.putPayload.run(runId, payload.key, payload.text);
+    for (const row of rows) this.#sql.insertEvent.run(runId, row.seq, row.version, row.body);
+    this.#sql.upsertRun.run(...runRowValues(summarize(runId, previous, events)));
+  };
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
     const after = checkAfterSeq(runId, afterSeq);
@@ -219,6 +280,8 @@ export class SqliteStore implements RunStore {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    // Appends already made are committed, not dropped.
+    this.#commitPending();
     this.#closed = true;
     this.#db.close();
   }
@@ -235,8 +298,10 @@ export class SqliteStore implements RunStore {
   /** Runs `body` in a write transaction that holds SQLite's write lock from its first statement. */
   #write<T>(action: string, runId: string | undefined, body: () => T): T {
     if (this.#closed) throw closedStore("SqliteStore");
+    // Appends made before this call come first, as the caller made them.
+    this.#commitPending();
     try {
-      return this.#db.transaction(body).immediate();
+      return this.#sql.transaction.immediate(body) as T;
     } catch (error) {
       throw storeFailure(action, runId, error);
     }
@@ -245,8 +310,10 @@ export class SqliteStore implements RunStore {
   /** Runs `body` in a read transaction (one consistent snapshot in WAL mode). */
   #snapshot<T>(action: string, runId: string | undefined, body: () => T): T {
     if (this.#closed) throw closedStore("SqliteStore");
+    // A read sees every append made before it.
+    this.#commitPending();
     try {
-      return this.#db.transaction(body).deferred();
+      return this.#sql.transaction.deferred(body) as T;
     } catch (error) {
       throw storeFailure(action, runId, error);
     }
@@ -284,9 +351,53 @@ function createTables(db: BetterSqlite3.Database, path: string): void {
   }).immediate();
 }
 
-function prepare(db: BetterSqlite3.Database) {
+/** What one append stores. */
+type AppendRows = { lease: Lease; events: readonly RunEvent[] };
+
+/** An append waiting for the next group commit. */
+type PendingAppend = AppendRows & {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+};
+
+function prepare(db: BetterSqlite3.Database, appendRows: (append: AppendRows) => void) {
   const inSession = "SELECT run_id FROM quiver_runs WHERE session_id = ?";
+  // Made once: better-sqlite3 builds a wrapper per `transaction()` call.
+  const appendOne = db.transaction(appendRows);
   return {
+    transaction: db.transaction((body: () => unknown) => body()),
+    appendOne,
+    appendGroup: db.transaction((group: readonly PendingAppend[]) => {
+      // Nested in the group's transaction, appendOne runs in a savepoint: a refused append is
+      // rolled back alone and reported as its failure.
+      const attempt = (append: AppendRows): unknown => {
+        try {
+          appendOne(append);
+          return undefined;
+        } catch (error) {
+          // An error that ended the whole transaction (SQLite rolls back on a full disk or an
+          // I/O fault) fails the group: nothing of it was stored.
+          if (!db.inTransaction) throw error;
+          return error ?? new Error("the append failed");
+        }
+      };
+      // A run's appends under one lease are stored together (one lease check, one summary
+      // update); only if that is refused is each tried alone, so each gets its own outcome.
+      const byLease = new Map<Lease, number[]>();
+      for (let i = 0; i < group.length; i++) {
+        const indexes = byLease.get(group[i]!.lease);
+        if (indexes) indexes.push(i);
+        else byLease.set(group[i]!.lease, [i]);
+      }
+      const failures: unknown[] = new Array(group.length).fill(undefined);
+      for (const [lease, indexes] of byLease) {
+        if (indexes.length === 1) failures[indexes[0]!] = attempt(group[indexes[0]!]!);
+        else if (attempt({ lease, events: indexes.flatMap((i) => group[i]!.events) }) !== undefined) {
+          for (const i of indexes) failures[i] = attempt(group[i]!);
+        }
+      }
+      return failures;
+    }),
     insertEvent: db.prepare("INSERT INTO quiver_events (run_id, seq, version, body) VALUES (?, ?, ?, ?)"),
     readEvents: db.prepare(
       "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",

@@ -76,6 +76,15 @@ export interface RunStore {
 }
 
 /**
+ * Marks a store whose appends take effect in the order they were called, even when the
+ * caller does not wait for one before making the next (both embedded stores do: each append
+ * is queued or applied synchronously). A run's writer then sends each batch at once instead of
+ * after the previous one was stored, so a store that commits in groups gets them together.
+ * Other stores (a pool of database connections, a custom store) get one append at a time.
+ */
+export const APPENDS_IN_CALL_ORDER: unique symbol = Symbol.for("quiver.appendsInCallOrder");
+
+/**
  * A store refused or could not carry out an operation (damaged row, gap in seq, closed store,
  * disk full, lost connection, no answer in time).
  *
