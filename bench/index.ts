@@ -16,13 +16,14 @@ import { fmt, inChildWithLog, mb, type Row, root } from "./harness.js";
 import * as bigOutput from "./workloads/big-output.js";
 import * as compaction from "./workloads/compaction.js";
 import * as concurrency from "./workloads/concurrency.js";
+import * as durable from "./workloads/durable.js";
 import * as frameworks from "./workloads/frameworks.js";
 import * as isolation from "./workloads/isolation.js";
 import * as loop from "./workloads/loop.js";
 import * as scale from "./workloads/scale.js";
 import * as startup from "./workloads/startup.js";
 
-const WORKLOADS = { concurrency, "big-output": bigOutput, scale, startup, isolation, compaction };
+const WORKLOADS = { concurrency, "big-output": bigOutput, scale, startup, isolation, compaction, durable };
 const only = process.env.BENCH_ONLY?.split(",");
 const wanted = (name: string) => !only || only.includes(name);
 const NOT_BENCHMARKS = new Set(["index.ts", "harness.ts", "compile.ts"]);

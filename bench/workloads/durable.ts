@@ -1,0 +1,247 @@
+/**
+ * W1s durable: 20 turns × 1 `add` call (then a final answer) with a store, µs per call, next to
+ * the same runs with no store, all interleaved in one child process. Every run keeps the crash
+ * guarantees: its lease, and each `tool_call_started` committed before the tool runs.
+ *
+ * - SqliteStore with `synchronous: "normal"` (the default: survives a process crash) and
+ *   `"full"` (also survives power loss: an fsync per commit), one run at a time;
+ * - 100 runs at once on one SqliteStore (their appends share commits), per call;
+ * - PostgresStore on a throwaway local server, one run at a time and 100 at once, when
+ *   `initdb` is installed (the server runs with fsync off, so this measures round trips and
+ *   the database's work, not the disk);
+ * - before/after in one run: `BENCH_DURABLE_BEFORE=/path/to/other/checkout` (built: its
+ *   `dist/`) adds that Quiver's SqliteStore rows, interleaved with these, and their ratio.
+ *
+ *   git worktree add /tmp/before <commit> && ln -s "$PWD/node_modules" /tmp/before/
+ *   (cd /tmp/before && npx tsc -p tsconfig.build.json)
+ *   npm run build && BENCH_DURABLE_BEFORE=/tmp/before BENCH_ONLY=durable npx tsx bench/index.ts
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { compare, fmt, inChild, loadQuiver, type Row, ratio, root } from "../harness.js";
+import { addArgs, addNumbers, script } from "./baseline.js";
+
+const TURNS = 20;
+const CONCURRENT_RUNS = 100;
+const TARGET_US = 150;
+
+type DurableArgs = {
+  runsPerSample: number;
+  samples: number;
+  /** Another checkout whose built `dist/` is measured beside this one. */
+  before?: string;
+  postgres?: string;
+};
+
+/** Median µs per call of each contender (absent when not measured). */
+type DurableResult = Record<string, number>;
+
+type Quiver = typeof import("quiver-agents");
+type Stores = typeof import("quiver-agents/store");
+
+async function loadStores(checkout?: string): Promise<Stores> {
+  if (checkout === undefined && process.env.BENCH_SOURCE === "src") return import("quiver-agents/store");
+  return import(pathToFileURL(resolve(checkout ?? root, "dist/store/index.js")).href);
+}
+
+async function loadFrom(checkout: string): Promise<Quiver> {
+  return import(pathToFileURL(resolve(checkout, "dist/index.js")).href);
+}
+
+/** A function that plays `runs` runs (one after another, or all at once), with `store` or none. */
+function player(quiver: Quiver, store: import("quiver-agents/store").RunStore | undefined) {
+  const { Agent, Runner, ScriptedModel, tool } = quiver;
+  const add = tool({
+    name: "add",
+    description: "Add two numbers.",
+    parameters: addArgs,
+    execute: addNumbers,
+  });
+  const options = { maxTurns: TURNS + 1, ...(store && { store }) };
+  const check = (result: { stopReason: string; toolCalls: readonly { ok: boolean }[] }) => {
+    if (result.stopReason !== "completed" || result.toolCalls.filter((c) => c.ok).length !== TURNS) {
+      throw new Error(`a durable run did not complete: ${result.stopReason}`);
+    }
+  };
+  return {
+    sequential: async (runs: number) => {
+      const model = new ScriptedModel(script({ turns: TURNS, runs }), { record: false });
+      const agent = new Agent({ name: "bench", model, tools: [add] });
+      for (let i = 0; i < runs; i++) check(await Runner.run(agent, "go", options));
+    },
+    concurrent: async (runs: number) => {
+      const one = script({ turns: TURNS });
+      const results = await Promise.all(
+        Array.from({ length: runs }, () => {
+          const model = new ScriptedModel(one, { record: false });
+          return Runner.run(new Agent({ name: "bench", model, tools: [add] }), "go", options);
+        }),
+      );
+      results.forEach(check);
+    },
+  };
+}
+
+/** Child side: every contender interleaved, medians of µs per call. */
+export async function durable({
+  runsPerSample,
+  samples,
+  before,
+  postgres,
+}: DurableArgs): Promise<DurableResult> {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-bench-durable-"));
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    const quiver = await loadQuiver();
+    const stores = await loadStores();
+    const sqlite = (name: string, synchronous: "normal" | "full", from: Stores = stores) => {
+      const store = new from.SqliteStore({ path: join(dir, `${name}.db`), synchronous });
+      opened.push(store);
+      return store;
+    };
+    const none = player(quiver, undefined);
+    const normal = player(quiver, sqlite("normal", "normal"));
+    const full = player(quiver, sqlite("full", "full"));
+    const concurrentNormal = player(quiver, sqlite("concurrent-normal", "normal"));
+    const concurrentFull = player(quiver, sqlite("concurrent-full", "full"));
+    const contenders: Record<string, () => Promise<unknown>> = {
+      memory: () => none.sequential(runsPerSample),
+      sqliteNormal: () => normal.sequential(runsPerSample),
+      sqliteFull: () => full.sequential(runsPerSample),
+      concurrentNormal: () => concurrentNormal.concurrent(CONCURRENT_RUNS),
+      concurrentFull: () => concurrentFull.concurrent(CONCURRENT_RUNS),
+    };
+    const callsPer: Record<string, number> = {
+      memory: runsPerSample * TURNS,
+      sqliteNormal: runsPerSample * TURNS,
+      sqliteFull: runsPerSample * TURNS,
+      concurrentNormal: CONCURRENT_RUNS * TURNS,
+      concurrentFull: CONCURRENT_RUNS * TURNS,
+    };
+    if (before !== undefined) {
+      const old = await loadFrom(before);
+      const oldStores = await loadStores(before);
+      const beforeNormal = player(old, sqlite("before-normal", "normal", oldStores));
+      const beforeFull = player(old, sqlite("before-full", "full", oldStores));
+      const beforeConcurrent = player(old, sqlite("before-concurrent", "normal", oldStores));
+      contenders.beforeNormal = () => beforeNormal.sequential(runsPerSample);
+      contenders.beforeFull = () => beforeFull.sequential(runsPerSample);
+      contenders.beforeConcurrentNormal = () => beforeConcurrent.concurrent(CONCURRENT_RUNS);
+      callsPer.beforeNormal = runsPerSample * TURNS;
+      callsPer.beforeFull = runsPerSample * TURNS;
+      callsPer.beforeConcurrentNormal = CONCURRENT_RUNS * TURNS;
+    }
+    if (postgres !== undefined) {
+      const pg = new stores.PostgresStore({ connectionString: postgres, schema: "bench_durable" });
+      opened.push(pg);
+      const onPostgres = player(quiver, pg);
+      contenders.postgres = () => onPostgres.sequential(runsPerSample);
+      contenders.concurrentPostgres = () => onPostgres.concurrent(CONCURRENT_RUNS);
+      callsPer.postgres = runsPerSample * TURNS;
+      callsPer.concurrentPostgres = CONCURRENT_RUNS * TURNS;
+    }
+    const ms = await compare(contenders, { samples, warmups: 2 });
+    return Object.fromEntries(
+      Object.entries(ms).map(([name, sampleMs]) => [name, (sampleMs * 1000) / callsPer[name]!]),
+    );
+  } finally {
+    for (const store of opened) await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Parent side: starts a throwaway PostgreSQL when one can be started, runs the child, makes rows. */
+export async function rows(): Promise<Row[]> {
+  const before = process.env.BENCH_DURABLE_BEFORE;
+  let cluster: { connectionString: string; stop(): Promise<void> } | undefined;
+  try {
+    const { startPostgresCluster } = await import("../../test/store/postgres-cluster.js");
+    cluster = await startPostgresCluster({ durable: true });
+  } catch (error) {
+    console.error(`bench: durable: no PostgreSQL (${(error as Error).message.split("\n")[0]}); SQLite only`);
+  }
+  try {
+    const r = await inChild<DurableResult>("workloads/durable.ts", "durable", {
+      runsPerSample: 20,
+      samples: 9,
+      ...(before !== undefined && { before }),
+      ...(cluster && { postgres: cluster.connectionString }),
+    });
+    return toRows(r);
+  } finally {
+    await cluster?.stop();
+  }
+}
+
+function toRows(r: DurableResult): Row[] {
+  const memory = r.memory!;
+  const perCall = (name: string) => fmt(r[name]!);
+  const out: Row[] = [
+    {
+      workload: `W1s durable: SqliteStore, ${TURNS} turns × 1 call`,
+      measure: 'µs per call (synchronous "normal", the default; baseline: no store)',
+      quiver: perCall("sqliteNormal"),
+      baseline: fmt(memory),
+      ratio: ratio(r.sqliteNormal! / memory),
+      target: `≤ ${TARGET_US} µs`,
+      met: r.sqliteNormal! <= TARGET_US,
+    },
+    {
+      workload: `W1s durable: SqliteStore, ${TURNS} turns × 1 call`,
+      measure: 'µs per call (synchronous "full": an fsync per commit)',
+      quiver: perCall("sqliteFull"),
+      baseline: fmt(memory),
+      ratio: ratio(r.sqliteFull! / memory),
+    },
+    {
+      workload: `W1s durable: ${CONCURRENT_RUNS} runs at once, SqliteStore`,
+      measure: 'µs per call, "normal" (shared commits)',
+      quiver: perCall("concurrentNormal"),
+      baseline: perCall("sqliteNormal"),
+      ratio: `${ratio(r.concurrentNormal! / r.sqliteNormal!)} of one run at a time`,
+    },
+    {
+      workload: `W1s durable: ${CONCURRENT_RUNS} runs at once, SqliteStore`,
+      measure: 'µs per call, "full" (shared fsyncs)',
+      quiver: perCall("concurrentFull"),
+      baseline: perCall("sqliteFull"),
+      ratio: `${ratio(r.concurrentFull! / r.sqliteFull!)} of one run at a time`,
+    },
+  ];
+  if (r.beforeNormal !== undefined) {
+    for (const [now, old, label] of [
+      ["sqliteNormal", "beforeNormal", '"normal", one run at a time'],
+      ["sqliteFull", "beforeFull", '"full", one run at a time'],
+      ["concurrentNormal", "beforeConcurrentNormal", `"normal", ${CONCURRENT_RUNS} runs at once`],
+    ] as const) {
+      out.push({
+        workload: "W1s durable: this Quiver vs BENCH_DURABLE_BEFORE",
+        measure: `µs per call, SqliteStore ${label} (baseline: before)`,
+        quiver: perCall(now),
+        baseline: perCall(old),
+        ratio: ratio(r[now]! / r[old]!),
+      });
+    }
+  }
+  if (r.postgres !== undefined) {
+    out.push(
+      {
+        workload: `W1s durable: PostgresStore, ${TURNS} turns × 1 call`,
+        measure: "µs per call (local server, fsync off; baseline: no store)",
+        quiver: perCall("postgres"),
+        baseline: fmt(memory),
+        ratio: ratio(r.postgres / memory),
+      },
+      {
+        workload: `W1s durable: ${CONCURRENT_RUNS} runs at once, PostgresStore`,
+        measure: "µs per call (pool of 10 connections)",
+        quiver: perCall("concurrentPostgres"),
+        baseline: perCall("postgres"),
+        ratio: `${ratio(r.concurrentPostgres! / r.postgres)} of one run at a time`,
+      },
+    );
+  }
+  return out;
+}
