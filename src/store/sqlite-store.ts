@@ -189,7 +189,18 @@ export class SqliteStore implements RunStore {
     // Payloads first, in the same transaction: a stored row never refers to a missing one.
     for (const payload of payloads) this.#sql.putPayload.run(runId, payload.key, payload.text);
     for (const row of rows) this.#sql.insertEvent.run(runId, row.seq, row.version, row.body);
-    this.#sql.upsertRun.run(...runRowValues(summarize(runId, previous, events)));
+    const summary = summarize(runId, previous, events);
+    if (
+      previous !== undefined &&
+      previous.agent === summary.agent &&
+      previous.startedAt === summary.startedAt &&
+      previous.sessionId === summary.sessionId &&
+      previous.parentRunId === summary.parentRunId
+    ) {
+      // Only what an append changes: rewriting the indexed columns would dirty the session
+      // index's page too, one more page written per commit.
+      this.#sql.advanceRun.run(summary.updatedAt, summary.lastSeq, summary.status, runId);
+    } else this.#sql.upsertRun.run(...runRowValues(summary));
   };
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -403,6 +414,9 @@ function prepare(db: BetterSqlite3.Database, appendRows: (append: AppendRows) =>
       "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",
     ),
     getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
+    advanceRun: db.prepare(
+      "UPDATE quiver_runs SET updated_at = ?, last_seq = ?, status = ? WHERE run_id = ?",
+    ),
     getRunWithLease: db.prepare(`${runsWithLeases("quiver_runs", "quiver_leases")} WHERE r.run_id = ?`),
     upsertRun: db.prepare(
       `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
