@@ -8,8 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
+import { Agent, Runner, ScriptedModel, tool } from "quiver-agents";
 import { LeaseConflict, SqliteStore, StoreError } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { completed, event, started } from "./harnesses.js";
 
 const run = promisify(execFile);
@@ -106,6 +108,78 @@ describe("SqliteStore", () => {
           "PostgresStore needs the optional package pg, which is not installed: run `npm install pg@8`",
       },
     });
+  });
+});
+
+describe("SqliteStore commits appends in groups", () => {
+  it("stores appends made together, in call order, and a read made after them sees them", async () => {
+    const store = new SqliteStore({ path: join(dir, "group-order.db") });
+    const lease = await store.acquireLease("r", "writer", 60_000);
+    // Not awaited one by one: they share a commit, each continuing the log of the one before.
+    const appends = [
+      store.append(lease, [started("r")]),
+      store.append(lease, [event("r", 2), event("r", 3)]),
+      store.append(lease, [completed("r", 4)]),
+    ];
+    expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    await Promise.all(appends);
+    expect(await store.getRun("r")).toMatchObject({ status: "completed", lastSeq: 4 });
+    await store.close();
+  });
+
+  it("fails only the append it refuses; the others of the same commit are stored", async () => {
+    const path = join(dir, "group-refusal.db");
+    const store = new SqliteStore({ path });
+    const ours = await store.acquireLease("a", "writer", 60_000);
+    const theirs = await store.acquireLease("b", "other-writer", 60_000);
+    const other = await store.acquireLease("c", "writer", 60_000);
+    const outcomes = await Promise.allSettled([
+      store.append(ours, [started("a")]),
+      store.append({ ...theirs, owner: "writer" }, [started("b")]),
+      store.append(other, [started("c"), event("c", 3)]),
+      store.append(other, [event("c", 2)]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "rejected", "rejected"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseConflict);
+    expect((outcomes[2] as PromiseRejectedResult).reason.message).toMatch(/gap/);
+    const reopened = new SqliteStore({ path });
+    expect((await reopened.read("a")).map((e) => e.seq)).toEqual([1]);
+    expect(await reopened.read("b")).toEqual([]);
+    expect(await reopened.read("c")).toEqual([]);
+    await reopened.close();
+    await store.close();
+  });
+
+  it("commits each tool_call_started before its tool runs, for runs going at once", async () => {
+    const path = join(dir, "group-write-ahead.db");
+    const store = new SqliteStore({ path });
+    // Another connection sees only what was committed.
+    const observer = new SqliteStore({ path });
+    const seenAtExecute: string[] = [];
+    const probe = tool({
+      name: "probe",
+      description: "Probe.",
+      parameters: z.object({ n: z.number() }),
+      execute: async ({ n }, ctx) => {
+        const log = await observer.read(ctx.runId);
+        const mine = log.find((e) => e.type === "tool_call_started" && e.call.id === ctx.toolCallId);
+        seenAtExecute.push(mine ? "stored" : `missing in ${ctx.runId}`);
+        return n;
+      },
+    });
+    const script = [1, 2, 3].map((n) => ({ toolCalls: [{ name: "probe", args: { n } }] }));
+    const runs = Array.from({ length: 20 }, () =>
+      Runner.run(
+        new Agent({ name: "a", model: new ScriptedModel([...script, { text: "done" }]), tools: [probe] }),
+        "go",
+        { store },
+      ),
+    );
+    const results = await Promise.all(runs);
+    expect(results.every((r) => r.stopReason === "completed" && r.toolCalls.every((c) => c.ok))).toBe(true);
+    expect(seenAtExecute).toEqual(Array.from({ length: 60 }, () => "stored"));
+    await observer.close();
+    await store.close();
   });
 });
 
