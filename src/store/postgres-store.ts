@@ -14,6 +14,7 @@ import {
   encodeEvents,
   filterStatuses,
   referencedPayloads,
+  type StoredRunSummary,
   storeFailure,
   summarize,
   withPayloads,
@@ -138,9 +139,29 @@ export class PostgresStore implements RunStore {
     }
   }
 
+  /**
+   * One statement when it can: after this store's first append to a run, it knows the run's
+   * summary, and one statement checks the lease and the end of the log, inserts the rows,
+   * updates the summary and notifies listeners, or changes nothing if any check fails (three
+   * round trips with BEGIN and COMMIT, instead of seven). When it changed nothing (and for a
+   * first append, or one with large payloads) the general path runs: a transaction that locks
+   * the lease row, reads the run and says exactly what is wrong.
+   */
   async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
     const { runId } = lease;
     checkRunId(runId);
+    const known = this.#known.get(runId);
+    if (known !== undefined && known.owner === lease.owner && events.length > 0) {
+      const quick = this.#quickAppend(lease, known.summary, events);
+      try {
+        if (quick !== undefined && (await quick)) return;
+      } catch (error) {
+        this.#known.delete(runId);
+        throw error;
+      }
+    }
+    this.#known.delete(runId);
+    let summary: StoredRunSummary | undefined;
     await this.#transaction("appending events", runId, async (client) => {
       // Locking the lease row serialises this append with every other append, renewal and
       // takeover of the run; the primary key on (run_id, seq) backs it up.
@@ -163,10 +184,11 @@ export class PostgresStore implements RunStore {
          SELECT $1, seq, version, body FROM unnest($2::integer[], $3::integer[], $4::text[]) AS r(seq, version, body)`,
         [runId, rows.map((r) => r.seq), rows.map((r) => r.version), rows.map((r) => r.body)],
       );
+      summary = summarize(runId, previous, events);
       await client.query(
         `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
-        runRowValues(summarize(runId, previous, events)),
+        runRowValues(summary),
       );
       // Delivered at commit, so a listener that reads after the notice sees these rows. The
       // payload is small (run id and new last seq): listeners read the events themselves.
@@ -174,6 +196,67 @@ export class PostgresStore implements RunStore {
         this.eventsChannel,
         JSON.stringify({ runId, lastSeq: (previous?.lastSeq ?? 0) + rows.length }),
       ]);
+    });
+    if (summary !== undefined) this.#known.set(runId, { owner: lease.owner, summary });
+  }
+
+  /** Each run's summary after this store's last append to it, and the lease owner it wrote under. */
+  readonly #known = new Map<string, { owner: string; summary: StoredRunSummary }>();
+
+  /**
+   * The one-statement append, or undefined when it does not apply (large payloads, or events
+   * that do not continue `previous`). Resolves to false when the database refused it (the
+   * lease or the log is not as this store last left them), having changed nothing.
+   */
+  #quickAppend(
+    lease: Lease,
+    previous: StoredRunSummary,
+    events: readonly RunEvent[],
+  ): Promise<boolean> | undefined {
+    const { runId } = lease;
+    let encoded: ReturnType<typeof encodeEvents>;
+    try {
+      encoded = encodeEvents(runId, previous.lastSeq, events);
+    } catch {
+      return undefined;
+    }
+    if (encoded.payloads.length > 0) return undefined;
+    const { rows } = encoded;
+    const summary = summarize(runId, previous, events);
+    const [, ...summaryValues] = runRowValues(summary);
+    // Inside BEGIN … COMMIT, not on its own: a lone statement sent to a server that froze
+    // would still commit when it thaws, after this store gave up on it and reported the
+    // append failed. COMMIT is only sent once the statement has answered in time.
+    return this.#transaction("appending events", runId, async (client) => {
+      const { rows: answer } = await client.query(
+        `WITH lease AS (
+         SELECT 1 FROM ${this.#t.leases} WHERE run_id = $1 AND owner = $2 AND expires_at > ${NOW_MS} FOR UPDATE
+       ), run AS (
+         UPDATE ${this.#t.runs} SET session_id = $4, parent_run_id = $5, agent = $6, started_at = $7,
+           updated_at = $8, last_seq = $9, status = $10
+         WHERE run_id = $1 AND last_seq = $3 AND EXISTS (SELECT 1 FROM lease) RETURNING 1
+       ), inserted AS (
+         INSERT INTO ${this.#t.events} (run_id, seq, version, body)
+         SELECT $1, seq, version, body FROM unnest($11::integer[], $12::integer[], $13::text[]) AS r(seq, version, body)
+         WHERE EXISTS (SELECT 1 FROM run)
+       )
+       SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify($14, $15) FROM run) AS notified`,
+        [
+          runId,
+          lease.owner,
+          previous.lastSeq,
+          ...summaryValues,
+          rows.map((r) => r.seq),
+          rows.map((r) => r.version),
+          rows.map((r) => r.body),
+          this.eventsChannel,
+          JSON.stringify({ runId, lastSeq: summary.lastSeq }),
+        ],
+      );
+      return Number(answer[0]?.appended) === 1;
+    }).then((appended) => {
+      if (appended) this.#known.set(runId, { owner: lease.owner, summary });
+      return appended;
     });
   }
 
@@ -272,6 +355,7 @@ export class PostgresStore implements RunStore {
   }
 
   async releaseLease(lease: Lease): Promise<void> {
+    this.#known.delete(lease.runId);
     // Only the owner's own lease is deleted: one taken over by another process stays theirs.
     await this.#query(
       "releasing the lease",
