@@ -20,7 +20,7 @@ export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
  * A store that applies appends in call order (`APPENDS_IN_CALL_ORDER`) gets each batch at once,
  * without waiting for the previous one: a store that commits in groups then stores a call's
  * end, the next turn and the next call's start in one transaction. Any other store gets one
- * append at a time.
+ * append at a time, and what is emitted while one is under way goes in the next.
  */
 export class EventWriter {
   readonly store: RunStore | undefined;
@@ -95,13 +95,23 @@ export class EventWriter {
       // Sent now; the chain only keeps the reader's order.
       const stored = this.#store(batch);
       this.#chain = this.#chain.then(() => stored).then(() => this.#deliver(batch));
+    } else if (this.#waiting !== undefined) {
+      // An append is under way: what was emitted since joins the one waiting behind it, so the
+      // store sees at most two appends per round trip, however many ticks the run took.
+      for (const event of batch) this.#waiting.push(event);
     } else {
+      const next = batch;
+      this.#waiting = next;
       this.#chain = this.#chain.then(async () => {
-        if (this.#failure === undefined) await this.#store(batch);
-        this.#deliver(batch);
+        if (this.#waiting === next) this.#waiting = undefined;
+        if (this.#failure === undefined) await this.#store(next);
+        this.#deliver(next);
       });
     }
   };
+
+  /** The batch chained behind an append under way, still open to later events (one-at-a-time stores). */
+  #waiting: RunEvent[] | undefined;
 
   #deliver(batch: RunEvent[]): void {
     for (const event of batch) this.#queue.push(event);
