@@ -141,6 +141,19 @@ export async function durable({
       contenders.concurrentPostgres = () => onPostgres.concurrent(CONCURRENT_RUNS);
       callsPer.postgres = runsPerSample * TURNS;
       callsPer.concurrentPostgres = CONCURRENT_RUNS * TURNS;
+      if (before !== undefined) {
+        const oldStores = await loadStores(before);
+        const oldPg = new oldStores.PostgresStore({
+          connectionString: postgres,
+          schema: "bench_durable_before",
+        });
+        opened.push(oldPg);
+        const onOldPostgres = player(await loadFrom(before), oldPg);
+        contenders.beforePostgres = () => onOldPostgres.sequential(runsPerSample);
+        contenders.beforeConcurrentPostgres = () => onOldPostgres.concurrent(CONCURRENT_RUNS);
+        callsPer.beforePostgres = runsPerSample * TURNS;
+        callsPer.beforeConcurrentPostgres = CONCURRENT_RUNS * TURNS;
+      }
     }
     const ms = await compare(contenders, { samples, warmups: 2 });
     return Object.fromEntries(
@@ -215,10 +228,13 @@ function toRows(r: DurableResult): Row[] {
       ["sqliteNormal", "beforeNormal", '"normal", one run at a time'],
       ["sqliteFull", "beforeFull", '"full", one run at a time'],
       ["concurrentNormal", "beforeConcurrentNormal", `"normal", ${CONCURRENT_RUNS} runs at once`],
+      ["postgres", "beforePostgres", "PostgresStore, one run at a time"],
+      ["concurrentPostgres", "beforeConcurrentPostgres", `PostgresStore, ${CONCURRENT_RUNS} runs at once`],
     ] as const) {
+      if (r[now] === undefined || r[old] === undefined) continue;
       out.push({
         workload: "W1s durable: this Quiver vs BENCH_DURABLE_BEFORE",
-        measure: `µs per call, SqliteStore ${label} (baseline: before)`,
+        measure: `µs per call, ${label.startsWith("Postgres") ? "" : "SqliteStore "}${label} (baseline: before)`,
         quiver: perCall(now),
         baseline: perCall(old),
         ratio: ratio(r[now]! / r[old]!),
