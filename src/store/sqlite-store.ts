@@ -114,7 +114,7 @@ export class SqliteStore implements RunStore {
       this.#db.pragma("journal_mode = WAL");
       this.#db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
       createTables(this.#db, this.path);
-      this.#sql = prepare(this.#db, this.#appendRows);
+      this.#sql = prepare(this.#db);
     } catch (error) {
       this.#db.close();
       throw storeFailure(`opening the SQLite store at ${this.path}`, undefined, error);
@@ -128,28 +128,33 @@ export class SqliteStore implements RunStore {
    * much as one row, so a hundred concurrent runs pay for one commit, not a hundred.
    */
   append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
+    return this.#enqueue({ action: "appending events", runId: lease?.runId, lease, events }) as Promise<void>;
+  }
+
+  /** Writes waiting for the next group commit, in the order they were made. */
+  #pending: PendingWrite[] = [];
+  #committing: NodeJS.Immediate | undefined;
+
+  /** Queues a write for the next group commit (lease writes go there too, so they do not break a group up). */
+  #enqueue(write: Omit<PendingWrite, "resolve" | "reject">): Promise<unknown> {
     try {
       if (this.#closed) throw closedStore("SqliteStore");
-      checkRunId(lease.runId);
+      checkRunId(write.runId);
     } catch (error) {
       return Promise.reject(error);
     }
     return new Promise((resolve, reject) => {
-      this.#pending.push({ lease, events, resolve, reject });
+      this.#pending.push({ ...write, resolve, reject });
       // setImmediate, not a microtask: it runs once the runs now going have stopped to wait for
-      // their stores, so their appends are all pending by then.
+      // their stores, so their writes are all pending by then.
       this.#committing ??= setImmediate(this.#commitPending);
     });
   }
 
-  /** Appends waiting for the next group commit, in the order they were made. */
-  #pending: PendingAppend[] = [];
-  #committing: NodeJS.Immediate | undefined;
-
   /**
-   * Commits every pending append in one transaction. Each append runs in a savepoint of its
-   * own, so one that is refused (a lost lease, a gap in seq) fails alone; a commit that fails
-   * (a full disk, a lock held too long) fails every append of the group.
+   * Commits every pending write in one transaction. Each runs in a savepoint of its own, so
+   * one that is refused (a lost lease, a gap in seq) fails alone; a commit that fails (a full
+   * disk, a lock held too long) fails every write of the group.
    */
   readonly #commitPending = (): void => {
     clearImmediate(this.#committing);
@@ -157,25 +162,79 @@ export class SqliteStore implements RunStore {
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
-    let failures: Array<unknown | undefined>;
+    let outcomes: Outcome[];
     try {
-      if (group.length === 1) {
-        this.#sql.appendOne.immediate(group[0]!);
-        failures = [undefined];
-      } else {
-        failures = this.#sql.appendGroup.immediate(group);
-      }
+      outcomes =
+        group.length === 1
+          ? [{ ok: true, value: this.#sql.transaction.immediate(() => this.#apply(group[0]!)) }]
+          : (this.#sql.transaction.immediate(() => this.#applyGroup(group)) as Outcome[]);
     } catch (error) {
-      for (const append of group) append.reject(storeFailure("appending events", append.lease.runId, error));
+      for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
       return;
     }
     for (let i = 0; i < group.length; i++) {
-      const append = group[i]!;
-      const failure = failures[i];
-      if (failure === undefined) append.resolve();
-      else append.reject(storeFailure("appending events", append.lease.runId, failure));
+      const write = group[i]!;
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(storeFailure(write.action, write.runId, outcome.error));
     }
   };
+
+  #apply(write: PendingWrite): unknown {
+    return write.body !== undefined ? write.body() : this.#appendRows(write as AppendRows);
+  }
+
+  /**
+   * The writes of a group, each in a savepoint, in order. A run's appends under one lease are
+   * stored together (one lease check, one summary update) until another write to that run
+   * comes between them; only if that is refused is each tried alone, for its own outcome.
+   */
+  #applyGroup(group: readonly PendingWrite[]): Outcome[] {
+    const attempt = (body: () => unknown): Outcome => {
+      try {
+        return { ok: true, value: this.#sql.transaction(body) };
+      } catch (error) {
+        // An error that ended the whole transaction (SQLite rolls back on a full disk or an
+        // I/O fault) fails the group: nothing of it was stored.
+        if (!this.#db.inTransaction) throw error;
+        return { ok: false, error };
+      }
+    };
+    type Unit = { lease: Lease; indexes: number[] };
+    const steps: Array<number | Unit> = [];
+    const open = new Map<Lease, Unit>();
+    for (let i = 0; i < group.length; i++) {
+      const write = group[i]!;
+      if (write.body === undefined) {
+        const unit = open.get(write.lease!);
+        if (unit) unit.indexes.push(i);
+        else {
+          const fresh = { lease: write.lease!, indexes: [i] };
+          open.set(write.lease!, fresh);
+          steps.push(fresh);
+        }
+      } else {
+        for (const lease of open.keys()) if (lease.runId === write.runId) open.delete(lease);
+        steps.push(i);
+      }
+    }
+    const outcomes: Outcome[] = new Array(group.length);
+    for (const step of steps) {
+      if (typeof step === "number") {
+        outcomes[step] = attempt(() => this.#apply(group[step]!));
+        continue;
+      }
+      const { lease, indexes } = step;
+      const together =
+        indexes.length === 1
+          ? undefined
+          : attempt(() => this.#appendRows({ lease, events: indexes.flatMap((i) => group[i]!.events!) }));
+      for (const i of indexes) {
+        outcomes[i] = together?.ok ? together : attempt(() => this.#apply(group[i]!));
+      }
+    }
+    return outcomes;
+  }
 
   /** One append's statements, inside the group's transaction. */
   readonly #appendRows = ({ lease, events }: AppendRows): void => {
@@ -222,29 +281,39 @@ export class SqliteStore implements RunStore {
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
     checkLeaseRequest(runId, owner, ttlMs);
-    return this.#write("acquiring the lease", runId, () => {
-      const now = Date.now();
-      checkLeaseFree(runId, owner, this.#lease(runId), now);
-      this.#sql.putLease.run(runId, owner, now + ttlMs);
-      return { runId, owner, expiresAt: now + ttlMs };
-    });
+    return this.#enqueue({
+      action: "acquiring the lease",
+      runId,
+      body: () => {
+        const now = Date.now();
+        checkLeaseFree(runId, owner, this.#lease(runId), now);
+        this.#sql.putLease.run(runId, owner, now + ttlMs);
+        return { runId, owner, expiresAt: now + ttlMs };
+      },
+    }) as Promise<Lease>;
   }
 
   async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {
     checkLeaseRequest(lease.runId, lease.owner, ttlMs);
-    return this.#write("renewing the lease", lease.runId, () => {
-      const now = Date.now();
-      checkLeaseHeld(lease, this.#lease(lease.runId), now);
-      this.#sql.putLease.run(lease.runId, lease.owner, now + ttlMs);
-      return { runId: lease.runId, owner: lease.owner, expiresAt: now + ttlMs };
-    });
+    return this.#enqueue({
+      action: "renewing the lease",
+      runId: lease.runId,
+      body: () => {
+        const now = Date.now();
+        checkLeaseHeld(lease, this.#lease(lease.runId), now);
+        this.#sql.putLease.run(lease.runId, lease.owner, now + ttlMs);
+        return { runId: lease.runId, owner: lease.owner, expiresAt: now + ttlMs };
+      },
+    }) as Promise<Lease>;
   }
 
   async releaseLease(lease: Lease): Promise<void> {
     // Only the owner's own lease is deleted: one taken over by another process stays theirs.
-    this.#write("releasing the lease", lease.runId, () =>
-      this.#sql.deleteLease.run(lease.runId, lease.owner),
-    );
+    await this.#enqueue({
+      action: "releasing the lease",
+      runId: lease.runId,
+      body: () => void this.#sql.deleteLease.run(lease.runId, lease.owner),
+    });
   }
 
   async getRun(runId: string): Promise<RunSummary | undefined> {
@@ -365,50 +434,25 @@ function createTables(db: BetterSqlite3.Database, path: string): void {
 /** What one append stores. */
 type AppendRows = { lease: Lease; events: readonly RunEvent[] };
 
-/** An append waiting for the next group commit. */
-type PendingAppend = AppendRows & {
-  resolve: () => void;
+/** A write waiting for the next group commit: an append (`lease`, `events`) or any other (`body`). */
+type PendingWrite = {
+  action: string;
+  runId: string;
+  lease?: Lease;
+  events?: readonly RunEvent[];
+  body?: () => unknown;
+  resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 };
 
-function prepare(db: BetterSqlite3.Database, appendRows: (append: AppendRows) => void) {
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+function prepare(db: BetterSqlite3.Database) {
   const inSession = "SELECT run_id FROM quiver_runs WHERE session_id = ?";
-  // Made once: better-sqlite3 builds a wrapper per `transaction()` call.
-  const appendOne = db.transaction(appendRows);
   return {
+    // Made once: better-sqlite3 builds a wrapper per `transaction()` call. Called inside
+    // another transaction, it runs `body` in a savepoint.
     transaction: db.transaction((body: () => unknown) => body()),
-    appendOne,
-    appendGroup: db.transaction((group: readonly PendingAppend[]) => {
-      // Nested in the group's transaction, appendOne runs in a savepoint: a refused append is
-      // rolled back alone and reported as its failure.
-      const attempt = (append: AppendRows): unknown => {
-        try {
-          appendOne(append);
-          return undefined;
-        } catch (error) {
-          // An error that ended the whole transaction (SQLite rolls back on a full disk or an
-          // I/O fault) fails the group: nothing of it was stored.
-          if (!db.inTransaction) throw error;
-          return error ?? new Error("the append failed");
-        }
-      };
-      // A run's appends under one lease are stored together (one lease check, one summary
-      // update); only if that is refused is each tried alone, so each gets its own outcome.
-      const byLease = new Map<Lease, number[]>();
-      for (let i = 0; i < group.length; i++) {
-        const indexes = byLease.get(group[i]!.lease);
-        if (indexes) indexes.push(i);
-        else byLease.set(group[i]!.lease, [i]);
-      }
-      const failures: unknown[] = new Array(group.length).fill(undefined);
-      for (const [lease, indexes] of byLease) {
-        if (indexes.length === 1) failures[indexes[0]!] = attempt(group[indexes[0]!]!);
-        else if (attempt({ lease, events: indexes.flatMap((i) => group[i]!.events) }) !== undefined) {
-          for (const i of indexes) failures[i] = attempt(group[i]!);
-        }
-      }
-      return failures;
-    }),
     insertEvent: db.prepare("INSERT INTO quiver_events (run_id, seq, version, body) VALUES (?, ?, ?, ?)"),
     readEvents: db.prepare(
       "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",
