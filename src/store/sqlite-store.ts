@@ -82,7 +82,8 @@ CREATE TABLE IF NOT EXISTS quiver_artifacts (
 /**
  * The embedded default `RunStore`: one SQLite file (better-sqlite3, WAL mode), shared safely
  * by every process on the machine. Writes run in `BEGIN IMMEDIATE` transactions, so two
- * processes can never both take a run's lease or both append the same seq.
+ * processes can never both take a run's lease or both append the same seq. Appends and lease
+ * writes made before the event loop comes round share one transaction (group commit).
  *
  * better-sqlite3 is an optional peer dependency (`npm install better-sqlite3@12`), loaded when
  * the first `SqliteStore` is constructed.
@@ -104,6 +105,13 @@ export class SqliteStore implements RunStore {
 
   constructor(options: SqliteStoreOptions = {}) {
     this.path = options.path ?? DEFAULT_PATH;
+    const { synchronous = "normal" } = options;
+    // A misspelt "full" must not quietly give the weaker promise.
+    if (synchronous !== "normal" && synchronous !== "full") {
+      throw new UserError(
+        `SqliteStore: synchronous must be "normal" or "full" (got ${JSON.stringify(synchronous)}); see docs/durability.md`,
+      );
+    }
     const Database = loadOptionalPackage<typeof BetterSqlite3>(
       "better-sqlite3",
       "SqliteStore",
@@ -112,7 +120,7 @@ export class SqliteStore implements RunStore {
     this.#db = open(Database, this.path, options.busyTimeoutMs ?? 5_000);
     try {
       this.#db.pragma("journal_mode = WAL");
-      this.#db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
+      this.#db.pragma(`synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
       createTables(this.#db, this.path);
       this.#sql = prepare(this.#db);
     } catch (error) {

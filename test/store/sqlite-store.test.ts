@@ -127,6 +127,12 @@ describe("SqliteStore commits appends in groups", () => {
     await store.close();
   });
 
+  it("refuses a durability level it does not know instead of choosing one", () => {
+    expect(
+      () => new SqliteStore({ path: join(dir, "sync.db"), synchronous: "FULL" as unknown as "full" }),
+    ).toThrow(/synchronous must be "normal" or "full"/);
+  });
+
   it("fails only the append it refuses; the others of the same commit are stored", async () => {
     const path = join(dir, "group-refusal.db");
     const store = new SqliteStore({ path });
