@@ -1,0 +1,347 @@
+import { randomUUID } from "node:crypto";
+import { DBOS, type DBOSClient } from "@dbos-inc/dbos-sdk";
+import type * as Pg from "pg";
+import { UserError } from "../errors.js";
+import type { RunOptions } from "../run/active-run.js";
+import type { RunEvent } from "../run/events.js";
+import type { RunInput } from "../run/loop.js";
+import type { AgentsByName } from "../run/recover.js";
+import { assertRunInput } from "../run/run-input.js";
+import { loadOptionalPackage } from "../store/optional-package.js";
+import type { PostgresStore } from "../store/postgres-store.js";
+import { type Reaper, type ReaperOptions, startReaper } from "./reaper.js";
+import { type TailOptions, tailEvents } from "./tail.js";
+import {
+  DECISION_TOPIC,
+  type DecisionMessage,
+  type DurableRunRequest,
+  type DurableRunResult,
+  registerRunWorkflow,
+  undecidedCalls,
+  WORKFLOW_NAME,
+} from "./workflow.js";
+
+/** The DBOS queue every durable run is enqueued on. */
+export const QUEUE_NAME = "quiver-runs";
+
+/** Flow control of the `quiver-runs` queue (DBOS queue parameters). */
+export type RunQueueOptions = {
+  /** Runs one worker process drives at once. */
+  workerConcurrency?: number;
+  /** Runs the whole cluster drives at once. */
+  globalConcurrency?: number;
+  /** At most `limitPerPeriod` runs start per `periodSec` seconds, cluster-wide (a provider's quota, say). */
+  rateLimit?: { limitPerPeriod: number; periodSec: number };
+  /**
+   * Runs of one session driven at once, cluster-wide. Default 1: two runs of one chat never
+   * interleave. A run without a session is its own partition.
+   */
+  partitionConcurrency?: number;
+};
+
+export type DurableRunsOptions = {
+  /** Where runs are kept: the same PostgreSQL database DBOS uses is the usual choice. */
+  store: PostgresStore;
+  /**
+   * The agents this process can drive, by name. Given on workers: it registers the
+   * `quiver.run` workflow, so call `durableRuns` before `DBOS.launch()`. Omit it in a process
+   * that only starts, follows, decides and cancels runs.
+   */
+  agents?: AgentsByName;
+  /**
+   * A `DBOSClient` for a process that does not launch DBOS (a web tier): starts, decisions,
+   * cancels and results go through it. Without it they go through the launched `DBOS`.
+   */
+  client?: DBOSClient;
+  /** The store's database (a postgres:// URL), for `events()` and the worker's heartbeats. Or pass `pool`. */
+  databaseUrl?: string;
+  /** A `pg.Pool` on the store's database, instead of `databaseUrl`; left open by `close()`. */
+  pool?: Pg.Pool;
+  /** Flow control of the `quiver-runs` queue; applied by `startWorker()`. */
+  queue?: RunQueueOptions;
+  /**
+   * Quiver's lease on a run while a worker drives it (default 10,000 ms): the time after which
+   * a run whose worker machine vanished can be driven elsewhere. Shorter than Quiver's usual
+   * 30 s because DBOS, not a person, notices the dead worker.
+   */
+  leaseMs?: number;
+  /** How often a parked run's workflow looks for a decision or a cancel (default 1,000 ms). */
+  decisionPollMs?: number;
+  /** Run options for every run this worker drives (deps, budget, maxTurns, tracer, …). */
+  runOptions?: Omit<RunOptions<any>, "store" | "runId" | "sessionId" | "signal" | "leaseTtlMs">;
+};
+
+/** A worker's part after `DBOS.launch()`: the queue it serves and its reaper. */
+export type Worker = {
+  /** Undefined when started with `reaper: false`. */
+  reaper?: Reaper;
+  stop(): Promise<void>;
+};
+
+/**
+ * Runs driven by DBOS Transact across processes and machines, on the same PostgreSQL as a
+ * `PostgresStore`. DBOS schedules (the `quiver-runs` queue, a partition per session),
+ * recovers a dead worker's runs, waits durably for decisions and cancels; Quiver's event log
+ * stays the record, so a recovered run never re-runs a completed call nor a started
+ * non-idempotent one.
+ *
+ * @example
+ * const store = new PostgresStore({ connectionString: url });
+ * const runs = durableRuns({ store, agents: { support }, databaseUrl: url });
+ * DBOS.setConfig({ name: "support", systemDatabaseUrl: url, executorID: "worker-1", applicationVersion: "2026-12-01" });
+ * await DBOS.launch();
+ * await runs.startWorker();
+ * const runId = await runs.start("support", "Where is my order?", { sessionId: "chat-42" });
+ * for await (const event of runs.events(runId)) console.log(event.type);
+ */
+export function durableRuns(options: DurableRunsOptions): DurableRuns {
+  return new DurableRuns(options);
+}
+
+export class DurableRuns {
+  readonly store: PostgresStore;
+  readonly #options: DurableRunsOptions;
+  readonly #client: DBOSClient | undefined;
+  #pool: Pg.Pool | undefined;
+  readonly #ownsPool: boolean;
+
+  constructor(options: DurableRunsOptions) {
+    if (options === null || typeof options !== "object" || options.store === undefined) {
+      throw new UserError("durableRuns needs { store } (a PostgresStore)");
+    }
+    const leaseMs = options.leaseMs ?? 10_000;
+    const decisionPollMs = options.decisionPollMs ?? 1_000;
+    for (const [name, value] of [
+      ["leaseMs", leaseMs],
+      ["decisionPollMs", decisionPollMs],
+    ] as const) {
+      if (!(Number.isFinite(value) && value > 0)) {
+        throw new UserError(`durableRuns: ${name} must be a positive number of ms (got ${String(value)})`);
+      }
+    }
+    this.store = options.store;
+    this.#options = options;
+    this.#client = options.client;
+    this.#pool = options.pool;
+    this.#ownsPool = options.pool === undefined;
+    if (options.agents !== undefined) {
+      registerRunWorkflow({
+        store: options.store,
+        agents: options.agents,
+        leaseMs,
+        decisionPollMs,
+        runOptions: options.runOptions ?? {},
+      });
+    }
+  }
+
+  /**
+   * After `DBOS.launch()` on a worker: registers the `quiver-runs` queue with its flow control
+   * and starts the heartbeat and reaper, which moves the runs of a worker silent for longer
+   * than `reaper.silentMs` (default 60 s) to live ones. A worker restarted with the same
+   * executor id recovers its own runs at launch without it.
+   *
+   * @example
+   * await DBOS.launch();
+   * const worker = await runs.startWorker({ reaper: { silentMs: 60_000 } });
+   * process.on("SIGTERM", () => worker.stop().then(() => DBOS.shutdown()));
+   */
+  async startWorker(options: { reaper?: ReaperOptions | false } = {}): Promise<Worker> {
+    if (this.#options.agents === undefined) {
+      throw new UserError(
+        "startWorker needs durableRuns({ agents }): a worker must know the agents it drives",
+      );
+    }
+    const queue = this.#options.queue ?? {};
+    await DBOS.registerQueue(QUEUE_NAME, {
+      partitionConcurrency: queue.partitionConcurrency ?? 1,
+      ...(queue.workerConcurrency !== undefined && { workerConcurrency: queue.workerConcurrency }),
+      ...(queue.globalConcurrency !== undefined && { globalConcurrency: queue.globalConcurrency }),
+      ...(queue.rateLimit !== undefined && { rateLimit: queue.rateLimit }),
+      onConflict: "always_update",
+    });
+    const reaper =
+      options.reaper === false
+        ? undefined
+        : startReaper(this.#database("startWorker"), this.store.schema, QUEUE_NAME, options.reaper);
+    return {
+      ...(reaper && { reaper }),
+      stop: async () => {
+        await reaper?.stop();
+      },
+    };
+  }
+
+  /**
+   * Enqueues a run and returns its id at once; a worker drives it. Idempotent by `runId`:
+   * starting an id that exists returns it and starts nothing. Runs of one `sessionId` run one
+   * at a time, in order, across the cluster.
+   *
+   * @example
+   * const runId = await runs.start("support", "Refund order A123", { runId: `refund-A123`, sessionId: "chat-42" });
+   */
+  async start(
+    agent: string,
+    input: RunInput,
+    options: { runId?: string; sessionId?: string } = {},
+  ): Promise<string> {
+    if (typeof agent !== "string" || agent === "") throw new UserError("start needs the agent's name");
+    assertRunInput(input, {});
+    const runId = options.runId ?? `run_${randomUUID()}`;
+    const request: DurableRunRequest = {
+      agent,
+      input,
+      ...(options.sessionId !== undefined && { sessionId: options.sessionId }),
+    };
+    const enqueue = {
+      queueName: QUEUE_NAME,
+      workflowName: WORKFLOW_NAME,
+      workflowID: runId,
+      workflowIDReusePolicy: "return-existing" as const,
+      queuePartitionKey: options.sessionId ?? runId,
+    };
+    if (this.#client) await this.#client.enqueue(enqueue, request);
+    else await this.#launched("start").enqueueWorkflowWithOptions(enqueue, request);
+    return runId;
+  }
+
+  /**
+   * The run's events from its log, as they are stored, from any process; ends when the run
+   * completes, fails or parks (call again with `afterSeq` after a decision), or when `signal`
+   * aborts. New events arrive through `pg_notify`, not by polling.
+   *
+   * @example
+   * for await (const event of runs.events(runId, { afterSeq: lastSeenSeq })) render(event);
+   */
+  events(runId: string, options: TailOptions = {}): AsyncIterable<RunEvent> {
+    return tailEvents(this.store, this.#database("events"), runId, options);
+  }
+
+  /**
+   * Decides an approval a parked run waits on; the run's workflow stores it and goes on when
+   * every pending call is decided. A call that is not waiting is a `UserError`.
+   *
+   * @example
+   * await runs.decide(runId, callId, { approved: false, reason: "over the limit" });
+   */
+  async decide(
+    runId: string,
+    callId: string,
+    decision: boolean | { approved: boolean; reason?: string },
+  ): Promise<void> {
+    const { approved, reason } =
+      typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
+    if (!(await undecidedCalls(this.store, runId)).includes(callId)) {
+      throw new UserError(`run ${runId} has no call ${callId} waiting for approval`);
+    }
+    const message: DecisionMessage = { callId, approved, ...(reason !== undefined && { reason }) };
+    // The key makes a repeated decide (a retried request) one message.
+    const key = `${runId}:${callId}:decision`;
+    if (this.#client) await this.#client.send(runId, message, DECISION_TOPIC, key);
+    else await this.#launched("decide").send(runId, message, DECISION_TOPIC, key);
+  }
+
+  /**
+   * Cancels a run from any process: a running run ends as cancelled (`stopReason:
+   * "cancelled"`) within about a second; a queued or parked one never goes on.
+   *
+   * @example
+   * await runs.cancel(runId);
+   */
+  async cancel(runId: string): Promise<void> {
+    if (this.#client) await this.#client.cancelWorkflow(runId);
+    else await this.#launched("cancel").cancelWorkflow(runId);
+  }
+
+  /**
+   * Waits for the run's workflow to end (at most `timeoutMs`, default 60 s) and returns how it
+   * ended; a run that failed rejects with its error. A cancelled run resolves with
+   * `stopReason: "cancelled"`.
+   *
+   * @example
+   * const { stopReason, output } = await runs.result(runId, { timeoutMs: 120_000 });
+   */
+  async result(runId: string, options: { timeoutMs?: number } = {}): Promise<DurableRunResult> {
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    let outcome: DurableRunResult | null;
+    try {
+      if (this.#client) {
+        const waiting = this.#client
+          .retrieveWorkflow<DurableRunResult>(runId)
+          .getResult({ pollingIntervalMs: 250 });
+        outcome = await withTimeout(waiting, timeoutMs);
+      } else {
+        outcome = await this.#launched("result").getResult<DurableRunResult>(runId, {
+          timeoutSeconds: timeoutMs / 1_000,
+          pollingIntervalMs: 250,
+        });
+      }
+    } catch (error) {
+      if ((error as Error)?.name === "DBOSAwaitedWorkflowCancelledError") return this.#cancelledResult(runId);
+      throw error;
+    }
+    if (outcome === null) {
+      throw new UserError(
+        `run ${runId} did not finish within ${timeoutMs} ms (timeoutMs); it goes on, ask again later`,
+      );
+    }
+    return outcome;
+  }
+
+  /** Closes the pool made from `databaseUrl` (the store and a DBOS client stay open: they are yours). */
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    if (pool && this.#ownsPool) {
+      this.#pool = undefined;
+      await pool.end();
+    }
+  }
+
+  async #cancelledResult(runId: string): Promise<DurableRunResult> {
+    const events = await this.store.read(runId);
+    const end = events.findLast((event) => event.type === "run_completed");
+    return end?.type === "run_completed"
+      ? { runId, stopReason: end.stopReason, output: end.output ?? null }
+      : { runId, stopReason: "cancelled", output: null };
+  }
+
+  #launched(action: string): typeof DBOS {
+    if (!DBOS.isInitialized()) {
+      throw new UserError(
+        `${action} needs DBOS launched in this process (DBOS.launch()), or durableRuns({ client })`,
+      );
+    }
+    return DBOS;
+  }
+
+  #database(action: string): Pg.Pool {
+    if (this.#pool) return this.#pool;
+    if (this.#options.databaseUrl === undefined) {
+      throw new UserError(
+        `${action} needs durableRuns({ databaseUrl }) or ({ pool }): the store's PostgreSQL database`,
+      );
+    }
+    const pg = loadOptionalPackage<typeof Pg>("pg", "durableRuns", "npm install pg@8");
+    const pool = new pg.Pool({ connectionString: this.#options.databaseUrl, max: 4, keepAlive: true });
+    // An idle connection the server drops must not crash the process; the next query reports it.
+    pool.on("error", () => {});
+    this.#pool = pool;
+    return pool;
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

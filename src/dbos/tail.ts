@@ -1,0 +1,76 @@
+/**
+ * Following a run's log from any process: `LISTEN` on the store's events channel (every
+ * committed append notifies it), then read by seq. Notices only wake the reader; the log is
+ * read from the store, so a missed notice costs at most one fallback poll.
+ */
+import type * as Pg from "pg";
+import { sleep } from "../abort.js";
+import type { RunEvent } from "../run/events.js";
+import type { RunStore } from "../store/types.js";
+
+/** What `events()` takes. */
+export type TailOptions = {
+  /** Only events after this seq (default 0: from the start). Pass the last seq you saw to reconnect. */
+  afterSeq?: number;
+  /** Stops the iteration (it returns; nothing throws). */
+  signal?: AbortSignal;
+  /** Read the log this often even without a notice. Default 1,000 ms. */
+  pollMs?: number;
+};
+
+/** Events that stop a run for now: it completed, failed or parked for a decision. */
+const STOPS = new Set<RunEvent["type"]>(["run_completed", "run_failed", "run_parked"]);
+
+export async function* tailEvents(
+  store: RunStore & { eventsChannel: string },
+  pool: Pg.Pool,
+  runId: string,
+  options: TailOptions = {},
+): AsyncGenerator<RunEvent, void, undefined> {
+  let after = options.afterSeq ?? 0;
+  const pollMs = options.pollMs ?? 1_000;
+  const { signal } = options;
+  const client = await pool.connect();
+  let wake: (() => void) | undefined;
+  const onNotice = (notice: Pg.Notification) => {
+    if (notice.channel !== store.eventsChannel || notice.payload === undefined) return;
+    try {
+      const { runId: noticed, lastSeq } = JSON.parse(notice.payload) as { runId: string; lastSeq: number };
+      if (noticed === runId && lastSeq > after) wake?.();
+    } catch {}
+  };
+  const onAbort = () => wake?.();
+  client.on("notification", onNotice);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let broken = false;
+  try {
+    // Listening starts before the first read, so nothing committed in between is missed.
+    await client.query(`LISTEN "${store.eventsChannel.replaceAll('"', '""')}"`);
+    while (!signal?.aborted) {
+      const woken = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      const events = await store.read(runId, after);
+      for (const event of events) {
+        after = event.seq;
+        yield event;
+        if (STOPS.has(event.type)) return;
+      }
+      if (signal?.aborted) return;
+      await Promise.race([woken, sleep(pollMs)]);
+    }
+  } catch (error) {
+    broken = true;
+    throw error;
+  } finally {
+    client.off("notification", onNotice);
+    signal?.removeEventListener("abort", onAbort);
+    // A connection left listening must not go back to the pool.
+    if (broken) client.release(true);
+    else
+      await client.query("UNLISTEN *").then(
+        () => client.release(),
+        () => client.release(true),
+      );
+  }
+}
