@@ -8,6 +8,7 @@ import { asksForSkipped, globMatcher } from "./globs.js";
 import type { GrepMatch } from "./grep-search.js";
 import { codeOf, resolveInside, toPosix } from "./paths.js";
 import { searchOnThread } from "./search-threads.js";
+import { TEMP_SUFFIX } from "./walk.js";
 
 export type { GrepMatch } from "./grep-search.js";
 
@@ -147,6 +148,10 @@ function compile(pattern: string, ignoreCase: boolean): RegExp {
 
 let ripgrep: Promise<string | undefined> | undefined;
 
+async function isFile(file: string): Promise<boolean> {
+  return (await stat(file).catch(() => undefined))?.isFile() ?? false;
+}
+
 /** `rg` if it is already on PATH. Never downloaded. */
 export function ripgrepPath(): Promise<string | undefined> {
   ripgrep ??= (async () => {
@@ -168,22 +173,34 @@ async function grepWithRipgrep(
   start: string,
   options: GrepOptions,
   limit: number,
-): Promise<GrepOutcome> {
+): Promise<GrepOutcome | undefined> {
   const rg = (await ripgrepPath())!;
-  const args = [
-    "--json",
-    "--hidden",
-    "--no-require-git",
-    "--no-config",
-    "--no-ignore-parent",
-    "--glob",
-    "!.git",
-  ];
-  if (!asksForSkipped(toPosix(path.relative(root, start)), options.glob))
-    args.push("--glob", "!node_modules");
+  const relativeStart = toPosix(path.relative(root, start)) || ".";
+  const args = ["--json", "--hidden", "--no-require-git", "--no-config", "--no-ignore-parent"];
+  // rg reads the .gitignore files of the searched folder and below; those of the folders between
+  // the root and a searched subfolder must apply too (as in the Node walk), but .gitignore files
+  // above the root must not. The root's own file is handed over with --ignore-file (its rules are
+  // matched relative to the working directory, the root: exact); a nested one between the root
+  // and the start has rules relative to its own folder, which rg cannot take, so that search
+  // stays in Node.
+  if (relativeStart !== ".") {
+    if (await isFile(path.join(root, ".gitignore")))
+      args.push("--ignore-file", path.join(root, ".gitignore"));
+    let folder = root;
+    for (const part of path.posix.dirname(relativeStart).split("/")) {
+      if (part === ".") break;
+      folder = path.join(folder, part);
+      if (await isFile(path.join(folder, ".gitignore"))) return undefined;
+    }
+  }
   if (options.ignoreCase) args.push("--ignore-case");
-  if (options.glob) args.push("--glob", options.glob);
-  args.push("--regexp", options.pattern, "--", start);
+  // The caller's glob is not passed to rg: its globs override .gitignore (a "*.ts" would bring
+  // back ignored .ts files). Matches are filtered by the same matcher the Node walk uses.
+  const wanted = globMatcher(options.glob);
+  if (!asksForSkipped(relativeStart, options.glob)) args.push("--glob", "!.git", "--glob", "!node_modules");
+  // Temporary files of writes killed halfway are not the project's (the Node walk skips them too).
+  args.push("--glob", `!*${TEMP_SUFFIX}`);
+  args.push("--regexp", options.pattern, "--", relativeStart);
   const child = spawn(rg, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
   const matches: GrepMatch[] = [];
   let truncated = false;
@@ -207,6 +224,8 @@ async function grepWithRipgrep(
         data: { path?: { text?: string }; line_number?: number; lines?: { text?: string } };
       };
       if (event.type !== "match") continue;
+      const file = toPosix(path.relative(root, path.resolve(root, event.data.path?.text ?? "")));
+      if (wanted && !wanted(file)) continue;
       if (matches.length >= limit) {
         truncated = true;
         child.kill("SIGKILL");
@@ -214,9 +233,8 @@ async function grepWithRipgrep(
       }
       let text = (event.data.lines?.text ?? "").replace(/\r?\n$/, "");
       if (text.length > MAX_MATCH_LINE_CHARS) text = `${text.slice(0, MAX_MATCH_LINE_CHARS)} [...]`;
-      const file = event.data.path?.text ?? "";
       matches.push({
-        path: toPosix(path.relative(root, path.resolve(root, file))),
+        path: file,
         line: event.data.line_number ?? 0,
         text,
       });

@@ -158,6 +158,37 @@ describe("grep_files", () => {
     expect(one.output).toContain("[stopped at 1 matching lines");
   });
 
+  it("gives the same matches whichever engine runs it (rg when on PATH, else Node)", async () => {
+    mkdirSync(join(root, "src/nested/deeper"), { recursive: true });
+    writeFileSync(join(root, "src/nested/deeper/d.ts"), "needle three levels down\n");
+    writeFileSync(join(root, "src/left.quiver-tmp"), "needle in a killed write's temporary file\n");
+    writeFileSync(join(root, "src/build.log"), "needle in a log the root .gitignore hides\n");
+    const cases: Array<Omit<Parameters<typeof grepFiles>[0], "root">> = [
+      { pattern: "needle" },
+      { pattern: "needle", path: "src" },
+      { pattern: "needle", path: "src/nested" },
+      { pattern: "needle", path: "src/nested/deeper" },
+      { pattern: "needle", glob: "*.ts" },
+      { pattern: "NEEDLE", ignoreCase: true, path: "src" },
+      { pattern: "needle", path: "node_modules" },
+    ];
+    for (const options of cases) {
+      const auto = await grepFiles({ root, ...options });
+      const node = await grepFiles({ root, ...options, engine: "node" });
+      expect(auto.matches, JSON.stringify(options)).toEqual(expect.arrayContaining(node.matches));
+      expect(auto.matches.map((m) => m.path).sort(), JSON.stringify(options)).toEqual(
+        node.matches.map((m) => m.path).sort(),
+      );
+    }
+    const fromSrc = await grepFiles({ root, pattern: "needle", path: "src" });
+    expect(fromSrc.matches.map((m) => m.path).sort()).toEqual([
+      "src/a.ts",
+      "src/nested/b.ts",
+      "src/nested/deeper/d.ts",
+      "src/notes.md",
+    ]);
+  });
+
   it("an invalid pattern is a clear error; no match says so", async () => {
     const bad = await call(tools(), "grep_files", { pattern: "needle(" });
     expect(bad.ok).toBe(false);
@@ -176,7 +207,7 @@ describe("a pathological pattern", () => {
     try {
       const started = Date.now();
       await expect(
-        grepFiles({ root, pattern: "(a+)+$", path: "src/evil.txt", timeLimitMs: 400 }),
+        grepFiles({ root, pattern: "(a+)+$", path: "src/evil.txt", timeLimitMs: 400, engine: "node" }),
       ).rejects.toThrow(/took longer than 400 ms and was stopped/);
       expect(Date.now() - started).toBeLessThan(5_000);
       // The loop kept turning while the regex backtracked on its thread.
@@ -184,9 +215,10 @@ describe("a pathological pattern", () => {
     } finally {
       clearInterval(ticker);
     }
+    // A backreference: rg (when on PATH) refuses it, so this search runs in Node wherever it runs.
     const { records } = await play(
       tools(),
-      [{ name: "grep_files", args: { pattern: "(a+)+$", path: "src" } }],
+      [{ name: "grep_files", args: { pattern: "(a+)+\\1$", path: "src" } }],
       {
         defaultToolTimeoutMs: 400,
       },
