@@ -1,0 +1,172 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { DBOSClient } from "@dbos-inc/dbos-sdk";
+import { type DurableRuns, durableRuns } from "quiver-agents/dbos";
+import { PostgresStore } from "quiver-agents/store";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PostgresCluster, startPostgresCluster } from "../store/postgres-cluster.js";
+
+const root = resolve(import.meta.dirname, "../..");
+const workerScript = join(root, "test/dbos/worker.ts");
+
+let cluster: PostgresCluster;
+let dir: string;
+let effects: string;
+let store: PostgresStore;
+let client: DBOSClient;
+let runs: DurableRuns;
+const workers = new Map<string, ChildProcess>();
+
+/** Starts a worker process with a pinned executor id and waits until it serves the queue. */
+function startWorker(executorId: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", workerScript], {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: cluster.connectionString,
+      EXECUTOR_ID: executorId,
+      EFFECTS: effects,
+      SILENT_MS: "2000",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  workers.set(executorId, child);
+  let stderr = "";
+  child.stderr!.on("data", (chunk) => {
+    stderr += chunk;
+    if (process.env.DEBUG_WORKERS) process.stderr.write(`[${executorId}] ${chunk}`);
+  });
+  return new Promise((done, fail) => {
+    const timer = setTimeout(
+      () => fail(new Error(`worker ${executorId} not ready in 30 s: ${stderr}`)),
+      30_000,
+    );
+    child.stdout!.on("data", (chunk) => {
+      if (String(chunk).includes("ready")) {
+        clearTimeout(timer);
+        done(child);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      fail(new Error(`worker ${executorId} exited (${code}): ${stderr}`));
+    });
+  });
+}
+
+function kill(executorId: string): Promise<void> {
+  const child = workers.get(executorId)!;
+  workers.delete(executorId);
+  return new Promise((done) => {
+    child.once("exit", () => done());
+    child.kill("SIGKILL");
+  });
+}
+
+const lines = () => readFileSync(effects, "utf8").split("\n").filter(Boolean);
+
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline) {
+      const states = await client.listWorkflows({ limit: 5 });
+      throw new Error(
+        `timed out waiting for ${what}; effects: ${lines().slice(-6).join(" | ")}; workflows: ${JSON.stringify(states.map((w) => [w.workflowID, w.status, w.executorId, w.error]))}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "quiver-dbos-"));
+  effects = join(dir, "effects.log");
+  writeFileSync(effects, "");
+  cluster = await startPostgresCluster({ durable: true });
+  // One launch at a time: the first creates DBOS's tables.
+  await startWorker("worker-a");
+  await startWorker("worker-b");
+  store = new PostgresStore({ connectionString: cluster.connectionString });
+  // The test process plays the web tier: it never launches DBOS.
+  client = await DBOSClient.create({ systemDatabaseUrl: cluster.connectionString });
+  runs = durableRuns({ store, client, databaseUrl: cluster.connectionString });
+}, 60_000);
+
+afterAll(async () => {
+  for (const id of [...workers.keys()]) await kill(id);
+  await runs?.close();
+  await client?.destroy();
+  await store?.close();
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 30_000);
+
+/** Per run: how often its non-idempotent call started and completed, by the effects file. */
+function callsOf(runId: string) {
+  const mine = lines().filter((line) => line.split(" ")[1] === runId);
+  return {
+    started: mine.filter((l) => l.startsWith("start ")).length,
+    done: mine.filter((l) => l.startsWith("done ")).length,
+  };
+}
+
+async function toolOutput(runId: string): Promise<string | undefined> {
+  const events = await store.read(runId);
+  const completed = events.find((e) => e.type === "tool_call_completed");
+  return completed?.type === "tool_call_completed" ? completed.output : undefined;
+}
+
+describe("quiver-agents/dbos with two worker processes", () => {
+  it("finishes 20 runs when a worker is SIGKILLed mid-call and restarted: no call runs twice", async () => {
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        runs.start("biller", `bill customer ${i}`, { sessionId: `s-${i}` }),
+      ),
+    );
+    // Starting an id again starts nothing.
+    expect(await runs.start("biller", "bill again", { runId: ids[0] })).toBe(ids[0]);
+    // Kill worker-a once one of its calls completed and another has started but not finished.
+    await until("worker-a mid-call after a completed call", () => {
+      const a = lines().filter((l) => l.endsWith(" worker-a"));
+      const done = new Set(a.filter((l) => l.startsWith("done ")).map((l) => l.split(" ")[1]));
+      return done.size > 0 && a.some((l) => l.startsWith("start ") && !done.has(l.split(" ")[1]));
+    });
+    await kill("worker-a");
+    const cutOff = lines()
+      .filter((l) => l.startsWith("start ") && l.endsWith(" worker-a"))
+      .map((l) => l.split(" ")[1]!)
+      .filter((id) => callsOf(id).done === 0);
+    expect(cutOff.length).toBeGreaterThan(0);
+    await startWorker("worker-a"); // same executor id: DBOS recovers its runs at launch
+
+    const results = await Promise.all(ids.map((id) => runs.result(id, { timeoutMs: 45_000 })));
+    for (const [i, result] of results.entries()) {
+      expect(result.stopReason, ids[i]).toBe("completed");
+      // Every call started exactly once: none completed re-ran, none cut off re-ran.
+      expect(callsOf(ids[i]!).started, ids[i]).toBe(1);
+      const summary = await store.getRun(ids[i]!);
+      expect(summary?.status).toBe("completed");
+    }
+    for (const id of ids) {
+      if (cutOff.includes(id)) {
+        // The model was told the call was interrupted, as an uninterrupted log never says.
+        expect(
+          (await store.read(id)).some(
+            (e) => e.type === "tool_call_completed" && e.error?.kind === "interrupted",
+          ),
+        ).toBe(true);
+      } else {
+        expect(await toolOutput(id)).toBe("charged 500");
+        expect(results[ids.indexOf(id)]!.output as string).toBe("finished: charged 500");
+      }
+    }
+  }, 60_000);
+});
