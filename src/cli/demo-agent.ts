@@ -1,65 +1,36 @@
-import { createHash } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ToolError } from "../errors.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { Agent } from "../run/agent.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { tool } from "../tool/tool.js";
 import { now } from "../tools/time.js";
+import { workspace } from "../workspace/workspace.js";
 
-/** The installed package's own folder: the demo measures its files. */
+/** The installed package's own folder: the demo works on a copy of some of its files. */
 const packageRoot = resolve(fileURLToPath(new URL("../../", import.meta.url)));
 
-function inPackage(path: string): string {
-  const full = resolve(packageRoot, path);
-  if (relative(packageRoot, full).startsWith(".."))
-    throw new ToolError(`${path} is outside the package`, {
-      hint: "Use a path relative to the package folder.",
-    });
-  return full;
-}
-
-const pathArgument = jsonSchema<{ path: string }>({
-  type: "object",
-  properties: { path: { type: "string", description: "A path relative to the package folder" } },
-  required: ["path"],
-});
-
-/** A demo agent with real tools (files, a flaky local service, a slow task, a gated write) and its cleanup. */
+/**
+ * A demo agent with real tools — the workspace's file and shell tools on a temporary copy of
+ * some of the package's files, a flaky local service (a retry) — and its cleanup. Its edit of
+ * NOTES.md asks for approval with a diff.
+ */
 export async function demoAgent(): Promise<{ agent: Agent<any, any>; close: () => Promise<void> }> {
   const service = await flakyService();
-  const outDir = await mkdtemp(join(tmpdir(), "quiver-demo-"));
-  const notePath = join(outDir, "notes.md");
-  await writeFile(notePath, "# Notes\n\n- nothing checked yet\n");
+  const root = await mkdtemp(join(tmpdir(), "quiver-demo-"));
+  await copyFile(join(packageRoot, "package.json"), join(root, "package.json"));
+  await copyFile(join(packageRoot, "dist/index.js"), join(root, "index.js"));
+  await writeFile(join(root, "NOTES.md"), "# Notes\n\n- nothing checked yet\n");
+  const ws = workspace({
+    root,
+    // Read-only commands (and sleep) run without asking; anything else would ask.
+    shell: { allow: ["wc", "cat", "ls", "head", "sleep"], deny: ["rm -rf"], maxOutputChars: 600 },
+  });
 
-  const fileStats = tool({
-    name: "file_stats",
-    description: "Count the lines and bytes of a file of the package and give its SHA-256.",
-    parameters: pathArgument,
-    readOnly: true,
-    execute: async ({ path }) => {
-      const data = await readFile(inPackage(path));
-      return {
-        path,
-        bytes: data.length,
-        lines: data.toString("utf8").split("\n").length,
-        sha256: createHash("sha256").update(data).digest("hex").slice(0, 16),
-      };
-    },
-  });
-  const readText = tool({
-    name: "read_text",
-    description: "Read a text file of the package.",
-    parameters: pathArgument,
-    readOnly: true,
-    maxOutputChars: 600, // a tripwire: the model gets head and tail of anything longer
-    execute: async ({ path }) => readFile(inPackage(path), "utf8"),
-  });
   const buildStatus = tool({
     name: "build_status",
     description: "Ask the build service (on this machine) whether the build is green.",
@@ -73,58 +44,23 @@ export async function demoAgent(): Promise<{ agent: Agent<any, any>; close: () =
       return res.json();
     },
   });
-  const runChecks = tool({
-    name: "run_checks",
-    description: "Run the project's checks; reports progress while it runs.",
-    parameters: jsonSchema<{ steps: number }>({
-      type: "object",
-      properties: { steps: { type: "integer", minimum: 1, maximum: 20 } },
-      required: ["steps"],
-    }),
-    execute: async ({ steps }, ctx) => {
-      for (let step = 1; step <= steps; step++) {
-        ctx.update({
-          tail: `check ${step} of ${steps}: ${["types", "lint", "unit", "docs", "pack"][step % 5]} … ok`,
-        });
-        await new Promise((ok) => setTimeout(ok, 250));
-        ctx.signal.throwIfAborted();
-      }
-      return `${steps} checks passed`;
-    },
-  });
-  const editNotes = tool({
-    name: "edit_notes",
-    description: "Replace the notes file (in a temporary folder) with new text.",
-    parameters: jsonSchema<{ content: string }>({
-      type: "object",
-      properties: { content: { type: "string" } },
-      required: ["content"],
-    }),
-    destructive: true,
-    parallel: false,
-    execute: async ({ content }) => {
-      const before = await readFile(notePath, "utf8");
-      await writeFile(notePath, content);
-      return {
-        content: [{ type: "text", text: `wrote ${notePath}` }],
-        details: { diff: diffLines("notes.md", before, content) },
-      };
-    },
-  });
 
   const agent = new Agent({
     name: "inspector",
     model: scriptedModel(),
-    instructions:
-      "You inspect the quiver-agents package. In one turn: get the time, measure README.md and package.json, and ask the " +
-      "build service. Then run 5 checks and read package.json. Finally record what you found with edit_notes.",
-    tools: [now, fileStats, readText, buildStatus, runChecks, editNotes],
+    instructions: [
+      "You inspect a copy of the quiver-agents package. In one turn: get the time, list and search its files, read " +
+        "NOTES.md and ask the build service. Then measure the files with the shell. Finally record what you found " +
+        "in NOTES.md with edit_file.",
+      ws.instructions,
+    ],
+    tools: [now, ...ws.tools, buildStatus],
   });
   return {
     agent,
     close: async () => {
       await new Promise<void>((done) => service.server.close(() => done()));
-      await rm(outDir, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true });
     },
   };
 }
@@ -133,29 +69,36 @@ function scriptedModel(): ScriptedModel {
   return new ScriptedModel(
     [
       {
-        text: "I'll check the time, measure two files and ask the build service, all at once.",
+        text: "I'll check the time, list and search the files, read the notes and ask the build service, all at once.",
         toolCalls: [
           { name: "now", args: {} },
-          { name: "file_stats", args: { path: "README.md" } },
-          { name: "file_stats", args: { path: "package.json" } },
+          { name: "list_files", args: {} },
+          { name: "grep_files", args: { pattern: "^export", glob: "*.js" } },
+          { name: "read_file", args: { path: "NOTES.md" } },
           { name: "build_status", args: {} },
         ],
       },
       {
-        text: "The build service needed a retry. Now the checks, and package.json itself.",
+        text: "The build service needed a retry. Now the sizes, and the files themselves.",
         toolCalls: [
-          { name: "run_checks", args: { steps: 5 } },
-          { name: "read_text", args: { path: "package.json" } },
+          {
+            name: "shell",
+            args: {
+              command: "wc -l package.json index.js && sleep 0.6 && cat index.js package.json",
+              description: "measure and print the package files",
+            },
+          },
         ],
       },
       {
         text: "Recording the findings in the notes.",
         toolCalls: [
           {
-            name: "edit_notes",
+            name: "edit_file",
             args: {
-              content:
-                "# Notes\n\n- build: green (after one retry)\n- checks: 5 passed\n- package.json: read (truncated)\n",
+              path: "NOTES.md",
+              old_string: "- nothing checked yet",
+              new_string: "- build: green (after one retry)\n- package files measured with wc",
             },
           },
         ],
@@ -187,26 +130,4 @@ async function flakyService(): Promise<{ server: Server; url: string }> {
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
   server.unref();
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/status` };
-}
-
-/** A whole-file unified diff (small files: every old line out, every new line in, common ends kept). */
-function diffLines(path: string, before: string, after: string): string {
-  const a = before.replace(/\n$/, "").split("\n");
-  const b = after.replace(/\n$/, "").split("\n");
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start++;
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  const lines = [
-    `--- a/${path}`,
-    `+++ b/${path}`,
-    `@@ -${start + 1},${endA - start} +${start + 1},${endB - start} @@`,
-    ...a.slice(start, endA).map((l) => `-${l}`),
-    ...b.slice(start, endB).map((l) => `+${l}`),
-  ];
-  return `${lines.join("\n")}\n`;
 }

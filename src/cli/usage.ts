@@ -103,5 +103,7 @@ Options:
 
 export const DEMO_HELP = `Usage: quiver demo [--json] [--model PROVIDER:ID] [--show-reasoning]
 
-Plays a short scripted session — parallel calls, a retry, a truncated result, an approval — with
-a ScriptedModel (a fixed script, not a language model). --model drives it with a real model.`;
+Plays a short scripted session with the workspace's file and shell tools on a temporary copy of
+some of the package's files — parallel calls, a retry, streamed shell output cut to head + tail,
+an edit that asks for approval — with a ScriptedModel (a fixed script, not a language model).
+--model drives it with a real model.`;

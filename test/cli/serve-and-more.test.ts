@@ -88,7 +88,7 @@ describe("quiver demo and the shipped example", () => {
     expect(ran.stderr).toContain("● build_status()");
     expect(ran.stderr).toMatch(/↻ build_status failed \(the build service answered 503\)/);
     expect(ran.stderr).toContain("cut from");
-    expect(ran.stderr).toContain("✗ edit_notes denied");
+    expect(ran.stderr).toContain("✗ edit_file denied");
     expect(ran.stdout).toContain("the notes were left as they were (not approved)");
   });
 
