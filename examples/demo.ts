@@ -205,11 +205,17 @@ function print(ev: RunEvent): void {
   }
 }
 
-/** Asks in the terminal; without one (CI, a pipe) approves and says so. */
+/**
+ * Asks in the terminal. Without one (CI, a pipe) nobody can answer, so the call is denied: an
+ * approval never defaults to allow (QUIVER_DEMO_APPROVE=1 approves, for a non-interactive tour).
+ */
 async function decide(question: string): Promise<boolean> {
   if (!process.stdin.isTTY) {
-    console.log(`${stamp()}  ? ${question} — no terminal to ask in, approving automatically`);
-    return true;
+    const approve = process.env.QUIVER_DEMO_APPROVE === "1";
+    console.log(
+      `${stamp()}  ? ${question} — no terminal to ask in: ${approve ? "approved by QUIVER_DEMO_APPROVE=1" : "denied (set QUIVER_DEMO_APPROVE=1 to approve)"}`,
+    );
+    return approve;
   }
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   const answer = await rl.question(`${stamp()}  ? ${question} [y/N] `);
@@ -226,7 +232,7 @@ try {
       const diff = (ev.details as { diff?: string } | undefined)?.diff;
       if (diff) console.log(diff.trimEnd().replace(/^/gm, "             │ "));
       if (await decide(`${ev.description ?? callLabel(ev)}? (${ev.reason})`)) ev.approve();
-      else ev.reject("the operator said no");
+      else ev.reject(process.stdin.isTTY ? "the operator said no" : "there was no terminal to ask in");
     }
   }
   const result = await handle.result();
