@@ -1,4 +1,5 @@
-import { readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtPackage, project, quiver } from "./binary.js";
@@ -334,6 +335,27 @@ describe("exit codes and errors", () => {
     const ran = await quiver(bin, ["run", "typed-agent.ts", "hi"], { cwd });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toBe("typed hello\n");
+  });
+
+  it("a .ts agent file without tsx installed says to npm i -D tsx", async () => {
+    // The same package, installed beside every dependency but tsx.
+    const bare = mkdtempSync(join(tmpdir(), "quiver-cli-no-tsx-"));
+    dirs.push(bare);
+    cpSync(join(pkgRoot, "dist"), join(bare, "dist"), { recursive: true });
+    cpSync(join(pkgRoot, "package.json"), join(bare, "package.json"));
+    mkdirSync(join(bare, "node_modules"));
+    const deps = join(pkgRoot, "node_modules");
+    for (const name of readdirSync(deps)) {
+      if (name !== "tsx" && name !== ".bin") symlinkSync(join(deps, name), join(bare, "node_modules", name));
+    }
+    const cwd = project(bare, ["typed-agent.ts", "chatty-agent.mjs"]);
+    dirs.push(cwd);
+    const ran = await quiver(bin.replace(pkgRoot, bare), ["run", "typed-agent.ts", "hi"], { cwd });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toContain("typed-agent.ts is TypeScript, and loading it needs tsx: npm i -D tsx");
+    // A .mjs agent file runs from the same install.
+    const js = await quiver(bin.replace(pkgRoot, bare), ["run", "chatty-agent.mjs#chatty", "hi"], { cwd });
+    expect(js.code, js.stderr).toBe(0);
   });
 
   it("--model replaces the agent's model through the provider registry", async () => {
