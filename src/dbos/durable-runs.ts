@@ -277,7 +277,10 @@ export class DurableRuns {
         });
       }
     } catch (error) {
-      if ((error as Error)?.name === "DBOSAwaitedWorkflowCancelledError") return this.#cancelledResult(runId);
+      const status = this.#client
+        ? (await this.#client.getWorkflow(runId))?.status
+        : (await DBOS.getWorkflowStatus(runId))?.status;
+      if (status === "CANCELLED") return this.#cancelledResult(runId);
       throw error;
     }
     if (outcome === null) {

@@ -169,4 +169,65 @@ describe("quiver-agents/dbos with two worker processes", () => {
       }
     }
   }, 60_000);
+
+  it("moves a dead worker's runs to the other worker through the reaper", async () => {
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => runs.start("biller", `bill reaped ${i}`, { sessionId: `r-${i}` })),
+    );
+    await until("a call started on worker-b", () =>
+      lines().some(
+        (l) => l.startsWith("start ") && l.endsWith(" worker-b") && ids.includes(l.split(" ")[1]!),
+      ),
+    );
+    await kill("worker-b"); // never restarted: worker-a's reaper takes its runs after 2 s of silence
+    const results = await Promise.all(ids.map((id) => runs.result(id, { timeoutMs: 30_000 })));
+    for (const [i, result] of results.entries()) {
+      expect(result.stopReason).toBe("completed");
+      expect(callsOf(ids[i]!).started).toBe(1);
+    }
+    const finishedOnB = lines().filter((l) => l.endsWith(" worker-b") && ids.includes(l.split(" ")[1]!));
+    const cutOffOnB = ids.filter(
+      (id) => finishedOnB.includes(`start ${id} worker-b`) && callsOf(id).done === 0,
+    );
+    expect(cutOffOnB.length).toBeGreaterThan(0);
+    const states = await client.listWorkflows({ workflowIDs: cutOffOnB });
+    for (const state of states) expect(state.executorId).toBe("worker-a");
+    await startWorker("worker-b");
+  }, 45_000);
+
+  it("an approval parked on a worker is decided from a third process and the run finishes", async () => {
+    const runId = await runs.start("refunder", "refund the customer");
+    const parked = await until("the run to park", async () =>
+      (await store.getRun(runId))?.status === "parked" ? true : undefined,
+    );
+    expect(parked).toBe(true);
+    await expect(runs.decide(runId, "no-such-call", true)).rejects.toThrow(/no call no-such-call waiting/);
+    await runs.decide(runId, "c1", { approved: true, reason: "fine" });
+    const result = await runs.result(runId, { timeoutMs: 20_000 });
+    expect(result.stopReason).toBe("completed");
+    expect(result.output).toBe("finished: refunded 700");
+    expect(lines().filter((l) => l.startsWith(`refund ${runId} `))).toHaveLength(1);
+  }, 30_000);
+
+  it("follows a run's events from a third process and cancels it there", async () => {
+    const runId = await runs.start("waiter", "wait for me");
+    const seen: string[] = [];
+    const following = (async () => {
+      for await (const event of runs.events(runId)) seen.push(event.type);
+    })();
+    await until("the long call to start", () => lines().some((l) => l.startsWith(`wait ${runId} `)));
+    const cancelledAt = Date.now();
+    await runs.cancel(runId);
+    const result = await runs.result(runId, { timeoutMs: 15_000 });
+    expect(result.stopReason).toBe("cancelled");
+    await until("the log to end", async () => {
+      const events = await store.read(runId);
+      return events.some((e) => e.type === "run_completed") ? true : undefined;
+    });
+    expect(Date.now() - cancelledAt).toBeLessThan(10_000);
+    await following;
+    expect(seen[0]).toBe("run_started");
+    expect(seen).toContain("tool_call_started");
+    expect(seen.at(-1)).toBe("run_completed");
+  }, 30_000);
 });
