@@ -154,6 +154,10 @@ describe("quiver run", () => {
     expect(text.stdout).toContain("✓ approved by decide");
     expect(text.stdout).toMatch(/⎿ charged 42 \(\d+ ms\)/);
     expect(text.stdout).toContain("user: charge it");
+    // Usage and cost, rebuilt from the stored log.
+    expect(text.stdout).toMatch(
+      /── usage ──\n[\d,]+ input · [\d,]+ output · [\d,]+ total tokens.* · (\$\d+\.\d{4}|cost unknown \(no price for this model\))\n1 call/,
+    );
   });
 
   it("a denial from runs decide reaches the model with its reason", async () => {
