@@ -157,18 +157,7 @@ export async function turns(
       if (relisted) await relisted;
     }
 
-    const stopper = run.modelStopper();
-    const request: ModelRequest & { signal: AbortSignal } = {
-      messages: run.transcript,
-      tools: offeredSpecs(setup),
-      settings: setup.settings,
-      // Made when the model reads it (a provider's fetch does): a run whose model never needs
-      // a signal never makes an AbortController.
-      get signal() {
-        return stopper.signal;
-      },
-    };
-    if (setup.system !== undefined) request.system = setup.system;
+    const request = modelRequest(run, setup);
     if (setup.compaction) {
       const compacting = compactRequest(run, setup.compaction, request);
       if (compacting) await compacting;
@@ -186,7 +175,7 @@ export async function turns(
       continue;
     }
 
-    state.ended = { finish: turn.finish };
+    state.ended = { finish: turn.finish, usage: undefined };
     if (Object.keys(turn.usage).length) {
       const costUsd = costOf(setup.model.name, turn.usage);
       const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
@@ -254,26 +243,51 @@ type LoopState = {
   setup: AgentSetup;
   corrected: boolean;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
-  ended?: { finish: FinishReason; usage?: Partial<Usage> };
+  ended?: { finish: FinishReason; usage: Partial<Usage> | undefined };
 };
+
+/**
+ * The request of one model turn. Its `signal` is made when the model reads it (a provider's
+ * fetch does): a run whose model never needs one never makes an AbortController. One literal
+ * per shape (with or without `system`), not properties added later: see shapes.ts.
+ */
+function modelRequest(run: ActiveRun, setup: AgentSetup): ModelRequest & { signal: AbortSignal } {
+  const stopper = run.modelStopper();
+  const tools = offeredSpecs(setup);
+  if (setup.system === undefined) {
+    return {
+      messages: run.transcript,
+      tools,
+      settings: setup.settings,
+      get signal() {
+        return stopper.signal;
+      },
+    };
+  }
+  return {
+    messages: run.transcript,
+    tools,
+    settings: setup.settings,
+    get signal() {
+      return stopper.signal;
+    },
+    system: setup.system,
+  };
+}
 
 /** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */
 function completeTurn(run: ActiveRun, state?: LoopState): void {
-  const event: EventOf<"turn_completed"> = {
-    type: "turn_completed",
-    turn: run.turn,
-    runId: "",
-    seq: 0,
-    at: 0,
-    agent: "",
-  };
   const ended = state?.ended;
-  if (ended) {
-    state.ended = undefined;
-    event.finish = ended.finish;
-    if (ended.usage) event.usage = ended.usage;
+  if (!ended) {
+    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+    return;
   }
-  run.emit(event);
+  state.ended = undefined;
+  // One literal per shape (see shapes.ts): the same fields, in the same order, as before.
+  const { finish, usage } = ended;
+  if (usage)
+    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish, usage });
+  else run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish });
 }
 
 /**
@@ -515,8 +529,10 @@ function assistantMessage(
   const content: string | ContentBlock[] = reasoning.length
     ? [...reasoning, ...(text ? [{ type: "text" as const, text }] : [])]
     : text;
-  const message: AssistantMessage = { role: "assistant", content };
-  if (requested.length) message.toolCalls = requested.map((r) => r.call);
+  // One literal per usual shape (see shapes.ts): the same fields, in the same order, as before.
+  const message: AssistantMessage = requested.length
+    ? { role: "assistant", content, toolCalls: requested.map((r) => r.call) }
+    : { role: "assistant", content };
   if (providerData) message.providerData = providerData;
   return message;
 }

@@ -3,14 +3,17 @@ import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage }
 import type { ActiveRun } from "./active-run.js";
 import type { EventOf } from "./events.js";
 
-/** A requested call as the model sent it, before the runner gives it a run-unique id. */
+/**
+ * A requested call as the model sent it, before the runner gives it a run-unique id. Its
+ * fields are always present (`undefined` when unknown): one shape for every call.
+ */
 export type RawCall = {
-  providerId?: string;
+  providerId: string | undefined;
   /** The run-unique id claimed when the call's first argument delta streamed. */
-  claimedId?: string;
+  claimedId: string | undefined;
   name: string;
   args: string;
-  repairs?: string[];
+  repairs: string[] | undefined;
 };
 
 /** One model turn, assembled from its stream. */
@@ -20,16 +23,17 @@ export type ModelTurn = {
   calls: RawCall[];
   usage: Partial<Usage>;
   finish: FinishReason;
-  providerData?: Record<string, unknown>;
+  providerData: Record<string, unknown> | undefined;
 };
 
+/** A call while it streams; every field present, so every call has one shape. */
 type PartialCall = {
-  id?: string;
-  claimedId?: string;
-  name?: string;
+  id: string | undefined;
+  claimedId: string | undefined;
+  name: string | undefined;
   args: string;
   complete: boolean;
-  repairs?: string[];
+  repairs: string[] | undefined;
 };
 
 /**
@@ -116,7 +120,14 @@ async function readTurn(
           break;
         }
         case "tool_call_delta": {
-          const call = calls.get(event.index) ?? { args: "", complete: false };
+          const call = calls.get(event.index) ?? {
+            id: undefined,
+            claimedId: undefined,
+            name: undefined,
+            args: "",
+            complete: false,
+            repairs: undefined,
+          };
           calls.set(event.index, call);
           if (call.complete) break;
           if (event.id) call.id = event.id;
@@ -140,11 +151,14 @@ async function readTurn(
         }
         case "tool_call": {
           const index = event.index ?? nextFreeIndex(calls);
-          const complete: PartialCall = { id: event.id, name: event.name, args: event.args, complete: true };
-          const claimedId = calls.get(index)?.claimedId;
-          if (claimedId !== undefined) complete.claimedId = claimedId;
-          if (event.repairs?.length) complete.repairs = event.repairs;
-          calls.set(index, complete);
+          calls.set(index, {
+            id: event.id,
+            claimedId: calls.get(index)?.claimedId,
+            name: event.name,
+            args: event.args,
+            complete: true,
+            repairs: event.repairs?.length ? event.repairs : undefined,
+          });
           break;
         }
         case "warning":
@@ -182,17 +196,26 @@ async function readTurn(
   const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
   for (const index of indexes) {
     const call = calls.get(index)!;
-    const raw: RawCall = { name: call.name ?? "", args: call.args };
-    if (call.id !== undefined) raw.providerId = call.id;
-    if (call.claimedId !== undefined) raw.claimedId = call.claimedId;
-    if (call.repairs) raw.repairs = call.repairs;
-    turn.calls.push(raw);
+    turn.calls.push({
+      providerId: call.id,
+      claimedId: call.claimedId,
+      name: call.name ?? "",
+      args: call.args,
+      repairs: call.repairs,
+    });
   }
   return turn;
 }
 
+/** `text.trim() === ""`, without trimming (a copy) when the first character cannot be white space. */
+function isBlank(text: string): boolean {
+  if (text.length === 0) return true;
+  const first = text.charCodeAt(0);
+  return (first <= 0x20 || first >= 0xa0) && text.trim() === "";
+}
+
 function freshTurn(): ModelTurn {
-  return { text: "", reasoning: [], calls: [], usage: {}, finish: "stop" };
+  return { text: "", reasoning: [], calls: [], usage: {}, finish: "stop", providerData: undefined };
 }
 
 function nextFreeIndex(calls: Map<number, PartialCall>): number {
@@ -213,7 +236,7 @@ export function toToolCall(
   const call: ToolCall = { id, name: raw.name, args: undefined };
   if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
   try {
-    call.args = JSON.parse(raw.args.trim() === "" ? "{}" : raw.args);
+    call.args = JSON.parse(isBlank(raw.args) ? "{}" : raw.args);
   } catch (error) {
     call.args = {};
     call.rawArgs = raw.args;

@@ -13,6 +13,7 @@ import { type AgentsByName, recoverableRuns } from "./recover.js";
 import type { RunResult } from "./result.js";
 import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./resume.js";
 import { assertRunInput } from "./run-input.js";
+import { keepRunShapes } from "./shapes.js";
 
 /**
  * Starts runs. `stream()` returns a handle at once; `run()` is `stream()` drained.
@@ -213,6 +214,7 @@ function start<Deps, Output>(
   body: Body,
   lease: LeaseWait = {},
 ): Started<Output> {
+  keepRunShapes();
   const queue = new EventQueue();
   // Runner.run() has no reader: its events go to the store (if any), never to a buffer.
   if (!hasChannel) queue.detach();

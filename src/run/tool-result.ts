@@ -68,9 +68,12 @@ export function successResult(
     );
   }
   const capped = capContent(rendered, settings);
-  const record: ToolCallRecord = { call, ok: true, output: contentText(capped.content) };
-  if (capped.originalChars !== undefined) record.truncated = { originalChars: capped.originalChars };
-  else record.value = value;
+  const output = contentText(capped.content);
+  // One literal per shape, not a field added later (see run/shapes.ts).
+  const record: ToolCallRecord =
+    capped.originalChars !== undefined
+      ? { call, ok: true, output, truncated: { originalChars: capped.originalChars } }
+      : { call, ok: true, output, value };
   const message: ToolMessage = {
     role: "tool",
     toolCallId: call.id,

@@ -1,0 +1,37 @@
+import { Stopper } from "../abort.js";
+import type { ToolCall } from "../model/types.js";
+import { ActiveRun } from "./active-run.js";
+import type { Agent } from "./agent.js";
+import { CallContext } from "./call-context.js";
+import { enterRunContext, leaveRunContext } from "./context.js";
+import { EventQueue } from "./event-queue.js";
+
+/**
+ * One idle object of each shape a run makes per run or per call, kept for the life of the
+ * process. V8 holds the hidden class (map) of such objects only while one of them is alive, and
+ * optimized code that relied on a map is thrown away when a full GC finds it dead: after a
+ * quiet spell (every run over, then a major GC) the next runs would start in the interpreter
+ * and re-learn every shape (measured: 3–5× slower per call for thousands of calls). These few
+ * objects (a run with no agent, events or tools, a call context, a promise made while the
+ * call context is tracked) keep those maps alive.
+ */
+let kept: unknown[] | undefined;
+
+/** Makes the objects once, on the first run. */
+export function keepRunShapes(): void {
+  if (kept) return;
+  kept = [];
+  const agent = { name: "shape", config: {} } as unknown as Agent<any, any>;
+  const run = new ActiveRun(agent, { tracer: false }, new EventQueue());
+  const call: ToolCall = { id: "shape", name: "shape", args: {} };
+  const context = new CallContext(run, run.stopper, call, 1, 1);
+  // A promise made while the call context is tracked carries async-id fields (and the store):
+  // its map is the one every promise of a run that made calls has.
+  let tracked: Promise<void> | undefined;
+  enterRunContext(context, () => {
+    tracked = new Promise<void>(() => {});
+    return Promise.resolve();
+  });
+  leaveRunContext(false);
+  kept.push(run, context, new Stopper(), tracked);
+}
