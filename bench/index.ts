@@ -133,6 +133,13 @@ How to read it:
   own streaming (arguments re-serialised per call), so it costs a few µs per call, more than
   the ~1 µs of issue 9's loop: the 10× ratio is the looser W1 target, a third of the fastest
   framework measured in the same run (table below) the binding one.
+- W0 = one chat request: a run of one tool call and a final answer, timed per run (1,000 runs
+  back to back on one agent). W1s = W1 at 20 turns. W0 and W1s are held to a third of
+  pi-agent-core's figures measured in the same \`npm run bench\` (frameworks table below).
+- W1 cold heap: the 500-turn runs again, each after a full \`global.gc()\` (child started with
+  \`--expose-gc\`); only the runs are timed, not the gc. It is what the first requests after a
+  quiet spell see: V8 drops the hidden classes no live object has, and the optimized code that
+  relied on them. Target: ≤ 1.5× the steady state measured in the same process.
 - W1 stream() reads \`Runner.stream()\` event by event with \`for await\`, then awaits \`result()\`.
 - W3's ratio is to the nominal 50 ms call; the baseline column shows how late timers fire here.
 - W4 step = one turn whose call returns 1 MiB (20 in a run); "event log" is every event as JSON
@@ -145,7 +152,8 @@ How to read it:
   loop's, run the same 10,000 times in its own child (each point the median of three
   checkpoints); heap used per run (from 1,000 runs on) is the leak signal.
 - W6 times \`await import()\` inside fresh plain \`node\` processes (median of 11) on dist/;
-  "loads" lists the node_modules packages that import pulled in (from a resolve hook).
+  "loads" lists the node_modules packages that import pulled in (from a resolve hook); for the
+  root import, "subpaths loaded" lists any of dist/server, workspace, otel, dbos, cli it loaded.
 ${
   frameworksSection
     ? `
@@ -153,11 +161,13 @@ ${
 
 ${frameworksSection}
 
-- The same workload as W1 (one \`add\` call per turn with a Zod or TypeBox schema, then a
-  final answer), each framework over its own instant scripted model, written in
+- The same workloads as W0 and W1 (one \`add\` call per turn with a Zod or TypeBox schema, then
+  a final answer; 1, 20 and 500 turns), each framework over its own instant scripted model, written in
   \`bench/frameworks/*.mjs\` and installed there from its own lock file (not a Quiver
   dependency). Each runs in its own child process, interleaved with the baseline loop;
-  "× baseline" compares with the baseline measured in that process. Quiver's rows are W1's.
+  "× baseline" compares with the baseline measured in that process. Quiver's rows (and the
+  hand-written loop's) are W0's and W1's. The cold-heap column is measured for the fastest
+  framework only (the others take seconds per 500-turn run).
 - Growth is per call at 500 turns ÷ per call at 20 turns: above 1× the framework does more
   work per call as the transcript grows (it re-reads or re-converts the whole history).
 `
