@@ -37,6 +37,11 @@ export type RunQueueOptions = {
    * interleave. A run without a session is its own partition.
    */
   partitionConcurrency?: number;
+  /**
+   * How often workers look for queued runs (DBOS's dispatch poll; default 1,000 ms). It bounds
+   * throughput: a worker takes at most `workerConcurrency` runs per poll.
+   */
+  pollingIntervalMs?: number;
 };
 
 export type DurableRunsOptions = {
@@ -158,6 +163,7 @@ export class DurableRuns {
       ...(queue.workerConcurrency !== undefined && { workerConcurrency: queue.workerConcurrency }),
       ...(queue.globalConcurrency !== undefined && { globalConcurrency: queue.globalConcurrency }),
       ...(queue.rateLimit !== undefined && { rateLimit: queue.rateLimit }),
+      ...(queue.pollingIntervalMs !== undefined && { minPollingIntervalMs: queue.pollingIntervalMs }),
       onConflict: "always_update",
     });
     const reaper =
