@@ -19,8 +19,13 @@ let client: DBOSClient;
 let runs: DurableRuns;
 const workers = new Map<string, ChildProcess>();
 
-/** Starts a worker process with a pinned executor id and waits until it serves the queue. */
+/**
+ * Starts a worker process with a pinned executor id and waits until it serves the queue. Only
+ * worker-a reaps (after 4 s of silence): when worker-a is killed and restarted, nothing but its
+ * own restart can recover its runs.
+ */
 function startWorker(executorId: string): Promise<ChildProcess> {
+  const silentMs = executorId === "worker-a" ? "4000" : "600000";
   const child = spawn(process.execPath, ["--import", "tsx", workerScript], {
     cwd: root,
     env: {
@@ -28,7 +33,7 @@ function startWorker(executorId: string): Promise<ChildProcess> {
       DATABASE_URL: cluster.connectionString,
       EXECUTOR_ID: executorId,
       EFFECTS: effects,
-      SILENT_MS: "2000",
+      SILENT_MS: silentMs,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -155,7 +160,21 @@ describe("quiver-agents/dbos with two worker processes", () => {
       const summary = await store.getRun(ids[i]!);
       expect(summary?.status).toBe("completed");
     }
+    // The restarted worker's launch recovers them (same executor id) by putting them back on
+    // their queue, so either live worker may finish them; none is left to the dead process.
+    for (const state of await client.listWorkflows({ workflowIDs: cutOff })) {
+      expect(["worker-a", "worker-b"]).toContain(state.executorId);
+      expect(state.status).toBe("SUCCESS");
+    }
+    // A run that was not cut off mid-call has the log of an uninterrupted run (a resume adds only its marker).
+    const shape = async (id: string) =>
+      (await store.read(id))
+        .filter((e) => e.type !== "run_resumed")
+        .map((e) => (e.type === "tool_call_completed" ? `${e.type}:${e.output}` : e.type));
+    const uninterrupted = await shape(ids.find((id) => !cutOff.includes(id))!);
+    expect(uninterrupted).toContain("tool_call_completed:charged 500");
     for (const id of ids) {
+      if (!cutOff.includes(id)) expect(await shape(id), id).toEqual(uninterrupted);
       if (cutOff.includes(id)) {
         // The model was told the call was interrupted, as an uninterrupted log never says.
         expect(
@@ -179,7 +198,7 @@ describe("quiver-agents/dbos with two worker processes", () => {
         (l) => l.startsWith("start ") && l.endsWith(" worker-b") && ids.includes(l.split(" ")[1]!),
       ),
     );
-    await kill("worker-b"); // never restarted: worker-a's reaper takes its runs after 2 s of silence
+    await kill("worker-b"); // never restarted: worker-a's reaper takes its runs after 4 s of silence
     const results = await Promise.all(ids.map((id) => runs.result(id, { timeoutMs: 30_000 })));
     for (const [i, result] of results.entries()) {
       expect(result.stopReason).toBe("completed");
