@@ -78,7 +78,13 @@ async function main(): Promise<number> {
     // Then with the optional peers the other examples name, as their pages tell a user to
     // install them (`quiver-agents/mcp` needs the MCP SDK's types, `/otel` the OTel API's).
     const bare = examples.filter((e) => !NEEDS_PEER.test(e.code));
-    if (!(await compiles(scratch, bare.map((e) => e.file)))) return 1;
+    if (
+      !(await compiles(
+        scratch,
+        bare.map((e) => e.file),
+      ))
+    )
+      return 1;
     console.log(`compiled ${bare.length} examples that need no optional package, with skipLibCheck: false`);
 
     const peers = OPTIONAL_PEERS.filter((peer) => examples.some((e) => e.code.includes(peer.usedBy)));
@@ -93,7 +99,13 @@ async function main(): Promise<number> {
       );
       console.log(`installed the optional packages the examples use: ${specs.join(", ")}`);
     }
-    if (!(await compiles(scratch, examples.map((e) => e.file)))) return 1;
+    if (
+      !(await compiles(
+        scratch,
+        examples.map((e) => e.file),
+      ))
+    )
+      return 1;
     console.log(`compiled all ${examples.length} examples with skipLibCheck: false`);
 
     const failures: string[] = [];
