@@ -129,18 +129,40 @@ export function truncateMiddle(
   if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
   if (tail > 0 && isLowSurrogate(text.charCodeAt(text.length - tail))) tail--;
   return {
-    text: detached(text.slice(0, head) + marker(head + tail, head) + text.slice(text.length - tail)),
+    text: detached(text, 0, head) + marker(head + tail, head) + detached(text, text.length - tail),
     originalChars: text.length,
   };
 }
 
 /**
- * A copy that shares no memory with its source. V8's slices and concatenations point into the
- * original string, so a 200,000-char truncation of a 20 MB result would keep all 20 MB alive
- * for as long as the transcript holds it. A UTF-16 round trip is lossless (lone surrogates too).
+ * Pieces of a copy stay under V8's large-object threshold (128 KB): a bigger string is allocated
+ * with its own mmap and a collection, which made one 200,000-char truncation cost ~1 ms.
  */
-export function detached(text: string): string {
-  return Buffer.from(text, "utf16le").toString("utf16le");
+const COPY_CHUNK = 32 * 1024;
+
+/**
+ * A copy of `text.slice(start, end)` that shares no memory with `text`. V8's slices and
+ * concatenations point into the original string, so a 200,000-char truncation of a 20 MB result
+ * would keep all 20 MB alive for as long as the transcript holds it. Each piece is a two-part
+ * rope that reading a character flattens into a fresh string (lone surrogates kept as they are).
+ *
+ * @example
+ * const head = detached(huge, 0, 160_000); // huge can be collected while head lives on
+ */
+export function detached(text: string, start = 0, end = text.length): string {
+  let copy = "";
+  for (let from = start; from < end; from += COPY_CHUNK) {
+    const to = Math.min(end, from + COPY_CHUNK);
+    if (to - from < 2) {
+      copy += text.slice(from, to);
+      continue;
+    }
+    const middle = (from + to) >> 1;
+    const piece = text.slice(from, middle) + text.slice(middle, to);
+    piece.charCodeAt(0);
+    copy += piece;
+  }
+  return copy;
 }
 
 function isHighSurrogate(code: number): boolean {

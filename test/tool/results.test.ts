@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Agent, type ContentBlock, Runner, ScriptedModel, type Tool, tool } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -130,6 +132,32 @@ describe("truncation", () => {
     expect(record.output).not.toMatch(
       /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/,
     );
+  });
+
+  it("a truncated result does not keep the tool's full output alive", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let call = 0;
+    // Each call returns a fresh 4 MB string: kept through a slice, 10 calls would pin 40 MB.
+    const big = tool({
+      name: "big",
+      description: "Returns a big log.",
+      parameters: z.object({}),
+      execute: async () => `${call++}`.padEnd(4_000_000, "abcdefghij"),
+    });
+    const turns = Array.from({ length: 10 }, () => ({ toolCalls: [{ name: "big", args: {} }] }));
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const result = await Runner.run(
+      new Agent({ name: "a", model: new ScriptedModel([...turns, { text: "done" }]), tools: [big] }),
+      "go",
+    );
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    expect(result.toolCalls.every((c) => c.truncated?.originalChars === 4_000_000)).toBe(true);
+    // 10 × 200,000 one-byte chars kept in the transcript (and the scripted model's record of it):
+    // a few MB, far from the 40 MB of originals.
+    expect(held).toBeLessThan(15_000_000);
   });
 
   it("caps the image bytes of one result", async () => {
