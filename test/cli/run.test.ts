@@ -2,6 +2,8 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, syml
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rejectLikeOpenAI, validateChatRequest } from "../providers/openai-chat-api.js";
+import { closedAfterEach, fixture, startReplayServer, streamFixture } from "../providers/replay-server.js";
 import { builtPackage, project, quiver } from "./binary.js";
 
 let bin: string;
@@ -23,6 +25,8 @@ function freshProject(): string {
 }
 
 const lines = (text: string) => text.split("\n").filter((l) => l.trim());
+
+const servers = closedAfterEach();
 
 describe("quiver run", () => {
   it("--json prints one parseable event per line, ending with run_completed", async () => {
@@ -369,5 +373,36 @@ describe("exit codes and errors", () => {
     });
     expect(ran.code).toBe(1);
     expect(ran.stderr).toContain('unknown model provider "nosuch"');
+  });
+
+  it("--model openai:ID talks to the server at OPENAI_BASE_URL instead of the agent's scripted model", async () => {
+    const cwd = freshProject();
+    // A Chat Completions server on 127.0.0.1 replaying a recorded stream, checking each request
+    // as the real API would (unknown fields, message order, tool shapes, the key).
+    const server = await startReplayServer({
+      replies: [streamFixture(fixture("openai-chat/text.jsonl"))],
+      validate: (req) => validateChatRequest(req),
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    const ran = await quiver(
+      bin,
+      ["run", "chatty-agent.mjs#chatty", "hi there", "--model", "openai:gpt-override-test"],
+      {
+        cwd,
+        env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: "test-key" },
+      },
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(server.rejected).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+    const body = server.requests[0]!.body;
+    expect(body.model).toBe("gpt-override-test");
+    expect(body.messages.at(-1)).toEqual({ role: "user", content: "hi there" });
+    // The agent's own tools still go along with the replaced model.
+    expect(body.tools.map((t: any) => t.function.name)).toEqual(["charge_card", "slow_task", "edit_text"]);
+    // The answer is the server's, not the ScriptedModel's.
+    expect(ran.stdout).toBe("Hello! How can I help?\n");
+    expect(ran.stderr).toMatch(/1,234 in · 9 out tokens/);
   });
 });
