@@ -4,6 +4,7 @@ import type { RunResult } from "../run/result.js";
 import { serializeEvent } from "../run/serialize-event.js";
 import { type ApprovalState, callKey } from "./agent-setup.js";
 import { askApproval } from "./approval-prompt.js";
+import { takeRelayedDecisions } from "./decision-relay.js";
 import type { EventRenderer } from "./render.js";
 import { type OpenedStore, shellQuote, storeArgument } from "./store-option.js";
 import { callLabel, duration } from "./terminal.js";
@@ -100,7 +101,20 @@ async function decide(
   }
   if (options.interactive) {
     renderer.settle();
-    const answer = await askApproval(ev, handle, c);
+    // `quiver runs decide` from another terminal answers this prompt too (see decision-relay.ts).
+    let relayed = false;
+    const stopRelay = options.store
+      ? takeRelayedDecisions(options.store.store, ev, handle, () => {
+          relayed = true;
+        })
+      : undefined;
+    let answer: Awaited<ReturnType<typeof askApproval>>;
+    try {
+      answer = await askApproval(ev, handle, c);
+    } finally {
+      stopRelay?.();
+    }
+    if (relayed) renderer.note(c.dim("    (decided in another process: quiver runs decide)"));
     switch (answer.kind) {
       case "approve":
         if (answer.always) options.sessionAllowed.add(ev.call.name);

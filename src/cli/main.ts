@@ -34,15 +34,20 @@ async function main(argv: string[]): Promise<number> {
   return (await load())(rest);
 }
 
-/** Prints a failure the way a person can act on it: usage errors with help, others with a hint. */
-function report(error: unknown): number {
+/**
+ * Prints a failure the way a person can act on it: usage errors with help, others with a hint.
+ * "error:" is red on a terminal (never with NO_COLOR), like the failures a run renders.
+ */
+async function report(error: unknown): Promise<number> {
+  const { colorsFor } = await import("./terminal.js");
+  const label = colorsFor(process.stderr).red("error:");
   if (error instanceof UsageError) {
-    process.stderr.write(`error: ${error.message}\n\n${error.help}\n`);
+    process.stderr.write(`${label} ${error.message}\n\n${error.help}\n`);
     return EXIT.usage;
   }
   const failure = error instanceof Error ? error : new Error(String(error));
   const hint = (failure as { hint?: unknown }).hint;
-  process.stderr.write(`error: ${failure.message}\n${typeof hint === "string" ? `hint: ${hint}\n` : ""}`);
+  process.stderr.write(`${label} ${failure.message}\n${typeof hint === "string" ? `hint: ${hint}\n` : ""}`);
   if (process.env.QUIVER_DEBUG) process.stderr.write(`${failure.stack ?? ""}\n`);
   return EXIT.failed;
 }

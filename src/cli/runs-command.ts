@@ -1,9 +1,10 @@
 import { UserError } from "../errors.js";
 import { Runner } from "../run/runner.js";
-import type { RunStatus, RunSummary } from "../store/types.js";
+import { LeaseConflict, type RunStatus, type RunSummary } from "../store/types.js";
 import { loadAgentFile, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
 import { cancelStoredRun } from "./cancel-run.js";
+import { relayDecision } from "./decision-relay.js";
 import { drive } from "./drive.js";
 import { AGENT_OPTIONS, flag, modeOption, type Parsed, parseCommand, text } from "./options.js";
 import { EventRenderer } from "./render.js";
@@ -95,7 +96,19 @@ const ACTIONS: Record<string, Action> = {
 
   decide: async (opened, [runId, callId], parsed) => {
     const { approved, reason } = decision(parsed);
-    await Runner.decide(opened.store, runId!, callId!, { approved, ...(reason !== undefined && { reason }) });
+    const given = { approved, ...(reason !== undefined && { reason }) };
+    try {
+      await Runner.decide(opened.store, runId!, callId!, given);
+    } catch (error) {
+      if (!(error instanceof LeaseConflict)) throw error;
+      // Live in another process (its lease is held): that process's prompt takes the decision.
+      const resolved = await relayDecision(opened.store, runId!, callId!, given);
+      const by = resolved.by === "channel" ? "" : ` (by ${resolved.by}, before this decision arrived)`;
+      process.stdout.write(
+        `${resolved.decision} ${callId} of ${runId}${by}: the process running it took the decision\n`,
+      );
+      return EXIT.completed;
+    }
     process.stdout.write(
       `${approved ? "approved" : "denied"} ${callId} of ${runId}\n` +
         `continue the run with: quiver runs resume ${runId} <agent-file>${storeArgument(opened)}\n`,

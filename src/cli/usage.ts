@@ -86,6 +86,8 @@ Commands:
   show <runId> [--json]                 transcript, calls, approvals, usage and cost
   tail <runId> [--json]                 print the run's events and follow new ones
   decide <runId> <callId> --approve|--deny [--reason TEXT]
+                                        decide a parked call, or answer the prompt of a
+                                        run live in another quiver process
   resume <runId> <agent-file>[#export] [--json]
   cancel <runId>                        end a parked or abandoned run as cancelled
 

@@ -69,9 +69,21 @@ export class Terminal {
     this.#tmux(["send-keys", "-t", "t", "-l", text]);
   }
 
-  /** Everything printed so far, scrollback included. */
-  screen(): string {
-    return this.#tmux(["capture-pane", "-p", "-J", "-S", "-2000", "-t", "t"]);
+  /**
+   * Everything printed so far, scrollback included. With `escapes`, the text keeps its styles
+   * as SGR sequences (`\x1b[31m` for red…), to tell colored output from plain.
+   */
+  screen(options: { escapes?: boolean } = {}): string {
+    return this.#tmux([
+      "capture-pane",
+      "-p",
+      "-J",
+      ...(options.escapes ? ["-e"] : []),
+      "-S",
+      "-2000",
+      "-t",
+      "t",
+    ]);
   }
 
   /** Waits until the screen matches (bounded); returns the screen. */
