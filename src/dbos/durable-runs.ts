@@ -2,16 +2,24 @@ import { randomUUID } from "node:crypto";
 import { DBOS, type DBOSClient } from "@dbos-inc/dbos-sdk";
 import type * as Pg from "pg";
 import { UserError } from "../errors.js";
+import type { Model } from "../model/types.js";
 import type { RunOptions } from "../run/active-run.js";
+import { Agent } from "../run/agent.js";
 import type { RunEvent } from "../run/events.js";
 import type { RunInput } from "../run/loop.js";
 import type { AgentsByName } from "../run/recover.js";
 import { assertRunInput } from "../run/run-input.js";
+import { Runner } from "../run/runner.js";
 import { loadOptionalPackage } from "../store/optional-package.js";
 import type { PostgresStore } from "../store/postgres-store.js";
+import { LeaseConflict } from "../store/types.js";
+import { questionCallIds } from "./ask-human.js";
 import { type Reaper, type ReaperOptions, startReaper } from "./reaper.js";
 import { type TailOptions, tailEvents } from "./tail.js";
 import {
+  ANSWER_TOPIC,
+  type AnswerMessage,
+  agentNamed,
   DECISION_TOPIC,
   type DecisionMessage,
   type DurableRunRequest,
@@ -240,6 +248,11 @@ export class DurableRuns {
     if (!(await undecidedCalls(this.store, runId)).includes(callId)) {
       throw new UserError(`run ${runId} has no call ${callId} waiting for approval`);
     }
+    if (questionCallIds(await this.store.read(runId)).has(callId)) {
+      throw new UserError(
+        `call ${callId} of run ${runId} asks a question (ask_human): answer it with answer(runId, callId, text)`,
+      );
+    }
     const message: DecisionMessage = { callId, approved, ...(reason !== undefined && { reason }) };
     // The key makes a repeated decide (a retried request) one message.
     const key = `${runId}:${callId}:decision`;
@@ -248,8 +261,32 @@ export class DurableRuns {
   }
 
   /**
+   * Answers a question a parked run asked with `durableAskHuman` (its `ask_human` call); the
+   * run's workflow stores it and the run goes on, on any worker, with `answer` as the call's
+   * result. A call that is not a question waiting for its answer is a `UserError`.
+   *
+   * @example
+   * for (const call of parked.pending) if (call.name === "ask_human") await runs.answer(runId, call.id, "Kyoto");
+   */
+  async answer(runId: string, callId: string, answer: string): Promise<void> {
+    if (typeof answer !== "string") throw new UserError("answer needs the answer as a string");
+    const waiting = (await undecidedCalls(this.store, runId)).includes(callId);
+    if (!waiting || !questionCallIds(await this.store.read(runId)).has(callId)) {
+      throw new UserError(`run ${runId} has no question ${callId} waiting for an answer`);
+    }
+    const message: AnswerMessage = { callId, answer };
+    // The key makes a repeated answer (a retried request) one message: the first answer stands.
+    const key = `${runId}:${callId}:answer`;
+    if (this.#client) await this.#client.send(runId, message, ANSWER_TOPIC, key);
+    else await this.#launched("answer").send(runId, message, ANSWER_TOPIC, key);
+  }
+
+  /**
    * Cancels a run from any process: a running run ends as cancelled (`stopReason:
-   * "cancelled"`) within about a second; a queued or parked one never goes on.
+   * "cancelled"`) within about a second; a queued one never starts. A parked run (or one whose
+   * worker died) is ended here, in the log, the way a cancelled resume ends it (its waiting calls
+   * "did not run", then `run_completed` with `stopReason: "cancelled"`), so the store lists it
+   * as DBOS does: finished.
    *
    * @example
    * await runs.cancel(runId);
@@ -257,6 +294,7 @@ export class DurableRuns {
   async cancel(runId: string): Promise<void> {
     if (this.#client) await this.#client.cancelWorkflow(runId);
     else await this.#launched("cancel").cancelWorkflow(runId);
+    await this.#endCancelled(runId);
   }
 
   /**
@@ -306,6 +344,50 @@ export class DurableRuns {
     }
   }
 
+  /**
+   * After the workflow is cancelled nothing drives the run again, so a run no live process
+   * holds (parked, or its worker died) would stay unfinished in the log. It is resumed once,
+   * already cancelled, for the normal ending. A run a worker still holds is ended by that
+   * worker: its step's cancel signal fires.
+   */
+  async #endCancelled(runId: string): Promise<void> {
+    const summary = await this.store.getRun(runId);
+    if (summary === undefined || summary.parentRunId !== undefined) return;
+    const unheld = summary.status === "running" && summary.leaseOwner === undefined;
+    if (summary.status !== "parked" && !unheld) return;
+    const events = await this.store.read(runId);
+    const speaker = events.findLast((event) => event.agent !== "")?.agent ?? summary.agent;
+    const stop = new AbortController();
+    stop.abort(new Error("the run was cancelled"));
+    const handle = Runner.resume(this.#agentFor(summary.agent, speaker), runId, {
+      store: this.store,
+      signal: stop.signal,
+    });
+    try {
+      for await (const _ of handle) {
+      }
+      await handle.result();
+    } catch (error) {
+      // A worker took the run meanwhile: it holds the cancel signal and ends it itself.
+      if (!(error instanceof LeaseConflict)) throw error;
+    }
+  }
+
+  /**
+   * The agent to resume a run with: this process's own when it has it, else a stand-in of the
+   * same name that has no tools and whose model is never called (an already-cancelled resume
+   * runs no turn and no tool; it only ends the run).
+   */
+  #agentFor(name: string, speaker: string): Agent<any, any> {
+    const agents = this.#options.agents;
+    if (agents !== undefined) {
+      try {
+        return agentNamed(agents, name);
+      } catch {}
+    }
+    return new Agent({ name: speaker, model: NO_MODEL });
+  }
+
   async #cancelledResult(runId: string): Promise<DurableRunResult> {
     const events = await this.store.read(runId);
     const end = events.findLast((event) => event.type === "run_completed");
@@ -338,6 +420,14 @@ export class DurableRuns {
     return pool;
   }
 }
+
+/** The model of a stand-in agent: never called, since the run it resumes is already cancelled. */
+const NO_MODEL: Model = {
+  name: "none",
+  stream() {
+    throw new UserError("a cancelled run resumed only to end it called its model");
+  },
+};
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | null> {
   return new Promise((resolve, reject) => {

@@ -3,6 +3,7 @@
  * (`npm install @dbos-inc/dbos-sdk@5 pg@8`), over the same PostgreSQL as `PostgresStore`.
  * See docs/scale-out.md.
  */
+export { durableAskHuman, type QuestionDetails } from "./ask-human.js";
 export {
   DurableRuns,
   type DurableRunsOptions,
@@ -14,6 +15,8 @@ export {
 export type { Reaper, ReaperOptions } from "./reaper.js";
 export type { TailOptions } from "./tail.js";
 export {
+  ANSWER_TOPIC,
+  type AnswerMessage,
   DECISION_TOPIC,
   type DecisionMessage,
   type DurableRunRequest,

@@ -4,7 +4,9 @@
  * - `drive` starts or resumes the Quiver run on the store until it completes, fails, is
  *   cancelled or parks, and returns a small summary (never the transcript: DBOS checkpoints
  *   step outputs, and the log already holds everything).
- * - `decide` stores one approval decision received with `DBOS.recv`.
+ * - `decide` stores one approval decision received with `DBOS.recv` on `quiver:decision`;
+ *   `answer` stores the approval of one `durableAskHuman` question received on `quiver:answer`,
+ *   and the answer goes to the next `drive` (the tool returns it).
  *
  * A tool call is deliberately not a DBOS step: DBOS replays steps by position (concurrent calls
  * reorder under replay) and runs steps at least once, so a half-finished non-idempotent call
@@ -23,17 +25,23 @@ import type { AgentsByName } from "../run/recover.js";
 import { replay } from "../run/replay.js";
 import { Runner } from "../run/runner.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
+import { provideAnswers, questionCallIds } from "./ask-human.js";
 
 /** The name the workflow is registered under; a web tier enqueues it by this name. */
 export const WORKFLOW_NAME = "quiver.run";
 /** The `DBOS.recv` topic of approval decisions. */
 export const DECISION_TOPIC = "quiver:decision";
+/** The `DBOS.recv` topic of answers to `ask_human` questions (`durableAskHuman`). */
+export const ANSWER_TOPIC = "quiver:answer";
 
 /** What `quiver.run` is started with: the run's agent (by name), its input and its session. */
 export type DurableRunRequest = { agent: string; input: RunInput; sessionId?: string };
 
 /** An approval decision as sent to a parked run's workflow. */
 export type DecisionMessage = { callId: string; approved: boolean; reason?: string };
+
+/** An answer to a question a parked run asked, as sent to its workflow. */
+export type AnswerMessage = { callId: string; answer: string };
 
 /**
  * How a durable run ended, as its workflow returns it: the stop reason and the output (as
@@ -61,6 +69,14 @@ export type WorkflowContext = {
  * around it (`Runner.decide` on the store directly).
  */
 const PARKED_CHECK_SECONDS = 60;
+/**
+ * While a run waits on approvals and questions at once, the workflow listens on each topic in
+ * turn for this long (a message on the other topic waits at most this for its turn; it is kept).
+ */
+const MIXED_WAIT_SECONDS = 5;
+
+/** What `drive` returns: the run's result, plus which of its pending calls are questions. */
+type Driven = DurableRunResult & { questions?: string[] };
 
 /** Registers `quiver.run` with DBOS (before `DBOS.launch()`) and returns the registered function. */
 export function registerRunWorkflow(
@@ -69,8 +85,10 @@ export function registerRunWorkflow(
   async function quiverRun(request: DurableRunRequest): Promise<DurableRunResult> {
     const runId = DBOS.workflowID;
     if (runId === undefined) throw new UserError("quiver.run must run as a DBOS workflow");
+    // Rebuilt the same way when DBOS replays the workflow: received messages are checkpointed.
+    const answers = new Map<string, string>();
     for (;;) {
-      const driven = await DBOS.runStep(() => drive(context, runId, request), {
+      const driven = await DBOS.runStep(() => drive(context, runId, request, answers), {
         name: "drive",
         // A lease still held by a worker on another machine that died expires within leaseMs;
         // a store that failed for a moment is worth another try. Anything else fails the run.
@@ -81,21 +99,46 @@ export function registerRunWorkflow(
         shouldRetry: (error) =>
           error instanceof LeaseConflict || (error instanceof StoreError && error.retryable),
       });
-      if (driven.stopReason !== "awaiting_approval") return driven;
+      if (driven.stopReason !== "awaiting_approval") {
+        const { questions: _, ...result } = driven;
+        return result;
+      }
       const waiting = new Set((driven.pending ?? []).map((call) => call.id));
+      const questions = new Set(driven.questions ?? []);
+      let answersNext = false;
       while (waiting.size > 0) {
+        const approvals = [...waiting].some((id) => !questions.has(id));
+        const asks = [...waiting].some((id) => questions.has(id));
+        const both = approvals && asks;
+        // With both kinds waiting, each topic is listened on in turn.
+        const topic = asks && (!approvals || answersNext) ? ANSWER_TOPIC : DECISION_TOPIC;
+        if (both) answersNext = !answersNext;
         // Polled every decisionPollMs rather than DBOS's default 10 s, so a cancel is noticed soon.
-        const message = await DBOS.recv<DecisionMessage>(DECISION_TOPIC, {
-          timeoutSeconds: PARKED_CHECK_SECONDS,
+        const message = await DBOS.recv<DecisionMessage | AnswerMessage>(topic, {
+          timeoutSeconds: both ? MIXED_WAIT_SECONDS : PARKED_CHECK_SECONDS,
           pollingIntervalMs: context.decisionPollMs,
         });
         if (message === null) {
+          // Once per round: a decision stored around the workflow (`Runner.decide` on the store).
+          if (both && topic === DECISION_TOPIC) continue;
           const undecided = await DBOS.runStep(() => undecidedCalls(context.store, runId), { name: "check" });
           for (const id of [...waiting]) if (!undecided.includes(id)) waiting.delete(id);
           continue;
         }
-        const applied = await DBOS.runStep(() => decide(context.store, runId, message), { name: "decide" });
-        if (applied) waiting.delete(message.callId);
+        if (topic === ANSWER_TOPIC) {
+          const answered = message as AnswerMessage;
+          const applied = await DBOS.runStep(() => answer(context.store, runId, answered), {
+            name: "answer",
+          });
+          if (applied) {
+            answers.set(answered.callId, answered.answer);
+            waiting.delete(answered.callId);
+          }
+        } else {
+          const decided = message as DecisionMessage;
+          const applied = await DBOS.runStep(() => decide(context.store, runId, decided), { name: "decide" });
+          if (applied) waiting.delete(decided.callId);
+        }
       }
     }
   }
@@ -111,7 +154,8 @@ async function drive(
   context: WorkflowContext,
   runId: string,
   request: DurableRunRequest,
-): Promise<DurableRunResult> {
+  answers: ReadonlyMap<string, string>,
+): Promise<Driven> {
   const agent = agentNamed(context.agents, request.agent);
   const signal = DBOS.stepStatus?.cancelSignal;
   const options = {
@@ -131,18 +175,26 @@ async function drive(
       : Runner.resume(agent, runId, { ...options, waitForLeaseMs: context.leaseMs + 2_000 });
   // Nobody watches here: pulling every event passes approvals on to the agent's handler, and a
   // stored run parks when nobody decides. The iteration's own failure is the result's.
+  const withdraw = provideAnswers(runId, answers);
+  let result: Awaited<ReturnType<RunHandle<unknown>["result"]>>;
   try {
-    for await (const _ of handle) {
-    }
-  } catch {}
-  const result = await handle.result();
+    try {
+      for await (const _ of handle) {
+      }
+    } catch {}
+    result = await handle.result();
+  } finally {
+    withdraw();
+  }
+  const pending = result.pending?.map((call) => ({ id: call.id, name: call.name, args: call.args }));
+  const asked = pending ? questionCallIds(await context.store.read(runId)) : undefined;
+  const questions = pending?.filter((call) => asked?.has(call.id)).map((call) => call.id);
   return {
     runId,
     stopReason: result.stopReason,
     output: toJson(result.output),
-    ...(result.pending && {
-      pending: result.pending.map((call) => ({ id: call.id, name: call.name, args: call.args })),
-    }),
+    ...(pending && { pending }),
+    ...(questions?.length && { questions }),
   };
 }
 
@@ -153,6 +205,26 @@ async function decide(store: RunStore, runId: string, message: DecisionMessage):
       approved: message.approved,
       ...(message.reason !== undefined && { reason: message.reason }),
     });
+    return true;
+  } catch (error) {
+    if (error instanceof UserError) return false;
+    throw error;
+  }
+}
+
+/**
+ * Stores the approval of one question (the answer itself goes to the next `drive`); false when
+ * the call is not a question waiting. A question already approved by this step is true: the
+ * step re-ran after a crash between its write and its checkpoint.
+ */
+async function answer(store: RunStore, runId: string, message: AnswerMessage): Promise<boolean> {
+  const events = await store.read(runId);
+  if (!questionCallIds(events).has(message.callId)) return false;
+  const open = replay(events).openTurn;
+  const decided = open?.decisions.get(message.callId);
+  if (decided) return decided.approved && decided.by === "decide" && !open?.completed.has(message.callId);
+  try {
+    await Runner.decide(store, runId, message.callId, { approved: true, reason: "answered" });
     return true;
   } catch (error) {
     if (error instanceof UserError) return false;

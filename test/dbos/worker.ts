@@ -1,6 +1,6 @@
 /**
  * A DBOS worker process for the scale-out tests: launches DBOS with a pinned executor id and
- * drives `quiver.run` for three agents. Every tool execution is recorded in a file outside the
+ * drives `quiver.run` for four agents. Every tool execution is recorded in a file outside the
  * process (EFFECTS), so the test can tell which calls ran, and where, after a SIGKILL.
  *
  *   DATABASE_URL=postgresql://…  EXECUTOR_ID=worker-a  EFFECTS=/tmp/effects.log  SILENT_MS=2000
@@ -8,7 +8,7 @@
 import { appendFileSync } from "node:fs";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
-import { durableRuns } from "quiver-agents/dbos";
+import { durableAskHuman, durableRuns } from "quiver-agents/dbos";
 import { PostgresStore } from "quiver-agents/store";
 import { z } from "zod";
 
@@ -61,6 +61,25 @@ const oneCall = (name: string, args: object) =>
     }),
   );
 
+// Asks the person once, then reports the answer it got (or the error it read).
+const asker = new ScriptedModel(
+  Array.from({ length: 100 }, () => (req: ModelRequest) => {
+    const result = req.messages.find((m) => m.role === "tool");
+    if (!result) {
+      return {
+        toolCalls: [
+          {
+            id: "q1",
+            name: "ask_human",
+            args: { question: "Which city?", options: [{ label: "Kyoto" }, { label: "Osaka" }] },
+          },
+        ],
+      };
+    }
+    return { text: `planning ${typeof result.content === "string" ? result.content : ""}` };
+  }),
+);
+
 const store = new PostgresStore({ connectionString: url });
 const runs = durableRuns({
   store,
@@ -68,6 +87,7 @@ const runs = durableRuns({
     biller: new Agent({ name: "biller", model: oneCall("charge", { cents: 500 }), tools: [charge] }),
     refunder: new Agent({ name: "refunder", model: oneCall("refund", { cents: 700 }), tools: [refund] }),
     waiter: new Agent({ name: "waiter", model: oneCall("wait", {}), tools: [wait] }),
+    planner: new Agent({ name: "planner", model: asker, tools: [durableAskHuman()] }),
   },
   databaseUrl: url,
   leaseMs: 3_000,
