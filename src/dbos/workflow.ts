@@ -18,7 +18,7 @@ import { UserError } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { RunOptions } from "../run/active-run.js";
 import type { Agent } from "../run/agent.js";
-import type { StopReason } from "../run/events.js";
+import type { RunEvent, StopReason } from "../run/events.js";
 import type { RunHandle } from "../run/handle.js";
 import type { RunInput } from "../run/loop.js";
 import type { AgentsByName } from "../run/recover.js";
@@ -75,8 +75,12 @@ const PARKED_CHECK_SECONDS = 60;
  */
 const MIXED_WAIT_SECONDS = 5;
 
-/** What `drive` returns: the run's result, plus which of its pending calls are questions. */
-type Driven = DurableRunResult & { questions?: string[] };
+/**
+ * What `drive` returns: the run's result, plus, when it parked, the calls it asked about (a
+ * pending call after a barrier such as `ask_human` is asked only on the next drive) and which
+ * of those are questions.
+ */
+type Driven = DurableRunResult & { asked?: string[]; questions?: string[] };
 
 /** Registers `quiver.run` with DBOS (before `DBOS.launch()`) and returns the registered function. */
 export function registerRunWorkflow(
@@ -100,10 +104,10 @@ export function registerRunWorkflow(
           error instanceof LeaseConflict || (error instanceof StoreError && error.retryable),
       });
       if (driven.stopReason !== "awaiting_approval") {
-        const { questions: _, ...result } = driven;
+        const { asked: _a, questions: _q, ...result } = driven;
         return result;
       }
-      const waiting = new Set((driven.pending ?? []).map((call) => call.id));
+      const waiting = new Set(driven.asked?.length ? driven.asked : (driven.pending ?? []).map((c) => c.id));
       const questions = new Set(driven.questions ?? []);
       let answersNext = false;
       while (waiting.size > 0) {
@@ -187,14 +191,20 @@ async function drive(
     withdraw();
   }
   const pending = result.pending?.map((call) => ({ id: call.id, name: call.name, args: call.args }));
-  const asked = pending ? questionCallIds(await context.store.read(runId)) : undefined;
-  const questions = pending?.filter((call) => asked?.has(call.id)).map((call) => call.id);
+  let waiting: { asked: string[]; questions: string[] } | undefined;
+  if (pending) {
+    const events = await context.store.read(runId);
+    const questions = questionCallIds(events);
+    const asked = undecidedIn(events);
+    waiting = { asked, questions: asked.filter((id) => questions.has(id)) };
+  }
   return {
     runId,
     stopReason: result.stopReason,
     output: toJson(result.output),
     ...(pending && { pending }),
-    ...(questions?.length && { questions }),
+    ...(waiting?.asked.length && { asked: waiting.asked }),
+    ...(waiting?.questions.length && { questions: waiting.questions }),
   };
 }
 
@@ -234,7 +244,11 @@ async function answer(store: RunStore, runId: string, message: AnswerMessage): P
 
 /** The ids of the calls a parked run still waits on, from its log. */
 export async function undecidedCalls(store: RunStore, runId: string): Promise<string[]> {
-  const open = replay(await store.read(runId)).openTurn;
+  return undecidedIn(await store.read(runId));
+}
+
+function undecidedIn(events: RunEvent[]): string[] {
+  const open = replay(events).openTurn;
   if (!open) return [];
   return [...open.asked].filter((id) => !open.decisions.has(id) && !open.completed.has(id));
 }

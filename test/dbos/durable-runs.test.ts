@@ -267,6 +267,30 @@ describe("quiver-agents/dbos with two worker processes", () => {
     expect((await store.getRun(runId))?.status).toBe("completed");
   }, 30_000);
 
+  it("a turn with an approval and then a question parks twice and goes on after both", async () => {
+    const runId = await runs.start("mixer", "refund and explain");
+    const parkedOn = (callId: string) => async () => {
+      if ((await store.getRun(runId))?.status !== "parked") return undefined;
+      return (await store.read(runId)).some((e) => e.type === "approval_required" && e.call.id === callId)
+        ? true
+        : undefined;
+    };
+    // ask_human is a barrier: it is asked only once the approval before it is decided.
+    await until("the run to park on the approval", parkedOn("c1"));
+    await expect(runs.answer(runId, "c1", "yes")).rejects.toThrow(/no question c1/);
+    await expect(runs.answer(runId, "q1", "too early")).rejects.toThrow(/no question q1/);
+    const decidedAt = Date.now();
+    await runs.decide(runId, "c1", true);
+    await until("the run to park on the question", parkedOn("q1"));
+    // The workflow did not sit out its 60 s wait for a decision on the question it had not asked.
+    expect(Date.now() - decidedAt).toBeLessThan(10_000);
+    await runs.answer(runId, "q1", "the parcel was lost");
+    const result = await runs.result(runId, { timeoutMs: 20_000 });
+    expect(result.stopReason).toBe("completed");
+    expect(result.output).toBe("refunded 300 / the parcel was lost");
+    expect(lines().filter((l) => l.startsWith(`refund ${runId} `))).toHaveLength(1);
+  }, 30_000);
+
   it("cancelling a parked run ends it in the log too: the store lists it as DBOS does", async () => {
     const runId = await runs.start("refunder", "refund the customer again");
     await until("the run to park", async () =>

@@ -1,6 +1,6 @@
 /**
  * A DBOS worker process for the scale-out tests: launches DBOS with a pinned executor id and
- * drives `quiver.run` for four agents. Every tool execution is recorded in a file outside the
+ * drives `quiver.run` for five agents. Every tool execution is recorded in a file outside the
  * process (EFFECTS), so the test can tell which calls ran, and where, after a SIGKILL.
  *
  *   DATABASE_URL=postgresql://…  EXECUTOR_ID=worker-a  EFFECTS=/tmp/effects.log  SILENT_MS=2000
@@ -80,6 +80,22 @@ const asker = new ScriptedModel(
   }),
 );
 
+// Asks for an approval and a question in one turn, then reports both results.
+const mixer = new ScriptedModel(
+  Array.from({ length: 100 }, () => (req: ModelRequest) => {
+    const results = req.messages.filter((m) => m.role === "tool");
+    if (results.length === 0) {
+      return {
+        toolCalls: [
+          { id: "c1", name: "refund", args: { cents: 300 } },
+          { id: "q1", name: "ask_human", args: { question: "Why the refund?" } },
+        ],
+      };
+    }
+    return { text: results.map((m) => (typeof m.content === "string" ? m.content : "")).join(" / ") };
+  }),
+);
+
 const store = new PostgresStore({ connectionString: url });
 const runs = durableRuns({
   store,
@@ -88,6 +104,7 @@ const runs = durableRuns({
     refunder: new Agent({ name: "refunder", model: oneCall("refund", { cents: 700 }), tools: [refund] }),
     waiter: new Agent({ name: "waiter", model: oneCall("wait", {}), tools: [wait] }),
     planner: new Agent({ name: "planner", model: asker, tools: [durableAskHuman()] }),
+    mixer: new Agent({ name: "mixer", model: mixer, tools: [refund, durableAskHuman()] }),
   },
   databaseUrl: url,
   leaseMs: 3_000,
