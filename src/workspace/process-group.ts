@@ -36,6 +36,10 @@ export type RunCommandOptions = {
  * keeps stdout open cannot make it hang. stdin is closed.
  */
 export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise<CommandOutcome> {
+  // Already cancelled (the run stopped while the call was getting ready): never start it. A
+  // start followed by a kill is not the same: a launcher that outlives SIGTERM (a container
+  // runtime, `env --ignore-signal`) would run the command anyway.
+  if (options.signal?.aborted) return Promise.resolve(notStarted());
   const started = performance.now();
   const output = new HeadTail(MAX_KEPT_CHARS);
   let child: ChildProcess;
@@ -102,6 +106,7 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
       if (exited) return;
       finished = true;
       clearTimeout(timer);
+      clearTimeout(killTimer);
       options.signal?.removeEventListener("abort", onAbort);
       reject(error);
     });
@@ -114,6 +119,18 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
       if (exited) finish();
     });
   });
+}
+
+function notStarted(): CommandOutcome {
+  return {
+    output: "",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    cancelled: true,
+    droppedChars: 0,
+    durationMs: 0,
+  };
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {

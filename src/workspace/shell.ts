@@ -141,6 +141,9 @@ export function shellTool(root: string, options: ShellOptions, executor?: ShellE
       const verdict = rule({ command });
       if (verdict?.behavior === "deny") throw new ToolError(`refused: ${verdict.reason}`);
       const cwd = await realRoot(root);
+      // Cancelled while the root was resolved (the run may already have ended): nothing starts,
+      // not even the executor's sandbox.
+      ctx.signal.throwIfAborted();
       const spec = executor
         ? executor({ command, cwd, env: { ...env } })
         : { file: "bash", args: ["-c", command] };

@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { Agent, Runner, ScriptedModel, StandardPermissions } from "quiver-agents";
 import { MemoryStore } from "quiver-agents/store";
 import { workspace } from "quiver-agents/workspace";
@@ -91,27 +93,81 @@ describe("shell", () => {
     expect(survivors(s)).toEqual([]);
   });
 
-  it("cancelling the run kills the command's group", async () => {
+  /**
+   * The run is cancelled at one moment of the call's life; every process the command started
+   * must be gone soon after, and a command that had not started yet must never start.
+   */
+  async function cancelled(moment: {
+    on?: "tool_call_started" | "tool_call_update";
+    delayMs?: number;
+    /** Cancel from inside the shell, just before it would start the command. */
+    atSpawn?: boolean;
+    ignoreTerm?: boolean;
+  }) {
     const s = uniqueSleep();
-    const ws = workspace({ root, shell: true });
+    const marker = `started-${s}`;
+    const s2 = uniqueSleep();
+    const stubborn = moment.ignoreTerm ? `(trap '' TERM; sleep ${s2}) & ` : "";
+    const command = `touch ${marker}; echo up; ${stubborn}sleep ${s}; echo never`;
+    let cancel = () => {};
+    const ws = workspace({
+      root,
+      shell: true,
+      executor: ({ command: line }) => {
+        if (!moment.atSpawn) return { file: "bash", args: ["-c", line] };
+        cancel();
+        // A launcher that SIGTERM does not stop (as `docker run` does not stop its container):
+        // only never starting it keeps the command from running.
+        return { file: "env", args: ["--ignore-signal=TERM", "bash", "-c", line] };
+      },
+    });
     const agent = new Agent({
       name: "worker",
-      model: new ScriptedModel([
-        { toolCalls: [{ name: "shell", args: { command: `sleep ${s}; echo never` } }] },
-      ]),
+      model: new ScriptedModel([{ toolCalls: [{ name: "shell", args: { command } }] }]),
       tools: ws.tools,
       permissions: new StandardPermissions({ mode: "bypass" }),
     });
     const handle = Runner.stream(agent, "go");
+    cancel = () => handle.cancel("stop");
+    let fired = false;
     for await (const ev of handle) {
-      if (ev.type === "tool_call_started") setTimeout(() => handle.cancel("stop"), 200);
+      if (fired || ev.type !== moment.on) continue;
+      fired = true;
+      if (moment.delayMs === undefined) cancel();
+      else setTimeout(cancel, moment.delayMs);
     }
     const result = await handle.result();
     expect(result.stopReason).toBe("cancelled");
-    // The group got SIGTERM; a plain sleep dies at once.
-    const deadline = Date.now() + 3_000;
-    while (survivors(s).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(survivors(s)).toEqual([]);
+    // SIGTERM ends a plain sleep at once; a member that ignores it gets SIGKILL after the grace.
+    const deadline = Date.now() + 8_000;
+    const left = () => [...survivors(s), ...survivors(s2)];
+    while (left().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(left()).toEqual([]);
+    return { started: existsSync(join(root, marker)) };
+  }
+
+  it("a run cancelled just before the shell would start its command never starts it", async () => {
+    for (let i = 0; i < 5; i++) {
+      const { started } = await cancelled({ atSpawn: true });
+      expect(started).toBe(false);
+    }
+  });
+
+  it("cancelling the run kills the command's group, whenever the cancel lands", async () => {
+    // As the call starts (usually before the command is spawned), a moment later, while it runs,
+    // after its first output: each repeated, since the window each one hits is narrow.
+    const moments = [
+      { on: "tool_call_started" as const },
+      { on: "tool_call_started" as const, delayMs: 0 },
+      { on: "tool_call_started" as const, delayMs: 20 },
+      { on: "tool_call_started" as const, delayMs: 200 },
+      { on: "tool_call_update" as const },
+    ];
+    for (let round = 0; round < 3; round++) for (const moment of moments) await cancelled(moment);
+  }, 60_000);
+
+  it("a cancelled command whose group ignores SIGTERM is gone after the grace period", async () => {
+    await cancelled({ on: "tool_call_update", ignoreTerm: true });
   });
 
   it("streams output through tool_call_update while the command runs", async () => {
