@@ -133,3 +133,11 @@ class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<M
     return Promise.resolve({ value: undefined, done: true });
   }
 }
+
+/**
+ * One played stream kept for the life of the process. V8 keeps the hidden class of a class
+ * with fields only while an instance lives: after a quiet spell and a full GC, every turn's
+ * optimized code that built these streams would be thrown away (as src/run/shapes.ts explains).
+ */
+const keptStream = new ScriptedStream({ messages: [], tools: [], settings: {} }, () => ({ events: [] }));
+void keptStream.next();

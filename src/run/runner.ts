@@ -248,7 +248,9 @@ function start<Deps, Output>(
       if (run.signal.aborted) onStop();
       else run.signal.addEventListener("abort", onStop, { once: true });
     }
-    setImmediate(() => {
+    // The run starts once the caller's synchronous code is done (it can still attach to the
+    // handle or cancel first), without waiting a whole event-loop turn as setImmediate would.
+    queueMicrotask(() => {
       // Only a stored run waits for a lease (and so needs the run's signal).
       drive(run, body, run.store ? { ...lease, signal: run.signal } : lease).then(
         (value) =>
