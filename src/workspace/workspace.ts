@@ -1,5 +1,6 @@
 import path from "node:path";
 import { UserError } from "../errors.js";
+import { type Plugin, plugin } from "../run/plugin.js";
 import type { Tool } from "../tool/tool.js";
 import { editFileTool, writeFileTool } from "./edit-tools.js";
 import { FileEditor } from "./file-edits.js";
@@ -28,6 +29,13 @@ export type Workspace = {
   readonly tools: Tool[];
   /** A system-prompt fragment: where the workspace is and how its tools behave. */
   readonly instructions: string;
+  /**
+   * The same tools and instructions as one plugin named "workspace", for `new Agent({ plugins })`.
+   *
+   * @example
+   * const agent = new Agent({ name: "coder", model, plugins: [workspace({ root: "." }).plugin] });
+   */
+  readonly plugin: Plugin;
 };
 
 /**
@@ -58,11 +66,8 @@ export function workspace(options: WorkspaceOptions): Workspace {
   } else if (shellOptions) {
     throw new UserError("workspace({ readOnly: true }) cannot have a shell: a shell can write anything");
   }
-  return {
-    root,
-    tools,
-    instructions: instructionsFor(root, options.readOnly ?? false, shellOptions !== undefined),
-  };
+  const instructions = instructionsFor(root, options.readOnly ?? false, shellOptions !== undefined);
+  return { root, tools, instructions, plugin: plugin({ name: "workspace", tools, instructions }) };
 }
 
 function instructionsFor(root: string, readOnly: boolean, shell: boolean): string {

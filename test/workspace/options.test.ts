@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { UserError } from "quiver-agents";
+import { Agent, Runner, ScriptedModel, UserError } from "quiver-agents";
 import { workspace } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
 import { call, play, tempDir } from "./helpers.js";
@@ -46,6 +46,32 @@ describe("workspace()", () => {
     ]);
     expect(ws.instructions).toContain(root);
     expect(ws.instructions).toContain("Read a file with read_file before you change it");
+  });
+
+  it("ws.plugin offers the same tools and puts the instructions in the system prompt", async () => {
+    const dir = tempDir("quiver-plugin-");
+    writeFileSync(join(dir, "notes.txt"), "plugin-read works\n");
+    const ws = workspace({ root: dir });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: "read_file", args: { path: "notes.txt" } }] },
+      { text: "done" },
+    ]);
+    const agent = new Agent({ name: "coder", model, instructions: "You help.", plugins: [ws.plugin] });
+    const result = await Runner.run(agent, "read the notes");
+    expect(ws.plugin.name).toBe("workspace");
+    expect(result.toolCalls[0]).toMatchObject({ call: { name: "read_file" }, ok: true });
+    expect(result.toolCalls[0]!.output).toContain("plugin-read works");
+    expect(model.requests[0]!.system).toContain("You help.");
+    expect(model.requests[0]!.system).toContain(ws.instructions);
+    expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(ws.tools.map((t) => t.name));
+    // Offered twice (as tools and as the plugin), the clash names both sources.
+    const twice = new Agent({
+      name: "c",
+      model: new ScriptedModel([{ text: "x" }]),
+      tools: ws.tools,
+      plugins: [ws.plugin],
+    });
+    await expect(Runner.run(twice, "hi")).rejects.toThrow(/read_file/);
   });
 
   it("bad options are a UserError that says what to do", () => {
