@@ -24,6 +24,10 @@ const OPTIONAL_PEERS = [
   { name: "@modelcontextprotocol/sdk", usedBy: "mcpServer" },
   { name: "@opentelemetry/api", usedBy: "quiver-agents/otel" },
   { name: "@opentelemetry/sdk-trace-base", usedBy: "@opentelemetry/sdk-trace-base" },
+  { name: "@dbos-inc/dbos-sdk", usedBy: "quiver-agents/dbos" },
+  { name: "pg", usedBy: "quiver-agents/dbos" },
+  // DBOS's own declarations import pg's types, which live in @types/pg.
+  { name: "@types/pg", usedBy: "quiver-agents/dbos" },
 ];
 
 /** An example naming one of these needs an optional peer's types to compile. */

@@ -14,6 +14,7 @@ import { loadOptionalPackage } from "../store/optional-package.js";
 import type { PostgresStore } from "../store/postgres-store.js";
 import { LeaseConflict } from "../store/types.js";
 import { questionCallIds } from "./ask-human.js";
+import type { DurableRunsPool } from "./pool.js";
 import { type Reaper, type ReaperOptions, startReaper } from "./reaper.js";
 import { type TailOptions, tailEvents } from "./tail.js";
 import {
@@ -69,7 +70,7 @@ export type DurableRunsOptions = {
   /** The store's database (a postgres:// URL), for `events()` and the worker's heartbeats. Or pass `pool`. */
   databaseUrl?: string;
   /** A `pg.Pool` on the store's database, instead of `databaseUrl`; left open by `close()`. */
-  pool?: Pg.Pool;
+  pool?: DurableRunsPool;
   /** Flow control of the `quiver-runs` queue; applied by `startWorker()`. */
   queue?: RunQueueOptions;
   /**
@@ -115,7 +116,7 @@ export class DurableRuns {
   readonly store: PostgresStore;
   readonly #options: DurableRunsOptions;
   readonly #client: DBOSClient | undefined;
-  #pool: Pg.Pool | undefined;
+  #pool: DurableRunsPool | undefined;
   readonly #ownsPool: boolean;
 
   constructor(options: DurableRunsOptions) {
@@ -405,7 +406,7 @@ export class DurableRuns {
     return DBOS;
   }
 
-  #database(action: string): Pg.Pool {
+  #database(action: string): DurableRunsPool {
     if (this.#pool) return this.#pool;
     if (this.#options.databaseUrl === undefined) {
       throw new UserError(

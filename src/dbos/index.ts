@@ -12,6 +12,7 @@ export {
   type RunQueueOptions,
   type Worker,
 } from "./durable-runs.js";
+export type { DurableRunsPool, ListeningClient, PostgresNotification } from "./pool.js";
 export type { Reaper, ReaperOptions } from "./reaper.js";
 export type { TailOptions } from "./tail.js";
 export {

@@ -9,7 +9,7 @@
  * Quiver's lease lets one drive and the other retries until it finds the run finished.
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import type * as Pg from "pg";
+import type { DurableRunsPool } from "./pool.js";
 import { WORKFLOW_NAME } from "./workflow.js";
 
 /** What `startWorker` takes for the reaper. */
@@ -32,7 +32,7 @@ export type Reaper = {
 };
 
 export function startReaper(
-  pool: Pg.Pool,
+  pool: DurableRunsPool,
   schema: string,
   queueName: string,
   options: ReaperOptions = {},

@@ -3,10 +3,10 @@
  * committed append notifies it), then read by seq. Notices only wake the reader; the log is
  * read from the store, so a missed notice costs at most one fallback poll.
  */
-import type * as Pg from "pg";
 import { sleep } from "../abort.js";
 import type { RunEvent } from "../run/events.js";
 import type { RunStore } from "../store/types.js";
+import type { DurableRunsPool, PostgresNotification } from "./pool.js";
 
 /** What `events()` takes. */
 export type TailOptions = {
@@ -23,7 +23,7 @@ const STOPS = new Set<RunEvent["type"]>(["run_completed", "run_failed", "run_par
 
 export async function* tailEvents(
   store: RunStore & { eventsChannel: string },
-  pool: Pg.Pool,
+  pool: DurableRunsPool,
   runId: string,
   options: TailOptions = {},
 ): AsyncGenerator<RunEvent, void, undefined> {
@@ -32,7 +32,7 @@ export async function* tailEvents(
   const { signal } = options;
   const client = await pool.connect();
   let wake: (() => void) | undefined;
-  const onNotice = (notice: Pg.Notification) => {
+  const onNotice = (notice: PostgresNotification) => {
     if (notice.channel !== store.eventsChannel || notice.payload === undefined) return;
     try {
       const { runId: noticed, lastSeq } = JSON.parse(notice.payload) as { runId: string; lastSeq: number };
