@@ -1,43 +1,18 @@
-import { readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project, quiver } from "./binary.js";
-import { Terminal } from "./tmux.js";
+import { describe, expect, it } from "vitest";
+import { quiver } from "./binary.js";
+import { charges, terminalProjects } from "./terminal-project.js";
 
-let bin: string;
-let pkgRoot: string;
-const cleanups: Array<() => void> = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
-
-function setup(): { cwd: string; effects: string; term: Terminal } {
-  const cwd = project(pkgRoot, ["chatty-agent.mjs"]);
-  const term = new Terminal();
-  cleanups.push(() => {
-    term.close();
-    rmSync(cwd, { recursive: true, force: true });
-  });
-  return { cwd, effects: join(cwd, "effects.txt"), term };
+const projects = terminalProjects();
+/** A project and one terminal in it. */
+function setup() {
+  const made = projects.setup();
+  return { cwd: made.cwd, effects: made.effects, term: made.term() };
 }
-
-const charges = (file: string) => {
-  try {
-    return readFileSync(file, "utf8").split("\n").filter(Boolean).length;
-  } catch {
-    return 0;
-  }
-};
 
 describe("quiver chat in a real terminal (tmux)", () => {
   it("streams replies, takes approvals from the keyboard, and Ctrl+C cancels a reply", async () => {
     const { cwd, effects, term } = setup();
-    term.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--session", "s1"], {
+    term.start([process.execPath, projects.bin, "chat", "chatty-agent.mjs#chatty", "--session", "s1"], {
       cwd,
       env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
     });
@@ -91,18 +66,20 @@ describe("quiver chat in a real terminal (tmux)", () => {
     term.send("C-d");
     expect(await term.exitCode()).toBe(0);
 
-    const listed = await quiver(bin, ["runs", "list", "--json"], { cwd });
+    const listed = await quiver(projects.bin, ["runs", "list", "--json"], { cwd });
     const runs = JSON.parse(listed.stdout) as Array<{ runId: string; status: string; sessionId?: string }>;
     expect(runs.map((r) => r.status)).toEqual(["completed", "completed", "completed", "completed", "parked"]);
     expect(runs.every((r) => r.sessionId === "s1")).toBe(true);
     expect(runs.at(-1)!.runId).toBe(runId);
-    const shown = JSON.parse((await quiver(bin, ["runs", "show", runs[3]!.runId, "--json"], { cwd })).stdout);
+    const shown = JSON.parse(
+      (await quiver(projects.bin, ["runs", "show", runs[3]!.runId, "--json"], { cwd })).stdout,
+    );
     expect(shown.stopReason).toBe("cancelled");
   });
 
   it("yes for this tool this session stops asking; Ctrl+C at an empty prompt exits 130", async () => {
     const { cwd, effects, term } = setup();
-    term.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
+    term.start([process.execPath, projects.bin, "chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
       cwd,
       env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
     });
@@ -124,7 +101,7 @@ describe("quiver chat in a real terminal (tmux)", () => {
 
   it("an approval prompt goes away when the agent's approval timeout decides first", async () => {
     const { cwd, effects, term } = setup();
-    term.start([process.execPath, bin, "run", "chatty-agent.mjs#impatient", "please charge"], {
+    term.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#impatient", "please charge"], {
       cwd,
       env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
     });

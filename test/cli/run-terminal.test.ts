@@ -1,43 +1,9 @@
-import { readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project, quiver } from "./binary.js";
-import { Terminal } from "./tmux.js";
+import { describe, expect, it } from "vitest";
+import { quiver } from "./binary.js";
+import { charges, chatAtChargePrompt, terminalProjects } from "./terminal-project.js";
 
-let bin: string;
-let pkgRoot: string;
-const cleanups: Array<() => void> = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
-
-function setup(): { cwd: string; effects: string; term: () => Terminal } {
-  const cwd = project(pkgRoot, ["chatty-agent.mjs"]);
-  const terms: Terminal[] = [];
-  cleanups.push(() => {
-    for (const term of terms) term.close();
-    rmSync(cwd, { recursive: true, force: true });
-  });
-  const term = () => {
-    const made = new Terminal();
-    terms.push(made);
-    return made;
-  };
-  return { cwd, effects: join(cwd, "effects.txt"), term };
-}
-
-const charges = (file: string) => {
-  try {
-    return readFileSync(file, "utf8").split("\n").filter(Boolean).length;
-  } catch {
-    return 0;
-  }
-};
+const projects = terminalProjects();
+const setup = () => projects.setup();
 
 /** Any escape sequence: colors and styles come out of `screen({ escapes: true })` as `ESC[…m`. */
 const ESCAPE = "\u001b[";
@@ -46,14 +12,18 @@ const RED = /\u001b\[31m/;
 
 /** The run and call ids of the one running run whose approval prompt is open, read by other processes. */
 async function openPrompt(cwd: string, store: string): Promise<{ runId: string; callId: string }> {
-  const listed = await quiver(bin, ["runs", "list", "--status", "running", "--json", "--store", store], {
-    cwd,
-  });
+  const listed = await quiver(
+    projects.bin,
+    ["runs", "list", "--status", "running", "--json", "--store", store],
+    {
+      cwd,
+    },
+  );
   expect(listed.code, listed.stderr).toBe(0);
   const running = JSON.parse(listed.stdout) as Array<{ runId: string }>;
   expect(running).toHaveLength(1);
   const runId = running[0]!.runId;
-  const shown = await quiver(bin, ["runs", "show", runId, "--json", "--store", store], { cwd });
+  const shown = await quiver(projects.bin, ["runs", "show", runId, "--json", "--store", store], { cwd });
   const pending = JSON.parse(shown.stdout).pending as Array<{ id: string; name: string }>;
   expect(pending.map((call) => call.name)).toEqual(["charge_card"]);
   return { runId, callId: pending[0]!.id };
@@ -61,22 +31,15 @@ async function openPrompt(cwd: string, store: string): Promise<{ runId: string; 
 
 describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, colors", () => {
   it("quiver runs decide from another process answers the open prompt; the prompt goes away and the run goes on", async () => {
-    const { cwd, effects, term } = setup();
+    const made = setup();
+    const { cwd, effects } = made;
     const store = "sqlite:runs.db";
-    const chat = term();
-    chat.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--store", store], {
-      cwd,
-      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
-    });
-    await chat.waitFor("› ");
-
+    const chat = made.term();
     // Approved from another process while the prompt waits.
-    chat.type("please charge");
-    chat.send("Enter");
-    await chat.waitFor("Allow charge_card(amount: 42)?");
+    await chatAtChargePrompt(projects.bin, made, chat, store);
     const first = await openPrompt(cwd, store);
     const approved = await quiver(
-      bin,
+      projects.bin,
       ["runs", "decide", first.runId, first.callId, "--approve", "--store", store],
       {
         cwd,
@@ -97,7 +60,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     await chat.waitFor(/charge again[\s\S]*Allow charge_card/);
     const second = await openPrompt(cwd, store);
     const denied = await quiver(
-      bin,
+      projects.bin,
       [
         "runs",
         "decide",
@@ -124,29 +87,27 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     chat.send("C-d");
     expect(await chat.exitCode()).toBe(0);
 
-    const listed = await quiver(bin, ["runs", "list", "--json", "--store", store], { cwd });
+    const listed = await quiver(projects.bin, ["runs", "list", "--json", "--store", store], { cwd });
     const runs = JSON.parse(listed.stdout) as Array<{ status: string }>;
     expect(runs.map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
-    const shown = await quiver(bin, ["runs", "show", first.runId, "--store", store], { cwd });
+    const shown = await quiver(projects.bin, ["runs", "show", first.runId, "--store", store], { cwd });
     expect(shown.stdout).toMatch(/approved by channel/);
   });
 
   it("runs decide on a call that is not waiting says so, and changes nothing", async () => {
-    const { cwd, effects, term } = setup();
+    const made = setup();
+    const { cwd, effects } = made;
     const store = "sqlite:runs.db";
-    const chat = term();
-    chat.start([process.execPath, bin, "chat", "chatty-agent.mjs#chatty", "--store", store], {
-      cwd,
-      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
-    });
-    await chat.waitFor("› ");
-    chat.type("please charge");
-    chat.send("Enter");
-    await chat.waitFor("Allow charge_card(amount: 42)?");
+    const chat = made.term();
+    await chatAtChargePrompt(projects.bin, made, chat, store);
     const { runId } = await openPrompt(cwd, store);
-    const wrong = await quiver(bin, ["runs", "decide", runId, "call_nope", "--approve", "--store", store], {
-      cwd,
-    });
+    const wrong = await quiver(
+      projects.bin,
+      ["runs", "decide", runId, "call_nope", "--approve", "--store", store],
+      {
+        cwd,
+      },
+    );
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain(`run ${runId} has no call call_nope waiting for approval`);
     // The prompt is still there and still answers to the keyboard.
@@ -163,7 +124,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     const { cwd, term } = setup();
     // The agent's plugin takes LINGER_MS to tear down after the run, cancelled or not.
     const once = term();
-    once.start([process.execPath, bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
+    once.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
       cwd,
       env: { NO_COLOR: "1", LINGER_MS: "1500" },
     });
@@ -174,7 +135,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     expect(once.screen()).toMatch(/slow_task[\s\S]*cancelled/);
 
     const twice = term();
-    twice.start([process.execPath, bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
+    twice.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
       cwd,
       env: { NO_COLOR: "1", LINGER_MS: "120000" },
     });
@@ -191,7 +152,16 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     // NO_COLOR: the call lines, the approval prompt and the answer are plain text.
     const plain = term();
     plain.start(
-      ["env", "-u", "FORCE_COLOR", process.execPath, bin, "run", "chatty-agent.mjs#chatty", "please charge"],
+      [
+        "env",
+        "-u",
+        "FORCE_COLOR",
+        process.execPath,
+        projects.bin,
+        "run",
+        "chatty-agent.mjs#chatty",
+        "please charge",
+      ],
       {
         cwd,
         env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
@@ -208,7 +178,16 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
 
     const plainFailure = term();
     plainFailure.start(
-      ["env", "-u", "FORCE_COLOR", process.execPath, bin, "run", "chatty-agent.mjs#chatty", "fail now"],
+      [
+        "env",
+        "-u",
+        "FORCE_COLOR",
+        process.execPath,
+        projects.bin,
+        "run",
+        "chatty-agent.mjs#chatty",
+        "fail now",
+      ],
       {
         cwd,
         env: { NO_COLOR: "1" },
@@ -229,7 +208,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
         "-u",
         "FORCE_COLOR",
         process.execPath,
-        bin,
+        projects.bin,
         "run",
         "chatty-agent.mjs#chatty",
         "fail now",
@@ -245,7 +224,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     const coloredUsage = term();
     coloredUsage.start(
       [
-        ...["env", "-u", "NO_COLOR", "-u", "FORCE_COLOR", process.execPath, bin],
+        ...["env", "-u", "NO_COLOR", "-u", "FORCE_COLOR", process.execPath, projects.bin],
         ...["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"],
       ],
       { cwd, env: {} },
