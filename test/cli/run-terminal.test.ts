@@ -1,9 +1,21 @@
 import { describe, expect, it } from "vitest";
 import { quiver } from "./binary.js";
 import { charges, chatAtChargePrompt, terminalProjects } from "./terminal-project.js";
+import type { Terminal } from "./tmux.js";
 
 const projects = terminalProjects();
 const setup = () => projects.setup();
+
+/** `quiver <args>` in a terminal, with FORCE_COLOR unset (and NO_COLOR too when `color`). */
+function runIn(
+  terminal: Terminal,
+  cwd: string,
+  args: string[],
+  { color = false, env = {} }: { color?: boolean; env?: Record<string, string> } = {},
+): void {
+  const unset = color ? ["-u", "NO_COLOR", "-u", "FORCE_COLOR"] : ["-u", "FORCE_COLOR"];
+  terminal.start(["env", ...unset, process.execPath, projects.bin, ...args], { cwd, env });
+}
 
 /** Any escape sequence: colors and styles come out of `screen({ escapes: true })` as `ESC[…m`. */
 const ESCAPE = "\u001b[";
@@ -151,22 +163,9 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     const { cwd, effects, term } = setup();
     // NO_COLOR: the call lines, the approval prompt and the answer are plain text.
     const plain = term();
-    plain.start(
-      [
-        "env",
-        "-u",
-        "FORCE_COLOR",
-        process.execPath,
-        projects.bin,
-        "run",
-        "chatty-agent.mjs#chatty",
-        "please charge",
-      ],
-      {
-        cwd,
-        env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
-      },
-    );
+    runIn(plain, cwd, ["run", "chatty-agent.mjs#chatty", "please charge"], {
+      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
+    });
     await plain.waitFor("Allow charge_card(amount: 42)?");
     expect(plain.screen({ escapes: true })).not.toContain(ESCAPE);
     plain.send("Enter");
@@ -177,22 +176,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     expect(plainEnd).not.toContain(ESCAPE);
 
     const plainFailure = term();
-    plainFailure.start(
-      [
-        "env",
-        "-u",
-        "FORCE_COLOR",
-        process.execPath,
-        projects.bin,
-        "run",
-        "chatty-agent.mjs#chatty",
-        "fail now",
-      ],
-      {
-        cwd,
-        env: { NO_COLOR: "1" },
-      },
-    );
+    runIn(plainFailure, cwd, ["run", "chatty-agent.mjs#chatty", "fail now"], { env: { NO_COLOR: "1" } });
     expect(await plainFailure.exitCode()).toBe(1);
     const plainFailed = plainFailure.screen({ escapes: true });
     expect(plainFailed).toContain("✗ the run failed");
@@ -200,21 +184,7 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
 
     // The same failures on a terminal with no NO_COLOR (whatever the test's own environment holds).
     const colored = term();
-    colored.start(
-      [
-        "env",
-        "-u",
-        "NO_COLOR",
-        "-u",
-        "FORCE_COLOR",
-        process.execPath,
-        projects.bin,
-        "run",
-        "chatty-agent.mjs#chatty",
-        "fail now",
-      ],
-      { cwd, env: {} },
-    );
+    runIn(colored, cwd, ["run", "chatty-agent.mjs#chatty", "fail now"], { color: true });
     expect(await colored.exitCode()).toBe(1);
     const red = colored.screen({ escapes: true });
     expect(red).toMatch(
@@ -222,13 +192,9 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     );
 
     const coloredUsage = term();
-    coloredUsage.start(
-      [
-        ...["env", "-u", "NO_COLOR", "-u", "FORCE_COLOR", process.execPath, projects.bin],
-        ...["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"],
-      ],
-      { cwd, env: {} },
-    );
+    runIn(coloredUsage, cwd, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], {
+      color: true,
+    });
     expect(await coloredUsage.exitCode()).toBe(1);
     expect(coloredUsage.screen({ escapes: true })).toMatch(
       new RegExp(`${RED.source}error:(\\u001b\\[39m)? unknown model provider "nosuch"`),
