@@ -59,7 +59,7 @@ export async function bigOutput({ samples }: { samples: number }): Promise<BigOu
 
   const ms = await compare(
     { quiver: () => Runner.run(agentFor(), "go", { maxTurns: STEPS + 1 }) },
-    { samples, warmups: 2 },
+    { samples, warmups: 10 },
   );
   return {
     stepMs: ms.quiver / STEPS,
