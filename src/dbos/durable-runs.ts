@@ -26,7 +26,7 @@ import {
   type DurableRunRequest,
   type DurableRunResult,
   registerRunWorkflow,
-  undecidedCalls,
+  undecidedIn,
   WORKFLOW_NAME,
 } from "./workflow.js";
 
@@ -246,10 +246,11 @@ export class DurableRuns {
   ): Promise<void> {
     const { approved, reason } =
       typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
-    if (!(await undecidedCalls(this.store, runId)).includes(callId)) {
+    const events = await this.store.read(runId);
+    if (!undecidedIn(events).includes(callId)) {
       throw new UserError(`run ${runId} has no call ${callId} waiting for approval`);
     }
-    if (questionCallIds(await this.store.read(runId)).has(callId)) {
+    if (questionCallIds(events).has(callId)) {
       throw new UserError(
         `call ${callId} of run ${runId} asks a question (ask_human): answer it with answer(runId, callId, text)`,
       );
@@ -271,8 +272,8 @@ export class DurableRuns {
    */
   async answer(runId: string, callId: string, answer: string): Promise<void> {
     if (typeof answer !== "string") throw new UserError("answer needs the answer as a string");
-    const waiting = (await undecidedCalls(this.store, runId)).includes(callId);
-    if (!waiting || !questionCallIds(await this.store.read(runId)).has(callId)) {
+    const events = await this.store.read(runId);
+    if (!undecidedIn(events).includes(callId) || !questionCallIds(events).has(callId)) {
       throw new UserError(`run ${runId} has no question ${callId} waiting for an answer`);
     }
     const message: AnswerMessage = { callId, answer };

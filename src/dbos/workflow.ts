@@ -247,7 +247,8 @@ export async function undecidedCalls(store: RunStore, runId: string): Promise<st
   return undecidedIn(await store.read(runId));
 }
 
-function undecidedIn(events: RunEvent[]): string[] {
+/** The calls of a log's open turn that were asked about and are neither decided nor done. */
+export function undecidedIn(events: RunEvent[]): string[] {
   const open = replay(events).openTurn;
   if (!open) return [];
   return [...open.asked].filter((id) => !open.decisions.has(id) && !open.completed.has(id));

@@ -140,6 +140,11 @@ async function expectStartedAtMostOnce(runId: string): Promise<void> {
   }
 }
 
+/** For `until`: true once the store lists the run as parked. */
+function parkedRun(runId: string): () => Promise<true | undefined> {
+  return async () => ((await store.getRun(runId))?.status === "parked" ? true : undefined);
+}
+
 async function toolOutput(runId: string): Promise<string | undefined> {
   const events = await store.read(runId);
   const completed = events.find((e) => e.type === "tool_call_completed");
@@ -243,9 +248,7 @@ describe("quiver-agents/dbos with two worker processes", () => {
 
   it("an approval parked on a worker is decided from a third process and the run finishes", async () => {
     const runId = await runs.start("refunder", "refund the customer");
-    const parked = await until("the run to park", async () =>
-      (await store.getRun(runId))?.status === "parked" ? true : undefined,
-    );
+    const parked = await until("the run to park", parkedRun(runId));
     expect(parked).toBe(true);
     await expect(runs.decide(runId, "no-such-call", true)).rejects.toThrow(/no call no-such-call waiting/);
     await runs.decide(runId, "c1", { approved: true, reason: "fine" });
@@ -257,9 +260,7 @@ describe("quiver-agents/dbos with two worker processes", () => {
 
   it("a question asked on a worker is answered from a third process and the run goes on with the answer", async () => {
     const runId = await runs.start("planner", "plan a trip");
-    await until("the run to park on its question", async () =>
-      (await store.getRun(runId))?.status === "parked" ? true : undefined,
-    );
+    await until("the run to park on its question", parkedRun(runId));
     // The question is in the log, for any process to show.
     const asked = (await store.read(runId)).find((e) => e.type === "approval_required");
     expect(asked?.type === "approval_required" && asked.details).toEqual({
@@ -313,9 +314,7 @@ describe("quiver-agents/dbos with two worker processes", () => {
 
   it("cancelling a parked run ends it in the log too: the store lists it as DBOS does", async () => {
     const runId = await runs.start("refunder", "refund the customer again");
-    await until("the run to park", async () =>
-      (await store.getRun(runId))?.status === "parked" ? true : undefined,
-    );
+    await until("the run to park", parkedRun(runId));
     await runs.cancel(runId);
     expect((await client.getWorkflow(runId))?.status).toBe("CANCELLED");
     const summary = await store.getRun(runId);
