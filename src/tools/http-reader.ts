@@ -1,13 +1,14 @@
+import type { IncomingMessage } from "node:http";
 import { ToolError } from "../errors.js";
 import type { AddressPolicy, BlockedAddressError } from "./address-policy.js";
 import { type ContentKind, charsetOf, contentKind, decodeBody, mediaTypeOf } from "./body-decoding.js";
 import { sharedConversionPool } from "./conversion-pool.js";
-import type { LookupFunction } from "./guarded-dispatcher.js";
+import type { GuardedAgents, LookupFunction } from "./guarded-agent.js";
 import { PageCache } from "./page-cache.js";
 import type { Page, PageReader, ReadOptions } from "./page-reader.js";
 import { parseFetchUrl, shorten } from "./url.js";
 
-export type { LookupFunction } from "./guarded-dispatcher.js";
+export type { LookupFunction } from "./guarded-agent.js";
 
 export interface HttpReaderOptions {
   /** For the whole read: every redirect hop and the body. Default 30,000 ms. */
@@ -47,8 +48,8 @@ const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; Quiver-web_fetch/0.1)";
 const ACCEPT = "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.9,*/*;q=0.5";
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
-type Fetch = (url: string, init: Record<string, unknown>) => Promise<Response>;
-type Network = { fetch: Fetch; dispatcher: { close(): Promise<void> }; policy: AddressPolicy };
+type Transport = typeof import("./http-transport.js");
+type Network = { agents: GuardedAgents; policy: AddressPolicy; transport: Transport };
 
 /**
  * The built-in `PageReader`: one plain HTTP GET (no JavaScript runs, so a single-page app may
@@ -57,7 +58,8 @@ type Network = { fetch: Fetch; dispatcher: { close(): Promise<void> }; policy: A
  *
  * Private and internal addresses are refused unless opened with `allowPrivateNetwork` or
  * `allowHosts`: each connection is checked when it is made, against the address it really
- * connects to, whatever notation the URL used.
+ * connects to, whatever notation the URL used. Connections are kept alive and reused per
+ * reader (`close()` ends them); bodies are decompressed (gzip, deflate, br) as they arrive.
  *
  * @example
  * const reader = new HttpReader({ timeoutMs: 15_000, maxBytes: 2_000_000, cacheTtlMs: 60_000 });
@@ -115,7 +117,7 @@ export class HttpReader implements PageReader {
   async close(): Promise<void> {
     const network = this.#network;
     this.#network = undefined;
-    if (network) await (await network).dispatcher.close();
+    if (network) (await network).agents.destroy();
   }
 
   async #fetchPage(start: URL, signal: AbortSignal): Promise<Page> {
@@ -124,16 +126,15 @@ export class HttpReader implements PageReader {
     for (let hop = 0; ; hop++) {
       // Before any connection: scheme, credentials, literal addresses and localhost names.
       network.policy.checkHostname(url.hostname);
-      const response = await network.fetch(url.href, {
-        method: "GET",
-        redirect: "manual",
+      const response = await network.transport.get(
+        url,
+        network.agents,
+        { "user-agent": this.userAgent, accept: ACCEPT },
         signal,
-        dispatcher: network.dispatcher,
-        headers: { "user-agent": this.userAgent, accept: ACCEPT },
-      });
-      const location = response.headers.get("location");
-      if (REDIRECT_STATUSES.has(response.status) && location !== null) {
-        await response.body?.cancel().catch(() => {});
+      );
+      const location = response.headers.location;
+      if (REDIRECT_STATUSES.has(response.statusCode ?? 0) && location !== undefined) {
+        network.transport.discard(response);
         if (hop >= this.maxRedirects) {
           throw new ToolError(
             `too many redirects: ${shorten(start.href)} redirected more than ${this.maxRedirects} times`,
@@ -151,16 +152,22 @@ export class HttpReader implements PageReader {
         url = next.url;
         continue;
       }
-      return this.#toPage(url, response, signal);
+      return this.#toPage(url, response, network.transport, signal);
     }
   }
 
-  async #toPage(url: URL, response: Response, signal: AbortSignal): Promise<Page> {
-    const mediaType = mediaTypeOf(response.headers.get("content-type"));
-    const declaredLength = Number(response.headers.get("content-length") ?? Number.NaN);
+  async #toPage(
+    url: URL,
+    response: IncomingMessage,
+    transport: Transport,
+    signal: AbortSignal,
+  ): Promise<Page> {
+    const contentType = response.headers["content-type"];
+    const mediaType = mediaTypeOf(contentType);
+    const declaredLength = Number(response.headers["content-length"] ?? Number.NaN);
     const base: Page = {
       url: url.href,
-      status: response.status,
+      status: response.statusCode ?? 0,
       mediaType: mediaType || "application/octet-stream",
       text: "",
     };
@@ -171,22 +178,23 @@ export class HttpReader implements PageReader {
         : contentKind(mediaType, new Uint8Array());
     if (kind === "binary") {
       // Nothing a model can read: describe it and never download it.
-      await response.body?.cancel().catch(() => {});
+      transport.discard(response);
       const page: Page = { ...base, binary: true };
       if (Number.isFinite(declaredLength)) page.byteLength = declaredLength;
       return page;
     }
-    const { bytes, capped } = await readCapped(response, this.maxBytes);
+    const { bytes, capped } = await transport.readBody(response, this.maxBytes, signal);
     kind ??= contentKind(mediaType, bytes);
     if (kind === "binary")
       return { ...base, binary: true, byteLength: bytes.byteLength, ...(capped ? { sizeCapped: true } : {}) };
 
-    const headerCharset = charsetOf(response.headers.get("content-type"));
+    const headerCharset = charsetOf(contentType);
     const page: Page = { ...base, byteLength: bytes.byteLength };
     if (capped) page.sizeCapped = true;
     if (kind === "html") {
       // Decoding, parsing and converting all happen on a worker thread with a hard deadline:
-      // no page can hold up the event loop, and a hostile one is stopped, not waited for.
+      // no page can hold up the event loop, and a hostile one is stopped, not waited for. The
+      // bytes own their buffer, so they move to the thread without a copy.
       const converted = await sharedConversionPool().convert(
         { bytes, charset: headerCharset },
         {
@@ -210,59 +218,31 @@ export class HttpReader implements PageReader {
     return page;
   }
 
-  /** undici, ipaddr.js and the guard load on first use, not when "quiver-agents/tools" is imported. */
+  /**
+   * ipaddr.js, the guard and the transport load on first use, not when "quiver-agents/tools"
+   * is imported. They stand on node:http, node:https and node:zlib: nothing heavy to load on
+   * this thread, so the first fetch of a process does not stall it.
+   */
   #loadNetwork(): Promise<Network> {
     this.#network ??= (async () => {
-      const [{ fetch }, { createGuardedDispatcher }, { AddressPolicy }] = await Promise.all([
-        import("undici"),
-        import("./guarded-dispatcher.js"),
+      const [transport, { createGuardedAgents }, { AddressPolicy }] = await Promise.all([
+        import("./http-transport.js"),
+        import("./guarded-agent.js"),
         import("./address-policy.js"),
       ]);
       const policy = new AddressPolicy({
         allowPrivateNetwork: this.#options.allowPrivateNetwork ?? false,
         allowHosts: this.#options.allowHosts ?? [],
       });
-      const dispatcher = createGuardedDispatcher({
+      const agents = createGuardedAgents({
         policy,
         lookup: this.#options.lookup,
         connectTimeoutMs: Math.min(this.timeoutMs, 10_000),
       });
-      return { fetch: fetch as unknown as Fetch, dispatcher, policy };
+      return { agents, policy, transport };
     })();
     return this.#network;
   }
-}
-
-/** The body up to `maxBytes` (decompressed); the rest is never read. */
-async function readCapped(
-  response: Response,
-  maxBytes: number,
-): Promise<{ bytes: Uint8Array; capped: boolean }> {
-  if (!response.body) return { bytes: new Uint8Array(), capped: false };
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  let capped = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (total + value.byteLength > maxBytes) {
-      chunks.push(value.subarray(0, maxBytes - total));
-      total = maxBytes;
-      capped = true;
-      await reader.cancel().catch(() => {});
-      break;
-    }
-    chunks.push(value);
-    total += value.byteLength;
-  }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return { bytes, capped };
 }
 
 function compactJson(text: string): string {
@@ -282,7 +262,7 @@ function withImages(page: Page, images: boolean): Page {
 /** Network failures become tool errors that say what failed, never a stack trace. */
 function toToolError(error: unknown, url: string): Error {
   if (error instanceof ToolError) return error;
-  // Matched by name: address-policy.js loads lazily, with undici.
+  // Matched by name: address-policy.js loads lazily, with the network stack.
   const blocked = findCause(error, (e) => (e as Error)?.name === "BlockedAddressError") as
     | BlockedAddressError
     | undefined;
