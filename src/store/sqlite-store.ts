@@ -63,20 +63,45 @@ export type SqliteStoreOptions = {
 
 const DEFAULT_PATH = ".quiver/quiver.db";
 
-/** The version of the tables below, kept in SQLite's `user_version`: a newer file is refused, not misread. */
-const TABLES_VERSION = 1;
+/**
+ * The version of the tables below, kept in SQLite's `user_version`: an older file is migrated
+ * when opened, a newer one is refused, not misread.
+ *
+ * - 1: events keyed by `(run_id, seq)` in a WITHOUT ROWID table.
+ * - 2: events keyed by one integer, `run_key << 32 | seq`, `run_key` being the run's row in
+ *   `quiver_runs`. A run's appends then land at the end of its key range, and a whole
+ *   sequential run at the right edge of the table: SQLite appends there by adding a page
+ *   (about 3 pages written per commit). A composite key split and rebalanced three leaves and
+ *   their parent on most commits (about 7 pages), and kept whole event bodies in the tree's
+ *   inner pages.
+ */
+const TABLES_VERSION = 2;
+
+/** A run's events take the keys `run_key << 32 | seq`: seq stays below 2^32, and run_key below 2^31 (positive keys). */
+const MAX_SEQ = 2 ** 32 - 1;
+const MAX_RUN_KEY = 2 ** 31 - 1;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
-  run_id TEXT PRIMARY KEY, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL, started_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
+  run_key INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL,
+  started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON quiver_runs (session_id, started_at);
-CREATE TABLE IF NOT EXISTS quiver_events (
-  run_id TEXT NOT NULL, seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL,
-  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quiver_events (event_key INTEGER PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS quiver_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS quiver_artifacts (
   run_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, key));
+`;
+
+/** Version 1's runs and events, moved into version 2's tables (leases and artifacts did not change). */
+const FROM_VERSION_1 = `
+ALTER TABLE quiver_runs RENAME TO quiver_runs_v1;
+ALTER TABLE quiver_events RENAME TO quiver_events_v1;
+DROP INDEX quiver_runs_by_session;
+${TABLES}
+INSERT INTO quiver_runs (${RUN_COLUMNS}) SELECT ${RUN_COLUMNS} FROM quiver_runs_v1 ORDER BY started_at, run_id;
+INSERT INTO quiver_events (event_key, version, body)
+  SELECT (r.run_key << 32) + e.seq, e.version, e.body
+  FROM quiver_events_v1 e JOIN quiver_runs r ON r.run_id = e.run_id ORDER BY r.run_key, e.seq;
 `;
 
 /**
@@ -251,23 +276,39 @@ export class SqliteStore implements RunStore {
     // lock is ours, however long another process made us wait for it.
     checkLeaseHeld(lease, this.#lease(runId), Date.now());
     if (events.length === 0) return;
-    const previous = this.#run(runId);
+    const row = this.#sql.getRun.get(runId) as KeyedRunRow | undefined;
+    const previous = row && toRunSummary(row);
     const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+    if (rows[rows.length - 1]!.seq > MAX_SEQ) {
+      throw new StoreError(`run ${runId}: a SQLite store keeps at most ${MAX_SEQ} events per run`, { runId });
+    }
     // Payloads first, in the same transaction: a stored row never refers to a missing one.
     for (const payload of payloads) this.#sql.putPayload.run(runId, payload.key, payload.text);
-    for (const row of rows) this.#sql.insertEvent.run(runId, row.seq, row.version, row.body);
     const summary = summarize(runId, previous, events);
+    let runKey: number;
     if (
-      previous !== undefined &&
-      previous.agent === summary.agent &&
-      previous.startedAt === summary.startedAt &&
-      previous.sessionId === summary.sessionId &&
-      previous.parentRunId === summary.parentRunId
+      row !== undefined &&
+      previous!.agent === summary.agent &&
+      previous!.startedAt === summary.startedAt &&
+      previous!.sessionId === summary.sessionId &&
+      previous!.parentRunId === summary.parentRunId
     ) {
       // Only what an append changes: rewriting the indexed columns would dirty the session
       // index's page too, one more page written per commit.
       this.#sql.advanceRun.run(summary.updatedAt, summary.lastSeq, summary.status, runId);
-    } else this.#sql.upsertRun.run(...runRowValues(summary));
+      runKey = row.run_key;
+    } else {
+      runKey = (this.#sql.upsertRun.get(...runRowValues(summary)) as { run_key: number }).run_key;
+      if (runKey > MAX_RUN_KEY) {
+        throw new StoreError(
+          `the SQLite store at ${this.path} is full: it keeps at most ${MAX_RUN_KEY} runs`,
+          {
+            runId,
+          },
+        );
+      }
+    }
+    for (const event of rows) this.#sql.insertEvent.run(runKey, event.seq, event.version, event.body);
   };
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -276,8 +317,12 @@ export class SqliteStore implements RunStore {
     // so an append committing in between cannot look like a missing row.
     // The payloads the rows refer to come from the same snapshot too.
     return this.#snapshot("reading events", runId, () => {
-      const rows = (this.#sql.readEvents.all(runId, after) as EventRow[]).map(toStoredEvent);
-      const events = decodeEvents(runId, after, this.#run(runId)?.lastSeq ?? 0, rows);
+      const run = this.#sql.getRun.get(runId) as KeyedRunRow | undefined;
+      if (run === undefined) return decodeEvents(runId, after, 0, []);
+      const rows = (
+        this.#sql.readEvents.all(run.run_key, Math.min(after, MAX_SEQ), run.run_key) as EventRow[]
+      ).map(toStoredEvent);
+      const events = decodeEvents(runId, after, Number(run.last_seq), rows);
       const texts = new Map<string, string>();
       for (const key of referencedPayloads(events)) {
         const row = this.#sql.getArtifact.get(runId, key) as { text: string } | undefined;
@@ -350,7 +395,10 @@ export class SqliteStore implements RunStore {
 
   async clearSession(sessionId: string): Promise<void> {
     this.#write("clearing the session", undefined, () => {
-      for (const statement of this.#sql.clearSession) statement.run(sessionId);
+      const { runKeys, deleteEvents, others } = this.#sql.clearSession;
+      for (const { run_key } of runKeys.all(sessionId) as Array<{ run_key: number }>)
+        deleteEvents.run(run_key, run_key);
+      for (const statement of others) statement.run(sessionId);
     });
   }
 
@@ -376,11 +424,6 @@ export class SqliteStore implements RunStore {
 
   #lease(runId: string): Lease | undefined {
     return toLease(runId, this.#sql.getLease.get(runId) as LeaseRow | undefined);
-  }
-
-  #run(runId: string): RunSummary | undefined {
-    const row = this.#sql.getRun.get(runId) as RunRow | undefined;
-    return row && toRunSummary(row);
   }
 
   /** Runs `body` in a write transaction that holds SQLite's write lock from its first statement. */
@@ -427,16 +470,34 @@ function open(Database: typeof BetterSqlite3, path: string, timeout: number): Be
 }
 
 function createTables(db: BetterSqlite3.Database, path: string): void {
-  const version = db.pragma("user_version", { simple: true }) as number;
-  if (version > TABLES_VERSION) {
+  // Read under the write lock: two processes opening an old file at once migrate it once.
+  db.transaction(() => {
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version > TABLES_VERSION) {
+      throw new StoreError(
+        `the SQLite store at ${path} was created by a newer Quiver (tables version ${version}, this one knows ${TABLES_VERSION}); upgrade Quiver to open it`,
+      );
+    }
+    if (version === 1) migrateFromVersion1(db, path);
+    else db.exec(TABLES);
+    if (version !== TABLES_VERSION) db.pragma(`user_version = ${TABLES_VERSION}`);
+  }).immediate();
+}
+
+/** Moves a version 1 file's rows into version 2's tables, inside the caller's transaction. */
+function migrateFromVersion1(db: BetterSqlite3.Database, path: string): void {
+  const count = (table: string) =>
+    (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  db.exec(FROM_VERSION_1);
+  // Every event row belongs to a runs row (both are written in one transaction); one that
+  // does not would be dropped by the join, so the file is refused instead and left as it was.
+  const [before, after] = [count("quiver_events_v1"), count("quiver_events")];
+  if (before !== after) {
     throw new StoreError(
-      `the SQLite store at ${path} was created by a newer Quiver (tables version ${version}, this one knows ${TABLES_VERSION}); upgrade Quiver to open it`,
+      `the SQLite store at ${path} (tables version 1) has ${before - after} event rows of runs it has no summary for; it was left unchanged`,
     );
   }
-  db.transaction(() => {
-    db.exec(TABLES);
-    db.pragma(`user_version = ${TABLES_VERSION}`);
-  }).immediate();
+  db.exec("DROP TABLE quiver_events_v1; DROP TABLE quiver_runs_v1;");
 }
 
 /** What one append stores. */
@@ -453,6 +514,9 @@ type PendingWrite = {
   reject: (error: unknown) => void;
 };
 
+/** A runs row with its key, which numbers its events. */
+type KeyedRunRow = RunRow & { run_key: number };
+
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 function prepare(db: BetterSqlite3.Database) {
@@ -461,9 +525,13 @@ function prepare(db: BetterSqlite3.Database) {
     // Made once: better-sqlite3 builds a wrapper per `transaction()` call. Called inside
     // another transaction, it runs `body` in a savepoint.
     transaction: db.transaction((body: () => unknown) => body()),
-    insertEvent: db.prepare("INSERT INTO quiver_events (run_id, seq, version, body) VALUES (?, ?, ?, ?)"),
+    insertEvent: db.prepare(
+      "INSERT INTO quiver_events (event_key, version, body) VALUES ((? << 32) + ?, ?, ?)",
+    ),
+    // A run's events are the keys run_key << 32 + 1 … run_key << 32 + 2^32 - 1, in seq order.
     readEvents: db.prepare(
-      "SELECT seq, version, body FROM quiver_events WHERE run_id = ? AND seq > ? ORDER BY seq",
+      `SELECT event_key & 4294967295 AS seq, version, body FROM quiver_events
+       WHERE event_key > (? << 32) + ? AND event_key < ((? + 1) << 32) ORDER BY event_key`,
     ),
     getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
     advanceRun: db.prepare(
@@ -472,7 +540,7 @@ function prepare(db: BetterSqlite3.Database) {
     getRunWithLease: db.prepare(`${runsWithLeases("quiver_runs", "quiver_leases")} WHERE r.run_id = ?`),
     upsertRun: db.prepare(
       `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
+       ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE} RETURNING run_key`,
     ),
     // A null parameter means "any": one statement serves every filter.
     listRuns: db.prepare(
@@ -500,12 +568,17 @@ function prepare(db: BetterSqlite3.Database) {
     putPayload: db.prepare(
       "INSERT INTO quiver_artifacts (run_id, key, text) VALUES (?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING",
     ),
-    // The runs row goes last: the others find their runs through it.
-    clearSession: [
-      db.prepare(`DELETE FROM quiver_events WHERE run_id IN (${inSession})`),
-      db.prepare(`DELETE FROM quiver_leases WHERE run_id IN (${inSession})`),
-      db.prepare(`DELETE FROM quiver_artifacts WHERE run_id IN (${inSession})`),
-      db.prepare("DELETE FROM quiver_runs WHERE session_id = ?"),
-    ],
+    // The runs rows go last: the others are found through them.
+    clearSession: {
+      runKeys: db.prepare("SELECT run_key FROM quiver_runs WHERE session_id = ?"),
+      deleteEvents: db.prepare(
+        "DELETE FROM quiver_events WHERE event_key > (? << 32) AND event_key < ((? + 1) << 32)",
+      ),
+      others: [
+        db.prepare(`DELETE FROM quiver_leases WHERE run_id IN (${inSession})`),
+        db.prepare(`DELETE FROM quiver_artifacts WHERE run_id IN (${inSession})`),
+        db.prepare("DELETE FROM quiver_runs WHERE session_id = ?"),
+      ],
+    },
   };
 }

@@ -63,22 +63,15 @@ export function sqliteHarness(): StoreHarness {
     openSibling: async (store) => new SqliteStore({ path: (store as SqliteStore).path }),
     damage: async (store, runId, seq, damage) => {
       const db = new Database((store as SqliteStore).path);
+      // A run's events are keyed run_key << 32 + seq (tables version 2).
+      const row = `event_key = (SELECT run_key FROM quiver_runs WHERE run_id = ?) * 4294967296 + ?`;
       try {
-        if (damage.remove)
-          db.prepare("DELETE FROM quiver_events WHERE run_id = ? AND seq = ?").run(runId, seq);
+        if (damage.remove) db.prepare(`DELETE FROM quiver_events WHERE ${row}`).run(runId, seq);
         if (damage.body !== undefined) {
-          db.prepare("UPDATE quiver_events SET body = ? WHERE run_id = ? AND seq = ?").run(
-            damage.body,
-            runId,
-            seq,
-          );
+          db.prepare(`UPDATE quiver_events SET body = ? WHERE ${row}`).run(damage.body, runId, seq);
         }
         if (damage.version !== undefined) {
-          db.prepare("UPDATE quiver_events SET version = ? WHERE run_id = ? AND seq = ?").run(
-            damage.version,
-            runId,
-            seq,
-          );
+          db.prepare(`UPDATE quiver_events SET version = ? WHERE ${row}`).run(damage.version, runId, seq);
         }
       } finally {
         db.close();

@@ -3,7 +3,7 @@
  * processes racing on one file.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -54,7 +54,7 @@ describe("SqliteStore", () => {
     await new SqliteStore({ path }).close();
     const db = new Database(path);
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.pragma("user_version", { simple: true })).toBe(1);
+    expect(db.pragma("user_version", { simple: true })).toBe(2);
     db.close();
   });
 
@@ -186,6 +186,96 @@ describe("SqliteStore commits appends in groups", () => {
     expect(seenAtExecute).toEqual(Array.from({ length: 60 }, () => "stored"));
     await observer.close();
     await store.close();
+  });
+});
+
+describe("a file written by an older Quiver (tables version 1)", () => {
+  // tables-v1.db was written by the SqliteStore of commit 832eb00 (tables version 1), through
+  // the Runner: "run-completed" (two add calls, one with a long output stored as a payload, then
+  // an answer) and "run-interrupted", whose process went away while its charge call ran
+  // (tool_call_started stored, no completion). tables-v1.json is what that store answered.
+  const old = JSON.parse(readFileSync(join(import.meta.dirname, "fixtures/tables-v1.json"), "utf8"));
+  const copyOfOldFile = (name: string) => {
+    const path = join(dir, name);
+    copyFileSync(join(import.meta.dirname, "fixtures/tables-v1.db"), path);
+    return path;
+  };
+  const withoutLease = ({ leaseOwner, leaseExpiresAt, ...summary }: Record<string, unknown>) => summary;
+
+  it("is migrated when opened: its runs, sessions and events read as the old store read them", async () => {
+    const path = copyOfOldFile("v1-read.db");
+    const store = new SqliteStore({ path });
+    expect((await store.listRuns()).map(withoutLease)).toEqual(old.runs);
+    expect(await store.listRuns({ status: "completed" })).toMatchObject([{ runId: "run-completed" }]);
+    expect(await store.listSessions()).toEqual(old.sessions);
+    expect(await store.read("run-completed")).toEqual(old.events["run-completed"]);
+    expect(await store.read("run-interrupted")).toEqual(old.events["run-interrupted"]);
+    expect(await store.read("run-interrupted", 10)).toEqual(old.events["run-interrupted"].slice(10));
+    await store.close();
+    const db = new Database(path);
+    expect(db.pragma("user_version", { simple: true })).toBe(2);
+    db.close();
+    // Opening it again finds it migrated and reads the same.
+    const reopened = new SqliteStore({ path });
+    expect(await reopened.read("run-completed")).toEqual(old.events["run-completed"]);
+    await reopened.close();
+  });
+
+  it("resumes its runs: the finished one returns its result, the interrupted call is not run again", async () => {
+    const store = new SqliteStore({ path: copyOfOldFile("v1-resume.db") });
+    const charges: number[] = [];
+    const add = tool({
+      name: "add",
+      description: "Add two numbers.",
+      parameters: z.object({ a: z.number(), b: z.number() }),
+      execute: async ({ a, b }) => a + b,
+    });
+    const charge = tool({
+      name: "charge",
+      description: "Charge a card.",
+      parameters: z.object({ cents: z.number() }),
+      execute: async ({ cents }) => {
+        charges.push(cents);
+        return "charged";
+      },
+    });
+    const adder = new Agent({ name: "adder", model: new ScriptedModel([]), tools: [add] });
+    expect((await Runner.resume(adder, "run-completed", { store }).result()).output).toBe("the sum is 5");
+
+    const biller = new Agent({
+      name: "biller",
+      model: new ScriptedModel([{ text: "not charged" }]),
+      tools: [add, charge],
+    });
+    const resumed = await Runner.resume(biller, "run-interrupted", { store }).result();
+    expect(resumed.stopReason).toBe("completed");
+    expect(charges).toEqual([]);
+    const log = await store.read("run-interrupted");
+    expect(log.slice(0, 12)).toEqual(old.events["run-interrupted"]);
+    expect(log.find((e) => e.type === "tool_call_completed" && e.call.name === "charge")).toMatchObject({
+      ok: false,
+      error: { kind: "interrupted" },
+    });
+    expect(await store.getRun("run-interrupted")).toMatchObject({ status: "completed", lastSeq: log.length });
+    // New runs go on beside the migrated ones.
+    const greeter = new Agent({ name: "greeter", model: new ScriptedModel([{ text: "hello again" }]) });
+    const fresh = await Runner.run(greeter, "hi", { store, sessionId: "session-1" });
+    expect((await store.read(fresh.runId)).at(-1)).toMatchObject({ type: "run_completed" });
+    expect(await store.getRun(fresh.runId)).toMatchObject({ status: "completed", sessionId: "session-1" });
+    expect((await store.listSessions())[0]).toMatchObject({ sessionId: "session-1", runs: 3 });
+    await store.close();
+  });
+
+  it("is left unchanged when it cannot be migrated whole", () => {
+    const path = copyOfOldFile("v1-orphan.db");
+    const db = new Database(path);
+    db.prepare("INSERT INTO quiver_events (run_id, seq, version, body) VALUES ('nobody', 1, 1, '{}')").run();
+    db.close();
+    expect(() => new SqliteStore({ path })).toThrow(/1 event rows of runs it has no summary for/);
+    const after = new Database(path);
+    expect(after.pragma("user_version", { simple: true })).toBe(1);
+    expect((after.prepare("SELECT count(*) AS n FROM quiver_events").get() as { n: number }).n).toBe(33);
+    after.close();
   });
 });
 
