@@ -1,4 +1,4 @@
-import { ABORTED, isAborted, type Stopper, sleep } from "../abort.js";
+import { isAborted, type Stopper, sleep } from "../abort.js";
 import {
   BudgetExceeded,
   InvalidToolArguments,
@@ -50,7 +50,10 @@ class AttemptTimeout extends Error {
 /**
  * Runs one validated call: retries with backoff around a per-attempt timeout around the
  * policies around `execute`. Invalid arguments, cancellation and budget are never retried.
- * Resolves as soon as the call's signal aborts, even if the tool ignores it.
+ * Reports as soon as the call's signal aborts, even if the tool ignores it.
+ *
+ * The outcome goes to `report` (exactly once, maybe before this returns), not into a promise:
+ * a call without retries then costs the tool's own promise and one reaction on it.
  */
 export function runAttempts(
   run: ActiveRun,
@@ -58,11 +61,11 @@ export function runAttempts(
   call: ToolCall,
   args: unknown,
   settings: AttemptSettings,
-): Promise<AttemptsOutcome> {
-  // Without retries there is nothing to loop over: skip the extra async frame. (An error
-  // outcome keeps its internal `retryable` flag; callers read only the fields they know.)
-  if (settings.retries === 0) return runOneAttempt(run, tool, call, args, 1, settings);
-  return retrying(run, tool, call, args, settings);
+  report: (outcome: AttemptsOutcome) => void,
+): void {
+  // An error outcome keeps its internal `retryable` flag; callers read only the fields they know.
+  if (settings.retries === 0) runOneAttempt(run, tool, call, args, 1, settings, report);
+  else void retrying(run, tool, call, args, settings).then(report);
 }
 
 async function retrying(
@@ -74,7 +77,9 @@ async function retrying(
 ): Promise<AttemptsOutcome> {
   const backoff = { ...DEFAULT_BACKOFF, ...settings.backoff };
   for (let attempt = 1; ; attempt++) {
-    const outcome = await runOneAttempt(run, tool, call, args, attempt, settings);
+    const outcome = await new Promise<OneAttempt>((resolve) =>
+      runOneAttempt(run, tool, call, args, attempt, settings, resolve),
+    );
     if (outcome.kind !== "error" || !outcome.retryable || attempt > settings.retries) return outcome;
     const delayMs = backoffDelay(backoff, attempt);
     run.emit({
@@ -102,50 +107,88 @@ type OneAttempt =
   | Exclude<AttemptsOutcome, { kind: "error" }>
   | (Extract<AttemptsOutcome, { kind: "error" }> & { retryable: boolean });
 
-async function runOneAttempt(
+const CANCELLED: OneAttempt = { kind: "cancelled" };
+
+/** One attempt: a permit when the tool limits its concurrency, then `startAttempt`. */
+function runOneAttempt(
   run: ActiveRun,
   tool: Tool,
   call: ToolCall,
   args: unknown,
   attempt: number,
   settings: AttemptSettings,
-): Promise<OneAttempt> {
+  report: (outcome: OneAttempt) => void,
+): void {
   const callStopper = settings.stopper;
-  if (callStopper.aborted) return { kind: "cancelled" };
-  const ctx = new CallContext(run, callStopper, call, attempt, settings.turn);
-  let release: (() => void) | undefined;
-  try {
-    if (tool.concurrency !== undefined) {
-      try {
-        release = await toolSemaphore(tool, tool.concurrency).acquire(callStopper.signal);
-      } catch {
-        return { kind: "cancelled" };
-      }
-    }
-    run.emit({ type: "tool_call_started", call, attempt, runId: "", seq: 0, at: 0, agent: "" });
-    // Write-ahead: a call with no stored `tool_call_started` provably never ran.
-    const stored = run.flushed();
-    if (stored) await stored;
-    if (settings.stopper.aborted) return { kind: "cancelled" };
-    // The permit is held until the work really ends, even if the run stops waiting for it.
-    const permit = release;
-    release = undefined;
-    const value = await attemptOnce(run, tool, args, ctx, settings, permit);
-    if (isAborted(value)) return { kind: "cancelled" };
-    return { kind: "value", value, ctx };
-  } catch (error) {
-    return classify(run, error, callStopper);
-  } finally {
-    release?.();
-    ctx.release();
+  if (callStopper.aborted) {
+    report(CANCELLED);
+    return;
   }
+  const ctx = new CallContext(run, callStopper, call, attempt, settings.turn);
+  const end = (outcome: OneAttempt) => {
+    ctx.release();
+    report(outcome);
+  };
+  if (tool.concurrency === undefined) {
+    startAttempt(run, tool, call, args, ctx, settings, undefined, end);
+    return;
+  }
+  toolSemaphore(tool, tool.concurrency)
+    .acquire(callStopper.signal)
+    .then(
+      (permit) => startAttempt(run, tool, call, args, ctx, settings, permit, end),
+      () => end(CANCELLED),
+    );
 }
 
 /**
- * One attempt as one promise: it settles with the tool's value or error, a timeout, or
- * `Aborted` when the call's stopper fires, whichever comes first: one promise and one reaction
- * per attempt. A tool that goes on after a timeout or an abort keeps its context (and its
- * permit) until it really ends.
+ * `tool_call_started`, stored before the tool runs when the run has a store (write-ahead: a
+ * call with no stored `tool_call_started` provably never ran), then the attempt itself.
+ */
+function startAttempt(
+  run: ActiveRun,
+  tool: Tool,
+  call: ToolCall,
+  args: unknown,
+  ctx: CallContext,
+  settings: AttemptSettings,
+  permit: (() => void) | undefined,
+  end: (outcome: OneAttempt) => void,
+): void {
+  const { stopper } = settings;
+  let stored: Promise<void> | undefined;
+  try {
+    run.emit({ type: "tool_call_started", call, attempt: ctx.attempt, runId: "", seq: 0, at: 0, agent: "" });
+    stored = run.flushed();
+  } catch (error) {
+    permit?.();
+    end(classify(run, error, stopper));
+    return;
+  }
+  if (!stored) {
+    attemptOnce(run, tool, args, ctx, settings, permit, end);
+    return;
+  }
+  stored.then(
+    () => {
+      if (!stopper.aborted) {
+        attemptOnce(run, tool, args, ctx, settings, permit, end);
+        return;
+      }
+      permit?.();
+      end(CANCELLED);
+    },
+    (error) => {
+      permit?.();
+      end(classify(run, error, stopper));
+    },
+  );
+}
+
+/**
+ * One attempt, reported once: the tool's value or error, a timeout, or cancelled when the
+ * call's stopper fires, whichever comes first. A tool that goes on after a timeout or an abort
+ * keeps its context (and its permit) until it really ends.
  */
 function attemptOnce(
   run: ActiveRun,
@@ -154,62 +197,70 @@ function attemptOnce(
   ctx: CallContext,
   settings: AttemptSettings,
   permit: (() => void) | undefined,
-): Promise<unknown> {
+  end: (outcome: OneAttempt) => void,
+): void {
   const { stopper } = settings;
-  const tracing = run.tracing;
-  return new Promise<unknown>((resolve, reject) => {
-    if (stopper.aborted) {
-      permit?.();
-      return resolve(ABORTED);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const stop = () => {
-      clearTimeout(timer);
-      resolve(ABORTED);
-    };
-    stopper.watch(stop);
-    const ms = settings.timeoutMs;
-    if (ms !== undefined && ms > 0) {
-      timer = setTimeout(() => {
-        stopper.unwatch(stop);
-        const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
-        // Settled before the signal aborts, so a tool that rejects the moment its signal
-        // aborts still reads as a timeout, not as its own error.
-        reject(error);
-        ctx.abort(error);
-      }, ms);
-    }
-    const ended = () => {
-      clearTimeout(timer);
+  if (stopper.aborted) {
+    permit?.();
+    end(CANCELLED);
+    return;
+  }
+  let reported = false;
+  const settle = (outcome: OneAttempt) => {
+    if (reported) return;
+    reported = true;
+    end(outcome);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    clearTimeout(timer);
+    // After the stopper's other listeners: the attempt's own signal (which `end` unlinks) aborts too.
+    queueMicrotask(() => settle(CANCELLED));
+  };
+  stopper.watch(stop);
+  const ms = settings.timeoutMs;
+  if (ms !== undefined && ms > 0) {
+    timer = setTimeout(() => {
       stopper.unwatch(stop);
-      permit?.();
-    };
-    let work: Promise<unknown>;
-    try {
-      // Traced: the call's execute_tool span is the active span inside the tool.
-      work = enterRunContext(
-        ctx,
-        tracing
-          ? () => tracing.inCall(ctx.toolCallId, () => invoke(tool, args, args, ctx, 0))
-          : () => invoke(tool, args, args, ctx, 0),
-      );
-    } catch (error) {
-      ended();
-      return reject(error);
-    }
-    work.then(
-      (value) => {
-        leaveRunContext(!run.closed);
-        ended();
-        resolve(value);
-      },
-      (error) => {
-        leaveRunContext(!run.closed);
-        ended();
-        reject(error);
-      },
+      const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
+      // Reported before the signal aborts, so a tool that rejects the moment its signal
+      // aborts still reads as a timeout, not as its own error.
+      settle(classify(run, error, stopper));
+      ctx.abort(error);
+    }, ms);
+  }
+  const ended = () => {
+    clearTimeout(timer);
+    stopper.unwatch(stop);
+    permit?.();
+  };
+  const tracing = run.tracing;
+  let work: Promise<unknown>;
+  try {
+    // Traced: the call's execute_tool span is the active span inside the tool.
+    work = enterRunContext(
+      ctx,
+      tracing
+        ? () => tracing.inCall(ctx.toolCallId, () => invoke(tool, args, args, ctx, 0))
+        : () => invoke(tool, args, args, ctx, 0),
     );
-  });
+  } catch (error) {
+    ended();
+    settle(classify(run, error, stopper));
+    return;
+  }
+  work.then(
+    (value) => {
+      leaveRunContext(!run.closed);
+      ended();
+      settle(isAborted(value) ? CANCELLED : { kind: "value", value, ctx });
+    },
+    (error) => {
+      leaveRunContext(!run.closed);
+      ended();
+      settle(classify(run, error, stopper));
+    },
+  );
 }
 
 /**

@@ -137,9 +137,9 @@ export async function executeTurn(
 
   /**
    * Starts a call and counts it in flight until its result is in (and stored, when the run
-   * has a store). Never rejects: an unexpected failure after the call stops the run instead.
+   * has a store). Never throws: an unexpected failure after the call stops the run instead.
    */
-  const start = (index: number, tool: Tool, args: unknown): Promise<void> => {
+  const start = (index: number, tool: Tool, args: unknown): void => {
     started.add(index);
     inFlight++;
     const { call } = requested[index]!;
@@ -233,8 +233,8 @@ export async function executeTurn(
           return;
       }
     };
-    // One reaction per call: concluding and leaving the in-flight count share it.
-    return runAttempts(run, tool, call, args, settings).then((outcome) => {
+    // Concluding and leaving the in-flight count happen in the one report of the outcome.
+    runAttempts(run, tool, call, args, settings, (outcome) => {
       let pending: Promise<void> | undefined;
       try {
         pending = conclude(outcome);
@@ -242,7 +242,7 @@ export async function executeTurn(
         run.abort(error);
       }
       if (!pending) return settled();
-      return pending.then(settled, (error) => {
+      pending.then(settled, (error) => {
         run.abort(error);
         settled();
       });
@@ -250,8 +250,6 @@ export async function executeTurn(
   };
 
   const limit = config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
-  const waitFor = async (promise: Promise<unknown>): Promise<boolean> =>
-    !isAborted(await run.stopper.race(promise));
   /** Resolves once no call is running (at once if none is), or to `Aborted` when the run stops first. */
   const idle = (): Promise<undefined | Aborted> | undefined => {
     if (inFlight === 0) return undefined;
@@ -344,16 +342,22 @@ export async function executeTurn(
     }
     if (isHandoff) handoffAttempted = true;
     if (tool.parallel === false || isHandoff) {
+      // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
       const calm = idle();
-      if (calm && isAborted(await calm)) break;
-      if (!(await waitFor(start(index, tool, validation.value)))) break;
+      if (calm) await calm;
+      if (run.stopper.aborted) break;
+      start(index, tool, validation.value);
+      // It runs alone: the turn is idle again once it has ended.
+      const alone = idle();
+      if (alone) await alone;
+      if (run.stopper.aborted) break;
       if (execution.handoff)
         skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
       continue;
     }
     while (inFlight >= limit) if (isAborted(await callEnded())) break;
     if (run.stopper.aborted) break;
-    void start(index, tool, validation.value);
+    start(index, tool, validation.value);
   }
   const calm = idle();
   if (calm) await calm;

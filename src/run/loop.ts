@@ -114,14 +114,10 @@ export async function turns(
 ): Promise<RunResult<any>> {
   const state: LoopState = { setup: firstSetup, corrected: false };
   if (unfinished) {
-    const outcome = await runCalls(
-      run,
-      state,
-      unfinished.text,
-      unfinished.requested,
-      "tool_calls",
-      unfinished.prior,
-    );
+    const { text, requested, prior } = unfinished;
+    const execution = await executeTurn(run, state.setup.toolset, requested, prior);
+    const closed = closeTurn(run, state, text, execution, prior);
+    const outcome = closed instanceof Promise ? await closed : closed;
     if (outcome) return outcome;
   }
 
@@ -234,7 +230,13 @@ export async function turns(
       if (repairs) requestedEvent.repairs = repairs;
       run.emit(requestedEvent);
     }
-    const outcome = await runCalls(run, state, turn.text, requested, turn.finish);
+    // Awaited here, not inside a helper: an async helper would cost two promises per turn.
+    const execution =
+      turn.finish === "length"
+        ? truncatedCalls(run, requested)
+        : await executeTurn(run, setup.toolset, requested);
+    const closed = closeTurn(run, state, turn.text, execution);
+    const outcome = closed instanceof Promise ? await closed : closed;
     if (outcome) return outcome;
   }
 }
@@ -291,42 +293,36 @@ function completeTurn(run: ActiveRun, state?: LoopState): void {
 }
 
 /**
- * Runs a turn's calls and closes the turn: tool messages in request order, then whatever the
- * calls decided (stop, end the turn, hand off, park). Returns the result when the run stops.
+ * Closes a turn whose calls have run: tool messages in request order, then whatever the calls
+ * decided (stop, end the turn, hand off, park). Returns the result when the run stops; a
+ * promise only when a handoff's new agent needs one to be prepared.
  */
-async function runCalls(
+function closeTurn(
   run: ActiveRun,
   state: LoopState,
   text: string,
-  requested: RequestedCall[],
-  finish: string,
+  execution: TurnExecution,
   prior?: PriorTurn,
-): Promise<RunResult<any> | undefined> {
-  let results: CallResult[];
-  let execution: TurnExecution | undefined;
-  if (finish === "length") {
-    results = truncatedCalls(run, requested);
-  } else {
-    execution = await executeTurn(run, state.setup.toolset, requested, prior);
-    results = execution.results;
-  }
-  if (execution?.parked) return park(run, execution.parked, results);
+): RunResult<any> | undefined | Promise<undefined> {
+  const { results } = execution;
+  if (execution.parked) return park(run, execution.parked, results);
   for (const result of results) {
     run.records.push(result.record);
     if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
   }
   completeTurn(run, state);
 
-  if (execution?.stop) {
+  if (execution.stop) {
     return execution.stop.reason === "budget"
       ? finishRun(run, "budget", run.lastText, execution.stop.error)
       : stopOnAbort(run);
   }
-  if (execution?.endedBy) {
-    const ended = results.find((r) => r.record.ok && r.record.call.name === execution!.endedBy!.name);
+  const { endedBy } = execution;
+  if (endedBy) {
+    const ended = results.find((r) => r.record.ok && r.record.call.name === endedBy.name);
     return finishRun(run, "ends_turn", text || ended?.record.output || "");
   }
-  if (execution?.handoff) {
+  if (execution.handoff) {
     const { handoff, call } = execution.handoff;
     const from = run.agent.name;
     run.agent = handoff.target;
@@ -337,9 +333,15 @@ async function runCalls(
       resetView(run);
     }
     run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
-    const next = prepareAgent(run, handoff.target);
-    state.setup = next instanceof Promise ? await next : next;
     state.corrected = false;
+    const next = prepareAgent(run, handoff.target);
+    if (next instanceof Promise) {
+      return next.then((setup) => {
+        state.setup = setup;
+        return undefined;
+      });
+    }
+    state.setup = next;
   }
   return undefined;
 }
@@ -360,8 +362,8 @@ function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunR
 }
 
 /** A turn cut off by the output-token limit: running calls with truncated arguments is unsafe. */
-function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): CallResult[] {
-  return requested.map(({ call }) => {
+function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecution {
+  const results = requested.map(({ call }) => {
     const result = errorResult(
       call,
       "truncated_arguments",
@@ -378,6 +380,7 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): CallResult[
     });
     return result;
   });
+  return { results };
 }
 
 /** Messages `handle.inject()` queued go in before the next model request. */

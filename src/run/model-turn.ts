@@ -1,5 +1,13 @@
 import { ProviderError } from "../errors.js";
-import type { ContentBlock, FinishReason, Model, ModelRequest, ToolCall, Usage } from "../model/types.js";
+import type {
+  ContentBlock,
+  FinishReason,
+  Model,
+  ModelRequest,
+  ModelStreamEvent,
+  ToolCall,
+  Usage,
+} from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { EventOf } from "./events.js";
 
@@ -63,42 +71,47 @@ export function streamModelTurn(
     };
     stopper.watch(stop);
     // An abandoned reader settles late, maybe during a later turn: it must not touch the run.
-    const read = chat
-      ? chat.within(() => readTurn(run, model, request, reading))
-      : readTurn(run, model, request, reading);
-    read.then(
-      (turn) => {
+    const settle: Settle = {
+      done(turn) {
         if (reading.abandoned) return;
         stopper.unwatch(stop);
         run.modelStreaming = false;
         chat?.end(turn);
         resolve(turn);
       },
-      (error) => {
+      failed(error) {
         if (reading.abandoned) return;
         stopper.unwatch(stop);
         run.modelStreaming = false;
         chat?.fail(error);
         reject(error);
       },
-    );
+    };
+    if (chat) chat.within(() => readTurn(run, model, request, reading, settle));
+    else void readTurn(run, model, request, reading, settle);
   });
 }
 
+/** How `readTurn` reports: callbacks, not its promise, which saves a reaction per turn. */
+type Settle = { done(turn: ModelTurn): void; failed(error: unknown): void };
+
+/** Reads the model's stream into a turn and reports it to `settle`; never rejects. */
 async function readTurn(
   run: ActiveRun,
   model: Model,
   request: ModelRequest,
   reading: { abandoned: boolean },
-): Promise<ModelTurn> {
-  const iterator = model.stream(request)[Symbol.asyncIterator]();
+  settle: Settle,
+): Promise<void> {
   let turn = freshTurn();
   let calls = new Map<number, PartialCall>();
   let finished = false;
+  let iterator: AsyncIterator<ModelStreamEvent> | undefined;
   try {
+    iterator = model.stream(request)[Symbol.asyncIterator]();
     while (true) {
       const step = await iterator.next();
-      if (reading.abandoned) return turn;
+      if (reading.abandoned) return;
       if (step.done) break;
       const event = step.value;
       switch (event.type) {
@@ -183,14 +196,18 @@ async function readTurn(
           break;
       }
     }
+  } catch (error) {
+    return settle.failed(error);
   } finally {
-    if (reading.abandoned) iterator.return?.()?.catch?.(() => {});
+    if (reading.abandoned) iterator?.return?.()?.catch?.(() => {});
   }
   if (!finished) {
-    throw new ProviderError(`model "${model.name}" ended its stream without a finish event`, {
-      provider: model.name,
-      retryable: true,
-    });
+    return settle.failed(
+      new ProviderError(`model "${model.name}" ended its stream without a finish event`, {
+        provider: model.name,
+        retryable: true,
+      }),
+    );
   }
   // Calls in index order (providers number them; deltas may interleave).
   const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
@@ -204,7 +221,7 @@ async function readTurn(
       repairs: call.repairs,
     });
   }
-  return turn;
+  settle.done(turn);
 }
 
 /** `text.trim() === ""`, without trimming (a copy) when the first character cannot be white space. */
