@@ -16,8 +16,15 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import {
+  constants,
+  monitorEventLoopDelay,
+  type PerformanceEntry,
+  PerformanceObserver,
+} from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { ConversionPool } from "../src/tools/conversion-pool.js";
 import { fence } from "../src/tools/fence.js";
 import { htmlToMarkdown } from "../src/tools/html-to-markdown.js";
@@ -43,20 +50,44 @@ export interface Stall {
    * that could stall it, whatever else the machine runs. The local test server's share included.
    */
   busyMs: number;
+  /** Garbage collections of this thread's heap meanwhile: young-generation ones (scavenges) and all. */
+  gc: { scavenges: number; scavengeMs: number; longestMs: number; count: number; ms: number };
 }
 
 /** Runs `work` while measuring how late the event loop ran and how busy it was. */
 export async function stallDuring(work: () => Promise<unknown>): Promise<Stall> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
+  const entries: PerformanceEntry[] = [];
+  const observer = new PerformanceObserver((list) => entries.push(...list.getEntries()));
+  observer.observe({ entryTypes: ["gc"] });
   const before = performance.eventLoopUtilization();
   delay.enable();
   await work();
   delay.disable();
   const busyMs = performance.eventLoopUtilization(before).active;
-  return { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6, busyMs };
+  await new Promise((done) => setImmediate(done)); // the last GC entries are delivered
+  entries.push(...observer.takeRecords());
+  observer.disconnect();
+  const minor = entries.filter(
+    (e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR,
+  );
+  const gc = {
+    scavenges: minor.length,
+    scavengeMs: minor.reduce((sum, e) => sum + e.duration, 0),
+    longestMs: Math.max(0, ...entries.map((e) => e.duration)),
+    count: entries.length,
+    ms: entries.reduce((sum, e) => sum + e.duration, 0),
+  };
+  return { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6, busyMs, gc };
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** A full garbage collection now (without having started node with --expose-gc). */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
 
 export async function main(options: { rounds?: number; log?: (line: string) => void } = {}) {
   const rounds = options.rounds ?? 20;
@@ -68,8 +99,10 @@ export async function main(options: { rounds?: number; log?: (line: string) => v
   }
   files.sort();
   const html = new Map(files.map((f) => [f, readFileSync(path.join(PAGES, f), "utf8")]));
+  // Served as bytes read once, so that the server's share of this thread is small and constant.
+  const bodies = new Map(files.map((f) => [f, Buffer.from(html.get(f)!)]));
   const server = http.createServer((req, res) => {
-    const page = html.get(path.basename(new URL(req.url ?? "/", "http://x").pathname));
+    const page = bodies.get(path.basename(new URL(req.url ?? "/", "http://x").pathname));
     res.writeHead(page ? 200 : 404, { "content-type": "text/html; charset=utf-8" });
     res.end(page ?? "missing");
   });
@@ -77,17 +110,20 @@ export async function main(options: { rounds?: number; log?: (line: string) => v
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   try {
-    // The first fetch of a process loads the network stack (undici) on this thread and starts
-    // a conversion thread: measured apart, before anything else has warmed up.
+    // The first fetch of a process loads the network code (node:http, the guard, ipaddr.js) on
+    // this thread and starts a conversion thread: measured apart, before anything has warmed up.
     const firstReader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });
     const first = await stallDuring(() => firstReader.read(`${origin}/first/${files[0]}`));
 
     const inline = convertInline(files, html, rounds);
     const pool = await throughPool(files, html, rounds);
 
-    // Eight concurrent fetches, several times; the idle loop's own stall is measured first, for as long.
+    // Eight concurrent fetches, several times; the idle loop's own stall is measured after, for as long.
     const reader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });
     await reader.read(`${origin}/warm/${files[0]}`);
+    // The converter-alone rounds above ran on this thread and left their garbage: collected
+    // now, so that the stalls below are the fetches' own and not a late full GC of that.
+    collectGarbage();
     const fetchRounds = 10;
     const started = performance.now();
     const concurrent = await stallDuring(async () => {
@@ -124,10 +160,13 @@ export async function main(options: { rounds?: number; log?: (line: string) => v
       `longest event-loop stall, ${fetchRounds} × 8 concurrent fetches: ${concurrent.maxMs.toFixed(1)} ms (p99 ${concurrent.p99Ms.toFixed(1)} ms; target ≤ ${STALL_TARGET_MS} ms: ${concurrent.maxMs <= STALL_TARGET_MS ? "met" : "missed"}); this thread busy ${(concurrent.busyMs / (fetchRounds * 8)).toFixed(2)} ms per fetch (server side included)`,
     );
     log(
+      `  this thread's GCs meanwhile: ${concurrent.gc.scavenges} scavenges (${concurrent.gc.scavengeMs.toFixed(1)} ms), ${concurrent.gc.count} in all (${concurrent.gc.ms.toFixed(1)} ms), longest ${concurrent.gc.longestMs.toFixed(1)} ms`,
+    );
+    log(
       `  the idle loop for as long, on this machine now: ${idle.maxMs.toFixed(1)} ms (p99 ${idle.p99Ms.toFixed(1)} ms)`,
     );
     log(
-      `  the first fetch of the process (loads undici, starts a thread): ${first.maxMs.toFixed(1)} ms (p99 ${first.p99Ms.toFixed(1)} ms)`,
+      `  the first fetch of the process (loads the network code, starts a thread): ${first.maxMs.toFixed(1)} ms (p99 ${first.p99Ms.toFixed(1)} ms)`,
     );
     log(
       `fence() on ${(fenceInput.length / 1e6).toFixed(1)} M chars of that Markdown: ${fenceMbPerSecond.toFixed(1)} MB/s`,

@@ -1,4 +1,4 @@
-// The public surface of "quiver-agents/tools": re-exports only. Heavy parts (undici, linkedom,
+// The public surface of "quiver-agents/tools": re-exports only. Heavy parts (linkedom,
 // Readability, mdream, ipaddr.js) load on first use, so importing this stays cheap.
 
 export { askHuman, HumanChannel, type HumanQuestion, type QuestionOption } from "./ask-human.js";
