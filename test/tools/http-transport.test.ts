@@ -1,7 +1,14 @@
+import { execFile, execFileSync } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import net, { type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import nodePath from "node:path";
 import { Readable } from "node:stream";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import {
   brotliCompressSync,
   createBrotliCompress,
@@ -251,5 +258,79 @@ describe("redirects into blocked literals", () => {
     } finally {
       hops.close();
     }
+  });
+});
+
+describe("https", () => {
+  const src = nodePath.resolve(nodePath.dirname(fileURLToPath(import.meta.url)), "../../src");
+  let dir: string;
+  let tls: https.Server;
+  let origin: string;
+  let tlsConnections = 0;
+  beforeAll(async () => {
+    dir = mkdtempSync(nodePath.join(tmpdir(), "quiver-https-"));
+    // A certificate for 127.0.0.1 that only a client told to trust it will accept.
+    execFileSync(
+      "openssl",
+      [
+        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"],
+        ...["-keyout", nodePath.join(dir, "key.pem"), "-out", nodePath.join(dir, "cert.pem"), "-days", "1"],
+        ...["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+      ],
+      { stdio: "ignore" },
+    );
+    tls = https.createServer(
+      {
+        key: readFileSync(nodePath.join(dir, "key.pem")),
+        cert: readFileSync(nodePath.join(dir, "cert.pem")),
+      },
+      (req, res) =>
+        send(res, 200, "text/plain", gzipSync(`secure ${req.url}`), { "content-encoding": "gzip" }),
+    );
+    tls.on("secureConnection", () => tlsConnections++);
+    tls.listen(0, "127.0.0.1");
+    await once(tls, "listening");
+    origin = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    tls.closeAllConnections();
+    tls.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("verifies certificates: one that does not verify is a tool error", async () => {
+    const error = await reader()
+      .read(`${origin}/x`)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).message).toMatch(
+      /could not fetch https:\/\/127\.0\.0\.1:\d+\/x: .*self-signed certificate/,
+    );
+  });
+
+  it("reads over TLS on one kept-alive connection once the certificate is trusted", async () => {
+    const script = nodePath.join(dir, "read.mts");
+    const readerModule = pathToFileURL(nodePath.join(src, "tools/http-reader.ts")).href;
+    writeFileSync(
+      script,
+      [
+        `const { HttpReader } = await import(${JSON.stringify(readerModule)});`,
+        'const reader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });',
+        `const a = await reader.read(${JSON.stringify(`${origin}/a`)});`,
+        `const b = await reader.read(${JSON.stringify(`${origin}/b`)});`,
+        "await reader.close();",
+        "console.log(JSON.stringify([a.text, b.text]));",
+      ].join("\n"),
+    );
+    const before = tlsConnections;
+    // Asynchronously: the server answering it runs on this thread.
+    const { stdout: out } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+      cwd: nodePath.resolve(src, ".."),
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: nodePath.join(dir, "cert.pem") },
+    });
+    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual(["secure /a", "secure /b"]);
+    expect(tlsConnections - before).toBe(1);
   });
 });
