@@ -47,13 +47,21 @@ class AttemptTimeout extends Error {
   override name = "TimeoutError";
 }
 
+/** Told once how a call's attempts ended. */
+export interface AttemptsSink {
+  attemptsEnded(outcome: AttemptsOutcome): void;
+}
+
 /**
  * Runs one validated call: retries with backoff around a per-attempt timeout around the
  * policies around `execute`. Invalid arguments, cancellation and budget are never retried.
  * Reports as soon as the call's signal aborts, even if the tool ignores it.
  *
- * The outcome goes to `report` (exactly once, maybe before this returns), not into a promise:
- * a call without retries then costs the tool's own promise and one reaction on it.
+ * The outcome goes to `sink` (exactly once, maybe before this returns), not into a promise:
+ * a call without retries costs the tool's own promise and one reaction on it. The work is
+ * done by class methods, not closures made per call: a closure's optimized code is dropped by
+ * every full GC once no instance of it is alive, so a run after a quiet spell (a cold heap)
+ * would compile its hot path again.
  */
 export function runAttempts(
   run: ActiveRun,
@@ -61,39 +69,56 @@ export function runAttempts(
   call: ToolCall,
   args: unknown,
   settings: AttemptSettings,
-  report: (outcome: AttemptsOutcome) => void,
+  sink: AttemptsSink,
 ): void {
-  // An error outcome keeps its internal `retryable` flag; callers read only the fields they know.
-  if (settings.retries === 0) runOneAttempt(run, tool, call, args, 1, settings, report);
-  else void retrying(run, tool, call, args, settings).then(report);
+  // An error outcome keeps its internal `retryable` flag; sinks read only the fields they know.
+  if (settings.retries === 0) new Attempt(run, tool, call, args, 1, settings, sink).begin();
+  else new Retries(run, tool, call, args, settings, sink).next();
 }
 
-async function retrying(
-  run: ActiveRun,
-  tool: Tool,
-  call: ToolCall,
-  args: unknown,
-  settings: AttemptSettings,
-): Promise<AttemptsOutcome> {
-  const backoff = { ...DEFAULT_BACKOFF, ...settings.backoff };
-  for (let attempt = 1; ; attempt++) {
-    const outcome = await new Promise<OneAttempt>((resolve) =>
-      runOneAttempt(run, tool, call, args, attempt, settings, resolve),
-    );
-    if (outcome.kind !== "error" || !outcome.retryable || attempt > settings.retries) return outcome;
-    const delayMs = backoffDelay(backoff, attempt);
-    run.emit({
+/** Attempts one after another, with backoff between them, until one needs no retry. */
+class Retries implements AttemptsSink {
+  #attempt = 0;
+  readonly #backoff: Required<RetryBackoff>;
+
+  constructor(
+    readonly run: ActiveRun,
+    readonly tool: Tool,
+    readonly call: ToolCall,
+    readonly args: unknown,
+    readonly settings: AttemptSettings,
+    readonly sink: AttemptsSink,
+  ) {
+    this.#backoff = { ...DEFAULT_BACKOFF, ...settings.backoff };
+  }
+
+  next(): void {
+    this.#attempt++;
+    new Attempt(this.run, this.tool, this.call, this.args, this.#attempt, this.settings, this).begin();
+  }
+
+  attemptsEnded(outcome: AttemptsOutcome): void {
+    const attempt = this.#attempt;
+    if (
+      outcome.kind !== "error" ||
+      !(outcome as OneAttempt & { kind: "error" }).retryable ||
+      attempt > this.settings.retries
+    ) {
+      this.sink.attemptsEnded(outcome);
+      return;
+    }
+    const delayMs = backoffDelay(this.#backoff, attempt);
+    this.run.emit({
       type: "tool_call_retry",
-      call,
+      call: this.call,
       attempt: attempt + 1,
       delayMs,
       error: { kind: outcome.errorKind, message: outcome.message },
     });
-    try {
-      await sleep(delayMs, settings.stopper.signal);
-    } catch {
-      return { kind: "cancelled" };
-    }
+    sleep(delayMs, this.settings.stopper.signal).then(
+      () => this.next(),
+      () => this.sink.attemptsEnded(CANCELLED),
+    );
   }
 }
 
@@ -109,158 +134,177 @@ type OneAttempt =
 
 const CANCELLED: OneAttempt = { kind: "cancelled" };
 
-/** One attempt: a permit when the tool limits its concurrency, then `startAttempt`. */
-function runOneAttempt(
-  run: ActiveRun,
-  tool: Tool,
-  call: ToolCall,
-  args: unknown,
-  attempt: number,
-  settings: AttemptSettings,
-  report: (outcome: OneAttempt) => void,
-): void {
-  const callStopper = settings.stopper;
-  if (callStopper.aborted) {
-    report(CANCELLED);
-    return;
-  }
-  const ctx = new CallContext(run, callStopper, call, attempt, settings.turn);
-  const end = (outcome: OneAttempt) => {
-    ctx.release();
-    report(outcome);
-  };
-  if (tool.concurrency === undefined) {
-    startAttempt(run, tool, call, args, ctx, settings, undefined, end);
-    return;
-  }
-  toolSemaphore(tool, tool.concurrency)
-    .acquire(callStopper.signal)
-    .then(
-      (permit) => startAttempt(run, tool, call, args, ctx, settings, permit, end),
-      () => end(CANCELLED),
-    );
-}
-
-/**
- * `tool_call_started`, stored before the tool runs when the run has a store (write-ahead: a
- * call with no stored `tool_call_started` provably never ran), then the attempt itself.
- */
-function startAttempt(
-  run: ActiveRun,
-  tool: Tool,
-  call: ToolCall,
-  args: unknown,
-  ctx: CallContext,
-  settings: AttemptSettings,
-  permit: (() => void) | undefined,
-  end: (outcome: OneAttempt) => void,
-): void {
-  const { stopper } = settings;
-  let stored: Promise<void> | undefined;
-  try {
-    run.emit({ type: "tool_call_started", call, attempt: ctx.attempt, runId: "", seq: 0, at: 0, agent: "" });
-    stored = run.flushed();
-  } catch (error) {
-    permit?.();
-    end(classify(run, error, stopper));
-    return;
-  }
-  if (!stored) {
-    attemptOnce(run, tool, args, ctx, settings, permit, end);
-    return;
-  }
-  stored.then(
-    () => {
-      if (!stopper.aborted) {
-        attemptOnce(run, tool, args, ctx, settings, permit, end);
-        return;
-      }
-      permit?.();
-      end(CANCELLED);
-    },
-    (error) => {
-      permit?.();
-      end(classify(run, error, stopper));
-    },
-  );
-}
-
 /**
  * One attempt, reported once: the tool's value or error, a timeout, or cancelled when the
  * call's stopper fires, whichever comes first. A tool that goes on after a timeout or an abort
  * keeps its context (and its permit) until it really ends.
  */
-function attemptOnce(
-  run: ActiveRun,
-  tool: Tool,
-  args: unknown,
-  ctx: CallContext,
-  settings: AttemptSettings,
-  permit: (() => void) | undefined,
-  end: (outcome: OneAttempt) => void,
-): void {
-  const { stopper } = settings;
-  if (stopper.aborted) {
-    permit?.();
-    end(CANCELLED);
-    return;
+class Attempt {
+  readonly ctx: CallContext;
+  #permit: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #reported = false;
+  /** Watched on the call's stopper while the tool runs. */
+  #onStop: (() => void) | undefined;
+
+  constructor(
+    readonly run: ActiveRun,
+    readonly tool: Tool,
+    readonly call: ToolCall,
+    readonly args: unknown,
+    attempt: number,
+    readonly settings: AttemptSettings,
+    readonly sink: AttemptsSink,
+  ) {
+    this.ctx = new CallContext(run, settings.stopper, call, attempt, settings.turn);
   }
-  let reported = false;
-  const settle = (outcome: OneAttempt) => {
-    if (reported) return;
-    reported = true;
-    end(outcome);
-  };
-  let timer: NodeJS.Timeout | undefined;
-  const stop = () => {
-    clearTimeout(timer);
-    // After the stopper's other listeners: the attempt's own signal (which `end` unlinks) aborts too.
-    queueMicrotask(() => settle(CANCELLED));
-  };
-  stopper.watch(stop);
-  const ms = settings.timeoutMs;
-  if (ms !== undefined && ms > 0) {
-    timer = setTimeout(() => {
-      stopper.unwatch(stop);
-      const error = new AttemptTimeout(`${tool.name} timed out after ${ms} ms`);
-      // Reported before the signal aborts, so a tool that rejects the moment its signal
-      // aborts still reads as a timeout, not as its own error.
-      settle(classify(run, error, stopper));
-      ctx.abort(error);
-    }, ms);
+
+  /** A permit when the tool limits its concurrency, then `tool_call_started`, then the tool. */
+  begin(): void {
+    const { stopper } = this.settings;
+    if (stopper.aborted) {
+      this.#report(CANCELLED);
+      return;
+    }
+    const { tool } = this;
+    if (tool.concurrency === undefined) {
+      this.#started();
+      return;
+    }
+    toolSemaphore(tool, tool.concurrency)
+      .acquire(stopper.signal)
+      .then(
+        (permit) => {
+          this.#permit = permit;
+          this.#started();
+        },
+        () => this.#report(CANCELLED),
+      );
   }
-  const ended = () => {
-    clearTimeout(timer);
-    stopper.unwatch(stop);
-    permit?.();
-  };
-  const tracing = run.tracing;
-  let work: Promise<unknown>;
-  try {
-    // Traced: the call's execute_tool span is the active span inside the tool.
-    work = enterRunContext(
-      ctx,
-      tracing
-        ? () => tracing.inCall(ctx.toolCallId, () => invoke(tool, args, args, ctx, 0))
-        : () => invoke(tool, args, args, ctx, 0),
+
+  /** Write-ahead: with a store, `tool_call_started` is stored before the tool runs, so a call without one provably never ran. */
+  #started(): void {
+    const { run } = this;
+    let stored: Promise<void> | undefined;
+    try {
+      run.emit({
+        type: "tool_call_started",
+        call: this.call,
+        attempt: this.ctx.attempt,
+        runId: "",
+        seq: 0,
+        at: 0,
+        agent: "",
+      });
+      stored = run.flushed();
+    } catch (error) {
+      this.#failed(error);
+      return;
+    }
+    if (!stored) {
+      this.#run();
+      return;
+    }
+    stored.then(
+      () => this.#run(),
+      (error) => this.#failed(error),
     );
-  } catch (error) {
-    ended();
-    settle(classify(run, error, stopper));
-    return;
   }
-  work.then(
-    (value) => {
-      leaveRunContext(!run.closed);
-      ended();
-      settle(isAborted(value) ? CANCELLED : { kind: "value", value, ctx });
-    },
-    (error) => {
-      leaveRunContext(!run.closed);
-      ended();
-      settle(classify(run, error, stopper));
-    },
-  );
+
+  #run(): void {
+    const { stopper } = this.settings;
+    if (stopper.aborted) {
+      this.#ended(CANCELLED);
+      return;
+    }
+    this.#onStop = this.#stopped.bind(this);
+    stopper.watch(this.#onStop);
+    const ms = this.settings.timeoutMs;
+    if (ms !== undefined && ms > 0) this.#timer = setTimeout(this.#timedOut.bind(this, ms), ms);
+    const tracing = this.run.tracing;
+    let work: Promise<unknown>;
+    try {
+      // Traced: the call's execute_tool span is the active span inside the tool.
+      work = tracing
+        ? enterRunContext(
+            this.ctx,
+            (attempt) => tracing.inCall(attempt.ctx.toolCallId, () => runTool(attempt)),
+            this,
+          )
+        : enterRunContext(this.ctx, runTool, this);
+    } catch (error) {
+      this.#release();
+      this.#failed(error);
+      return;
+    }
+    work.then(this.#succeeded.bind(this), this.#threw.bind(this));
+  }
+
+  #succeeded(value: unknown): void {
+    leaveRunContext(!this.run.closed);
+    this.#release();
+    this.#report(isAborted(value) ? CANCELLED : { kind: "value", value, ctx: this.ctx });
+  }
+
+  #threw(error: unknown): void {
+    leaveRunContext(!this.run.closed);
+    this.#release();
+    this.#report(classify(this.run, error, this.settings.stopper));
+  }
+
+  #stopped(): void {
+    clearTimeout(this.#timer);
+    // After the stopper's other listeners: the attempt's own signal (which reporting unlinks) aborts too.
+    queueMicrotask(() => this.#report(CANCELLED));
+  }
+
+  #timedOut(ms: number): void {
+    if (this.#onStop) this.settings.stopper.unwatch(this.#onStop);
+    const error = new AttemptTimeout(`${this.tool.name} timed out after ${ms} ms`);
+    // Reported before the signal aborts, so a tool that rejects the moment its signal aborts
+    // still reads as a timeout, not as its own error.
+    this.#report(classify(this.run, error, this.settings.stopper));
+    this.ctx.abort(error);
+  }
+
+  /** The tool's work really ended (or never started): its timer, watch and permit go. */
+  #release(): void {
+    clearTimeout(this.#timer);
+    if (this.#onStop) this.settings.stopper.unwatch(this.#onStop);
+    this.#permit?.();
+    this.#permit = undefined;
+  }
+
+  /** Failed before the tool ran. */
+  #failed(error: unknown): void {
+    this.#ended(classify(this.run, error, this.settings.stopper));
+  }
+
+  /** Ended before the tool ran: the permit goes with the report. */
+  #ended(outcome: OneAttempt): void {
+    this.#permit?.();
+    this.#permit = undefined;
+    this.#report(outcome);
+  }
+
+  #report(outcome: OneAttempt): void {
+    if (this.#reported) return;
+    this.#reported = true;
+    this.ctx.release();
+    this.sink.attemptsEnded(outcome);
+  }
+}
+
+/** An idle attempt and its settings (see shapes.ts), kept so their hidden classes outlive a full GC. */
+export function attemptShapes(run: ActiveRun, tool: Tool, call: ToolCall): unknown[] {
+  const settings: AttemptSettings = { retries: 0, turn: 1, stopper: run.stopper };
+  const sink: AttemptsSink = { attemptsEnded() {} };
+  return [new Attempt(run, tool, call, {}, 1, settings, sink), settings];
+}
+
+/** The attempt's tool, through its policies, inside the attempt's run context. */
+function runTool(attempt: Attempt): Promise<unknown> {
+  return invoke(attempt.tool, attempt.args, attempt.args, attempt.ctx, 0);
 }
 
 /**

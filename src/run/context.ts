@@ -57,14 +57,14 @@ export function getRunContext<Deps = unknown>(): RunContext<Deps> {
 let callsInFlight = 0;
 
 /**
- * Calls `fn` with `ctx` as the current run context (used by the executor). The caller must call
+ * Calls `fn(arg)` with `ctx` as the current run context (used by the executor). The caller must call
  * `leaveRunContext()` once the returned promise settles: the context stays available to the
  * tool's code until then.
  */
-export function enterRunContext<T>(ctx: RunContext<any>, fn: () => Promise<T>): Promise<T> {
+export function enterRunContext<T, A>(ctx: RunContext<any>, fn: (arg: A) => Promise<T>, arg: A): Promise<T> {
   callsInFlight++;
   try {
-    return storage.run(ctx, fn);
+    return storage.run(ctx, fn, arg);
   } catch (error) {
     leaveRunContext(false);
     throw error;

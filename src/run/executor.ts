@@ -4,9 +4,10 @@ import type { ToolCall } from "../model/types.js";
 import { StoreError } from "../store/types.js";
 import type { Tool } from "../tool/tool.js";
 import type { ActiveRun } from "./active-run.js";
+import type { AgentConfig } from "./agent.js";
 import { approveCall } from "./approval-flow.js";
 import type { ApprovalOutcome } from "./approvals.js";
-import { type AttemptSettings, type AttemptsOutcome, runAttempts } from "./attempts.js";
+import { type AttemptSettings, type AttemptsOutcome, type AttemptsSink, runAttempts } from "./attempts.js";
 import type { EventOf } from "./events.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
 import { recallNote, resultArtifactKey } from "./recall.js";
@@ -56,46 +57,229 @@ export type PriorTurn = {
  * runs alone, then later calls proceed. Events come in completion order; results are returned
  * in request order, and every requested call gets one.
  */
-export async function executeTurn(
+export function executeTurn(
   run: ActiveRun,
   toolset: Toolset,
   requested: RequestedCall[],
   prior?: PriorTurn,
 ): Promise<TurnExecution> {
-  const results: Array<CallResult | undefined> = new Array(requested.length);
-  const running = new Map<number, Stopper>();
-  // Calls running now; `idle` resolves when the count drops to zero (no Promise.all per wait).
-  let inFlight = 0;
-  let idleWaiters: Array<() => void> = [];
-  /** A call left the in-flight count: everyone waiting is told; those waiting for idle check again. */
-  const settled = () => {
-    inFlight--;
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const wake of waiters) wake();
-  };
-  /** Resolves when some running call ends (or the run stops: then to the Aborted marker). */
-  const callEnded = () => run.stopper.wait((wake) => idleWaiters.push(wake));
-  const started = new Set<number>();
-  const execution: TurnExecution = { results: [] };
-  const config = run.agent.config;
-  const turn = run.turn;
-  /** Why calls that never started were skipped, once preflight stops early. */
-  let skipReason: string | undefined;
-  let handoffAttempted = false;
+  return new TurnCalls(run, toolset, requested, prior).execute();
+}
 
-  const finish = (
-    index: number,
-    result: CallResult,
-    durationMs: number,
-    value?: unknown,
-    synthesised = false,
-  ) => {
+/**
+ * One turn's calls while they run. Its steps are methods, not closures made per turn or per
+ * call: a closure's optimized code is dropped by every full GC once no instance of it is
+ * alive, so after a quiet spell (a cold heap) the hot path would be compiled again.
+ */
+class TurnCalls {
+  readonly results: Array<CallResult | undefined>;
+  /** Calls with their own stopper (`cancelSiblingsOnError`), by index. */
+  readonly running = new Map<number, Stopper>();
+  readonly started = new Set<number>();
+  readonly execution: TurnExecution = { results: [] };
+  readonly config: Readonly<AgentConfig<any, any>>;
+  readonly turn: number;
+  /** Calls running now. */
+  inFlight = 0;
+  /** The one wait in progress (the preflight loop waits for one thing at a time). */
+  #waiter: { wake: () => void; untilIdle: boolean } | undefined;
+  /** Why calls that never started were skipped, once preflight stops early. */
+  skipReason: string | undefined;
+  #handoffAttempted = false;
+
+  constructor(
+    readonly run: ActiveRun,
+    readonly toolset: Toolset,
+    readonly requested: RequestedCall[],
+    readonly prior: PriorTurn | undefined,
+  ) {
+    this.results = new Array(requested.length);
+    this.config = run.agent.config;
+    this.turn = run.turn;
+  }
+
+  async execute(): Promise<TurnExecution> {
+    const { run, requested, prior, toolset, results, execution } = this;
+    const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
+    for (let index = 0; index < requested.length; index++) {
+      const { call, parseError } = requested[index]!;
+      const stored = prior?.results.get(call.id);
+      if (stored) {
+        // Completed before a restart: its result stands, and it is never run again.
+        results[index] = stored;
+        continue;
+      }
+      this.skipReason = this.mustStop();
+      if (this.skipReason) break;
+      const resumedStart = prior?.started.has(call.id) ?? false;
+      const decided = prior?.decisions.get(call.id);
+      const overBudget = resumedStart || decided ? undefined : run.countToolCall();
+      if (overBudget) {
+        execution.stop = { reason: "budget", error: overBudget };
+        this.skipReason = `the run's budget ran out (${overBudget.limit})`;
+        break;
+      }
+      const tool = toolset.get(call.name);
+      if (!tool) {
+        this.finish(index, unknownTool(call, toolset), 0);
+        continue;
+      }
+      if (parseError !== undefined) {
+        const message = `the arguments for ${call.name} are not valid JSON (${parseError})`;
+        this.finish(
+          index,
+          errorResult(call, "malformed_json", message, "Send the arguments as one JSON object."),
+          0,
+        );
+        continue;
+      }
+      const parsed = tool.parseArguments(call.args);
+      const validation = parsed instanceof Promise ? await parsed : parsed;
+      if (!validation.ok) {
+        const error = new InvalidToolArguments(tool.name, validation.issues);
+        this.finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
+        continue;
+      }
+      const isHandoff = tool instanceof HandoffTool;
+      if (isHandoff && this.#handoffAttempted) {
+        this.finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
+        continue;
+      }
+      if (resumedStart && !tool.idempotent) {
+        // It may or may not have taken effect: running it again could do it twice.
+        const message = `${call.name} was interrupted by a restart before it finished; it was not run again because it is not marked idempotent`;
+        this.finish(
+          index,
+          errorResult(call, "interrupted", message, "Check whether it took effect before calling it again."),
+          0,
+        );
+        continue;
+      }
+      // A call that had started was approved then (or needed no approval); a stored decision stands.
+      let approval: ApprovalOutcome | undefined;
+      if (resumedStart) approval = undefined;
+      else if (decided) approval = { ...decided, by: "decide" };
+      else {
+        const pending = approveCall(run, tool, call, validation.value);
+        approval = pending instanceof Promise ? await pending : pending;
+      }
+      if (run.stopper.aborted) break;
+      if (approval?.parked) {
+        execution.parked = []; // filled in below, once the calls already running have finished
+        break;
+      }
+      if (approval && !approval.approved) {
+        this.finish(index, deniedResult(call, approval), 0);
+        continue;
+      }
+      if (isHandoff) this.#handoffAttempted = true;
+      if (tool.parallel === false || isHandoff) {
+        // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
+        const calm = this.idle();
+        if (calm) await calm;
+        if (run.stopper.aborted) break;
+        this.start(index, tool, validation.value);
+        // It runs alone: the turn is idle again once it has ended.
+        const alone = this.idle();
+        if (alone) await alone;
+        if (run.stopper.aborted) break;
+        if (execution.handoff)
+          this.skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
+        continue;
+      }
+      while (this.inFlight >= limit) if (isAborted(await this.callEnded())) break;
+      if (run.stopper.aborted) break;
+      this.start(index, tool, validation.value);
+    }
+    const calm = this.idle();
+    if (calm) await calm;
+    return this.#conclude();
+  }
+
+  /** The turn's outcome once its calls are done (or the run stopped). */
+  #conclude(): TurnExecution {
+    const { run, requested, results, execution } = this;
+    if (execution.parked && !run.stopper.aborted) {
+      // Calls still without a result wait for the resumed run; the transcript gets this turn's
+      // tool messages only once every call has one.
+      execution.parked = requested.filter((_, i) => !results[i]).map((r) => r.call);
+      execution.results = results.filter((r): r is CallResult => r !== undefined);
+      return execution;
+    }
+
+    if (run.stopper.aborted) {
+      const reason = run.stopper.reason;
+      execution.stop =
+        reason instanceof BudgetExceeded && run.owns(reason)
+          ? { reason: "budget", error: reason }
+          : { reason: "cancelled" };
+    }
+    // Every requested call gets a result, so the transcript stays valid input for the next run.
+    const stoppedBy = execution.stop?.reason === "budget" ? "budget" : "cancelled";
+    for (const [index, { call }] of requested.entries()) {
+      if (results[index]) continue;
+      const laterHandoff = execution.handoff && this.toolset.get(call.name) instanceof HandoffTool;
+      const result = this.started.has(index)
+        ? errorResult(
+            call,
+            stoppedBy,
+            `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
+          )
+        : laterHandoff
+          ? errorResult(call, "tool_error", handoffRefused(call))
+          : errorResult(
+              call,
+              "skipped",
+              `${call.name} did not run: ${this.skipReason ?? this.mustStop() ?? "the run stopped"}`,
+            );
+      this.finish(index, result, 0, undefined, true);
+    }
+    execution.results = results as CallResult[];
+    return execution;
+  }
+
+  /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
+  mustStop(): string | undefined {
+    const { run } = this;
+    if (run.stopper.aborted) return "the run stopped";
+    if (this.skipReason) return this.skipReason;
+    if (run.inbox.length > 0) return "a new user message arrived";
+    return undefined;
+  }
+
+  /** Resolves once no call is running (at once if none is), or to `Aborted` when the run stops first. */
+  idle(): Promise<undefined | Aborted> | undefined {
+    if (this.inFlight === 0) return undefined;
+    return this.run.stopper.wait((wake) => {
+      this.#waiter = { wake, untilIdle: true };
+    });
+  }
+
+  /** Resolves when some running call ends (or the run stops: then to the Aborted marker). */
+  callEnded(): Promise<undefined | Aborted> {
+    return this.run.stopper.wait((wake) => {
+      this.#waiter = { wake, untilIdle: false };
+    });
+  }
+
+  /** A call left the in-flight count: the wait in progress is told, if it was waiting for this. */
+  settled(): void {
+    this.inFlight--;
+    const waiter = this.#waiter;
+    if (waiter && (!waiter.untilIdle || this.inFlight === 0)) {
+      this.#waiter = undefined;
+      waiter.wake();
+    }
+  }
+
+  /** A call's result is in: recorded once, and announced as `tool_call_completed`. */
+  finish(index: number, result: CallResult, durationMs: number, value?: unknown, synthesised = false): void {
+    const { run, results } = this;
     // After a stop, a late completion is dropped: the call already has its synthesised result.
     if (results[index] || (run.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
-    if (!synthesised && carriesPeerText(record) && toolset.get(record.call.name)?.untrustedOutput) {
+    if (!synthesised && carriesPeerText(record) && this.toolset.get(record.call.name)?.untrustedOutput) {
       result.message.untrusted = true;
     }
     const event: EventOf<"tool_call_completed"> = {
@@ -116,14 +300,15 @@ export async function executeTurn(
     if (result.details !== undefined) event.details = result.details;
     if (typeof result.message.content !== "string") event.content = result.message.content;
     run.emit(event);
-  };
+  }
 
-  const cancelSiblings = (failed: ToolCall) => {
-    for (const [index, stopper] of running) {
+  cancelSiblings(failed: ToolCall): void {
+    const { requested } = this;
+    for (const [index, stopper] of this.running) {
       if (requested[index]!.call.id === failed.id) continue;
       stopper.abort(new Error(`a sibling call (${failed.name}) failed`));
       const { call } = requested[index]!;
-      finish(
+      this.finish(
         index,
         errorResult(
           call,
@@ -133,16 +318,17 @@ export async function executeTurn(
         0,
       );
     }
-  };
+  }
 
   /**
    * Starts a call and counts it in flight until its result is in (and stored, when the run
    * has a store). Never throws: an unexpected failure after the call stops the run instead.
    */
-  const start = (index: number, tool: Tool, args: unknown): void => {
-    started.add(index);
-    inFlight++;
-    const { call } = requested[index]!;
+  start(index: number, tool: Tool, args: unknown): void {
+    const { run, config } = this;
+    this.started.add(index);
+    this.inFlight++;
+    const { call } = this.requested[index]!;
     // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
     let stopper = run.stopper;
     let unlink: (() => void) | undefined;
@@ -150,254 +336,143 @@ export async function executeTurn(
       const own = new Stopper();
       const onRunAbort = () => own.abort(run.stopper.reason);
       run.stopper.watch(onRunAbort);
-      running.set(index, own);
+      this.running.set(index, own);
       stopper = own;
       unlink = () => run.stopper.unwatch(onRunAbort);
     }
-    const startedAt = performance.now();
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
     const settings: AttemptSettings = {
       retries: tool.retries ?? config.defaultToolRetries ?? 0,
-      turn,
+      turn: this.turn,
       stopper,
     };
     if (timeoutMs !== undefined) settings.timeoutMs = timeoutMs;
     if (tool.retryBackoff) settings.backoff = tool.retryBackoff;
-    const conclude = (outcome: AttemptsOutcome): Promise<void> | undefined => {
-      running.delete(index);
-      unlink?.();
-      const ms = Math.round(performance.now() - startedAt);
-      switch (outcome.kind) {
-        case "value": {
-          const render: RenderSettings = {
-            maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
-            maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-          };
-          if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
-          if (run.store) render.truncationNote = (head: number) => recallNote(call.id, head);
-          let result = successResult(tool, call, outcome.value, outcome.ctx, render);
-          const succeed = () => {
-            finish(index, result, ms, outcome.value);
-            if (!result.record.ok) {
-              if (config.cancelSiblingsOnError) cancelSiblings(call);
-              return;
-            }
-            if (tool.untrustedOutput && !run.tainted) markTainted(run, `${tool.name} output`, call);
-            if (tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
-            if (tool instanceof HandoffTool) execution.handoff = { handoff: tool.handoff, call };
-          };
-          if (result.fullText === undefined || !run.store) {
-            succeed();
-            return undefined;
-          }
-          // Kept before the model sees the truncated text, so the recall it offers works.
-          return run.store
-            .putArtifact(run.runId, resultArtifactKey(call.id), result.fullText)
-            .then(succeed, (error) => {
-              const failure =
-                error instanceof StoreError
-                  ? error
-                  : new StoreError(`could not store the full output of ${call.id}: ${String(error)}`, {
-                      runId: run.runId,
-                      cause: error,
-                    });
-              // The call did complete: its result is recorded as such (without the recall offer,
-              // whose text was not stored) before the store failure stops the run.
-              result = successResult(tool, call, outcome.value, outcome.ctx, {
-                ...render,
-                truncationNote: undefined,
-              });
-              succeed();
-              run.abort(failure);
-            });
+    runAttempts(run, tool, call, args, settings, new RunningCall(this, index, tool, call, unlink));
+  }
+}
+
+/** One started call of a turn: it hears how its attempts ended and concludes the call. */
+class RunningCall implements AttemptsSink {
+  readonly #startedAt = performance.now();
+
+  constructor(
+    readonly calls: TurnCalls,
+    readonly index: number,
+    readonly tool: Tool,
+    readonly call: ToolCall,
+    readonly unlink: (() => void) | undefined,
+  ) {}
+
+  /** Concluding and leaving the in-flight count happen in this one report of the outcome. */
+  attemptsEnded(outcome: AttemptsOutcome): void {
+    const { calls } = this;
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.#conclude(outcome);
+    } catch (error) {
+      calls.run.abort(error);
+    }
+    if (!pending) {
+      calls.settled();
+      return;
+    }
+    pending.then(
+      () => calls.settled(),
+      (error) => {
+        calls.run.abort(error);
+        calls.settled();
+      },
+    );
+  }
+
+  #conclude(outcome: AttemptsOutcome): Promise<void> | undefined {
+    const { calls, index, tool, call } = this;
+    const { run, config } = calls;
+    calls.running.delete(index);
+    this.unlink?.();
+    const ms = Math.round(performance.now() - this.#startedAt);
+    switch (outcome.kind) {
+      case "value": {
+        const render: RenderSettings = {
+          maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
+          maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+        };
+        if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
+        if (run.store) render.truncationNote = (head: number) => recallNote(call.id, head);
+        const result = successResult(tool, call, outcome.value, outcome.ctx, render);
+        if (result.fullText === undefined || !run.store) {
+          this.#succeed(result, ms, outcome.value);
+          return undefined;
         }
-        case "error":
-          finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
-          // An untrusted tool's own error text (an MCP `isError` result, a server's error
-          // message) reaches the model just like its output does.
-          if (
-            tool.untrustedOutput &&
-            !run.tainted &&
-            (outcome.errorKind === "tool_error" || outcome.errorKind === "host_error")
-          ) {
-            markTainted(run, `${tool.name} error`, call);
-          }
-          if (config.cancelSiblingsOnError) cancelSiblings(call);
-          return;
-        case "budget":
-          finish(index, errorResult(call, "budget", outcome.error.message), ms);
-          execution.stop ??= { reason: "budget", error: outcome.error };
-          skipReason ??= "the run's budget ran out";
-          return;
-        case "cancelled":
-          return;
+        // Kept before the model sees the truncated text, so the recall it offers works.
+        return run.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText).then(
+          () => this.#succeed(result, ms, outcome.value),
+          (error) => {
+            const failure =
+              error instanceof StoreError
+                ? error
+                : new StoreError(`could not store the full output of ${call.id}: ${String(error)}`, {
+                    runId: run.runId,
+                    cause: error,
+                  });
+            // The call did complete: its result is recorded as such (without the recall offer,
+            // whose text was not stored) before the store failure stops the run.
+            const unrecalled = successResult(tool, call, outcome.value, outcome.ctx, {
+              ...render,
+              truncationNote: undefined,
+            });
+            this.#succeed(unrecalled, ms, outcome.value);
+            run.abort(failure);
+          },
+        );
       }
-    };
-    // Concluding and leaving the in-flight count happen in the one report of the outcome.
-    runAttempts(run, tool, call, args, settings, (outcome) => {
-      let pending: Promise<void> | undefined;
-      try {
-        pending = conclude(outcome);
-      } catch (error) {
-        run.abort(error);
-      }
-      if (!pending) return settled();
-      pending.then(settled, (error) => {
-        run.abort(error);
-        settled();
-      });
-    });
-  };
-
-  const limit = config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
-  /** Resolves once no call is running (at once if none is), or to `Aborted` when the run stops first. */
-  const idle = (): Promise<undefined | Aborted> | undefined => {
-    if (inFlight === 0) return undefined;
-    return run.stopper.wait((wake) => {
-      const check = () => {
-        if (inFlight === 0) wake();
-        else idleWaiters.push(check);
-      };
-      idleWaiters.push(check);
-    });
-  };
-  /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
-  const mustStop = (): string | undefined => {
-    if (run.stopper.aborted) return "the run stopped";
-    if (skipReason) return skipReason;
-    if (run.inbox.length > 0) return "a new user message arrived";
-    return undefined;
-  };
-
-  for (let index = 0; index < requested.length; index++) {
-    const { call, parseError } = requested[index]!;
-    const stored = prior?.results.get(call.id);
-    if (stored) {
-      // Completed before a restart: its result stands, and it is never run again.
-      results[index] = stored;
-      continue;
+      case "error":
+        calls.finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
+        // An untrusted tool's own error text (an MCP `isError` result, a server's error
+        // message) reaches the model just like its output does.
+        if (
+          tool.untrustedOutput &&
+          !run.tainted &&
+          (outcome.errorKind === "tool_error" || outcome.errorKind === "host_error")
+        ) {
+          markTainted(run, `${tool.name} error`, call);
+        }
+        if (config.cancelSiblingsOnError) calls.cancelSiblings(call);
+        return undefined;
+      case "budget":
+        calls.finish(index, errorResult(call, "budget", outcome.error.message), ms);
+        calls.execution.stop ??= { reason: "budget", error: outcome.error };
+        calls.skipReason ??= "the run's budget ran out";
+        return undefined;
+      case "cancelled":
+        return undefined;
     }
-    skipReason = mustStop();
-    if (skipReason) break;
-    const resumedStart = prior?.started.has(call.id) ?? false;
-    const decided = prior?.decisions.get(call.id);
-    const overBudget = resumedStart || decided ? undefined : run.countToolCall();
-    if (overBudget) {
-      execution.stop = { reason: "budget", error: overBudget };
-      skipReason = `the run's budget ran out (${overBudget.limit})`;
-      break;
-    }
-    const tool = toolset.get(call.name);
-    if (!tool) {
-      finish(index, unknownTool(call, toolset), 0);
-      continue;
-    }
-    if (parseError !== undefined) {
-      const message = `the arguments for ${call.name} are not valid JSON (${parseError})`;
-      finish(
-        index,
-        errorResult(call, "malformed_json", message, "Send the arguments as one JSON object."),
-        0,
-      );
-      continue;
-    }
-    const parsed = tool.parseArguments(call.args);
-    const validation = parsed instanceof Promise ? await parsed : parsed;
-    if (!validation.ok) {
-      const error = new InvalidToolArguments(tool.name, validation.issues);
-      finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
-      continue;
-    }
-    const isHandoff = tool instanceof HandoffTool;
-    if (isHandoff && handoffAttempted) {
-      finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
-      continue;
-    }
-    if (resumedStart && !tool.idempotent) {
-      // It may or may not have taken effect: running it again could do it twice.
-      const message = `${call.name} was interrupted by a restart before it finished; it was not run again because it is not marked idempotent`;
-      finish(
-        index,
-        errorResult(call, "interrupted", message, "Check whether it took effect before calling it again."),
-        0,
-      );
-      continue;
-    }
-    // A call that had started was approved then (or needed no approval); a stored decision stands.
-    let approval: ApprovalOutcome | undefined;
-    if (resumedStart) approval = undefined;
-    else if (decided) approval = { ...decided, by: "decide" };
-    else {
-      const pending = approveCall(run, tool, call, validation.value);
-      approval = pending instanceof Promise ? await pending : pending;
-    }
-    if (run.stopper.aborted) break;
-    if (approval?.parked) {
-      execution.parked = []; // filled in below, once the calls already running have finished
-      break;
-    }
-    if (approval && !approval.approved) {
-      finish(index, deniedResult(call, approval), 0);
-      continue;
-    }
-    if (isHandoff) handoffAttempted = true;
-    if (tool.parallel === false || isHandoff) {
-      // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
-      const calm = idle();
-      if (calm) await calm;
-      if (run.stopper.aborted) break;
-      start(index, tool, validation.value);
-      // It runs alone: the turn is idle again once it has ended.
-      const alone = idle();
-      if (alone) await alone;
-      if (run.stopper.aborted) break;
-      if (execution.handoff)
-        skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
-      continue;
-    }
-    while (inFlight >= limit) if (isAborted(await callEnded())) break;
-    if (run.stopper.aborted) break;
-    start(index, tool, validation.value);
-  }
-  const calm = idle();
-  if (calm) await calm;
-  if (execution.parked && !run.stopper.aborted) {
-    // Calls still without a result wait for the resumed run; the transcript gets this turn's
-    // tool messages only once every call has one.
-    execution.parked = requested.filter((_, i) => !results[i]).map((r) => r.call);
-    execution.results = results.filter((r): r is CallResult => r !== undefined);
-    return execution;
   }
 
-  if (run.stopper.aborted) {
-    const reason = run.stopper.reason;
-    execution.stop =
-      reason instanceof BudgetExceeded && run.owns(reason)
-        ? { reason: "budget", error: reason }
-        : { reason: "cancelled" };
+  #succeed(result: CallResult, ms: number, value: unknown): void {
+    const { calls, index, tool, call } = this;
+    const { run, execution } = calls;
+    calls.finish(index, result, ms, value);
+    if (!result.record.ok) {
+      if (calls.config.cancelSiblingsOnError) calls.cancelSiblings(call);
+      return;
+    }
+    if (tool.untrustedOutput && !run.tainted) markTainted(run, `${tool.name} output`, call);
+    if (tool.endsTurn && !execution.endedBy) execution.endedBy = tool;
+    if (tool instanceof HandoffTool) execution.handoff = { handoff: tool.handoff, call };
   }
-  // Every requested call gets a result, so the transcript stays valid input for the next run.
-  const stoppedBy = execution.stop?.reason === "budget" ? "budget" : "cancelled";
-  for (const [index, { call }] of requested.entries()) {
-    if (results[index]) continue;
-    const laterHandoff = execution.handoff && toolset.get(call.name) instanceof HandoffTool;
-    const result = started.has(index)
-      ? errorResult(
-          call,
-          stoppedBy,
-          `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
-        )
-      : laterHandoff
-        ? errorResult(call, "tool_error", handoffRefused(call))
-        : errorResult(
-            call,
-            "skipped",
-            `${call.name} did not run: ${skipReason ?? mustStop() ?? "the run stopped"}`,
-          );
-    finish(index, result, 0, undefined, true);
-  }
-  execution.results = results as CallResult[];
-  return execution;
+}
+
+/**
+ * Idle objects of each shape a turn makes (see shapes.ts): a turn's calls, a running call and
+ * the wait in progress, kept so their hidden classes outlive a full GC.
+ */
+export function turnShapes(run: ActiveRun, toolset: Toolset, tool: Tool): unknown[] {
+  const call: ToolCall = { id: "shape", name: "shape", args: {} };
+  const calls = new TurnCalls(run, toolset, [{ call }], undefined);
+  calls.idle(); // no call in flight: makes no wait
+  return [calls, new RunningCall(calls, 0, tool, call, undefined), { wake: () => {}, untilIdle: true }];
 }
 
 /** Records that untrusted output entered the run (and every run above it). */

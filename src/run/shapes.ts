@@ -1,10 +1,14 @@
 import { Stopper } from "../abort.js";
 import type { ToolCall } from "../model/types.js";
+import { Tool } from "../tool/tool.js";
 import { ActiveRun } from "./active-run.js";
 import type { Agent } from "./agent.js";
+import { attemptShapes } from "./attempts.js";
 import { CallContext } from "./call-context.js";
 import { enterRunContext, leaveRunContext } from "./context.js";
 import { EventQueue } from "./event-queue.js";
+import { turnShapes } from "./executor.js";
+import { Toolset } from "./toolset.js";
 
 /**
  * One idle object of each shape a run makes per run or per call, kept for the life of the
@@ -28,10 +32,24 @@ export function keepRunShapes(): void {
   // A promise made while the call context is tracked carries async-id fields (and the store):
   // its map is the one every promise of a run that made calls has.
   let tracked: Promise<void> | undefined;
-  enterRunContext(context, () => {
-    tracked = new Promise<void>(() => {});
-    return Promise.resolve();
-  });
+  enterRunContext(
+    context,
+    () => {
+      tracked = new Promise<void>(() => {});
+      return Promise.resolve();
+    },
+    undefined,
+  );
   leaveRunContext(false);
-  kept.push(run, context, new Stopper(), tracked);
+  // The objects of a turn's calls: the tool's own class and what it is called with do not matter.
+  const sample = new Tool({ name: "shape", parameters: { type: "object", properties: {} } });
+  const toolset = new Toolset([sample], run.stopper);
+  kept.push(
+    run,
+    context,
+    new Stopper(),
+    tracked,
+    ...turnShapes(run, toolset, sample),
+    ...attemptShapes(run, sample, call),
+  );
 }
