@@ -81,6 +81,30 @@ const TABLES_VERSION = 2;
 const MAX_SEQ = 2 ** 32 - 1;
 const MAX_RUN_KEY = 2 ** 31 - 1;
 
+/**
+ * An append leaves the runs row as it is unless the run's status or identity changes, or its
+ * last_seq would fall this many events behind: readers find the rest from the events
+ * themselves (RUNS_NOW), reading at most this many rows per run to do it.
+ */
+const SUMMARY_LAG = 128;
+
+/** Events are inserted this many rows per statement. */
+const INSERT_BATCH = 8;
+
+/**
+ * The runs rows as they are now: last_seq and updated_at take in the events stored after the
+ * row was last written (the row's status and identity are always current). A body that is
+ * not JSON does not count; reading the log reports it.
+ */
+const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.agent, r.started_at, r.status,
+    coalesce((SELECT e.event_key & 4294967295 FROM quiver_events e
+      WHERE e.event_key > (r.run_key << 32) + r.last_seq AND e.event_key < ((r.run_key + 1) << 32)
+      ORDER BY e.event_key DESC LIMIT 1), r.last_seq) AS last_seq,
+    max(r.updated_at, coalesce((SELECT max(json_extract(e.body, '$.at')) FROM quiver_events e
+      WHERE e.event_key > (r.run_key << 32) + r.last_seq AND e.event_key < ((r.run_key + 1) << 32)
+        AND json_valid(e.body)), 0)) AS updated_at
+  FROM quiver_runs r)`;
+
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
   run_key INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL,
@@ -185,9 +209,13 @@ export class SqliteStore implements RunStore {
   }
 
   /**
-   * Commits every pending write in one transaction. Each runs in a savepoint of its own, so
-   * one that is refused (a lost lease, a gap in seq) fails alone; a commit that fails (a full
-   * disk, a lock held too long) fails every write of the group.
+   * Commits every pending write in one transaction. Each write's outcome is its own: one that
+   * is refused (a lost lease, a gap in seq) fails alone, and a commit that fails (a full disk,
+   * a lock held too long) fails every write of the group.
+   *
+   * The group is first tried as plain statements, which is what nearly every commit is; only
+   * if a write is refused is the transaction rolled back and the group done again with each
+   * write in a savepoint of its own (savepoints cost statements, and pages copied aside).
    */
   readonly #commitPending = (): void => {
     clearImmediate(this.#committing);
@@ -195,15 +223,18 @@ export class SqliteStore implements RunStore {
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
+    const steps = plan(group);
     let outcomes: Outcome[];
     try {
-      outcomes =
-        group.length === 1
-          ? [{ ok: true, value: this.#sql.transaction.immediate(() => this.#apply(group[0]!)) }]
-          : (this.#sql.transaction.immediate(() => this.#applyGroup(group)) as Outcome[]);
-    } catch (error) {
-      for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
-      return;
+      outcomes = this.#sql.transaction.immediate(() => this.#applyAll(group, steps)) as Outcome[];
+    } catch (first) {
+      try {
+        if (group.length === 1) throw first;
+        outcomes = this.#sql.transaction.immediate(() => this.#applyEach(group, steps)) as Outcome[];
+      } catch (error) {
+        for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
+        return;
+      }
     }
     for (let i = 0; i < group.length; i++) {
       const write = group[i]!;
@@ -212,6 +243,23 @@ export class SqliteStore implements RunStore {
       else write.reject(storeFailure(write.action, write.runId, outcome.error));
     }
   };
+
+  /** The steps of a group as plain statements: the first refusal throws and rolls all of them back. */
+  #applyAll(group: readonly PendingWrite[], steps: readonly Step[]): Outcome[] {
+    const outcomes: Outcome[] = new Array(group.length);
+    for (const step of steps) {
+      if (typeof step === "number") {
+        outcomes[step] = { ok: true, value: this.#apply(group[step]!) };
+        continue;
+      }
+      const { lease, indexes } = step;
+      const events =
+        indexes.length === 1 ? group[indexes[0]!]!.events! : indexes.flatMap((i) => group[i]!.events!);
+      this.#appendRows({ lease, events });
+      for (const i of indexes) outcomes[i] = { ok: true, value: undefined };
+    }
+    return outcomes;
+  }
 
   #apply(write: PendingWrite): unknown {
     return write.body !== undefined ? write.body() : this.#appendRows(write as AppendRows);
@@ -222,7 +270,7 @@ export class SqliteStore implements RunStore {
    * stored together (one lease check, one summary update) until another write to that run
    * comes between them; only if that is refused is each tried alone, for its own outcome.
    */
-  #applyGroup(group: readonly PendingWrite[]): Outcome[] {
+  #applyEach(group: readonly PendingWrite[], steps: readonly Step[]): Outcome[] {
     const attempt = (body: () => unknown): Outcome => {
       try {
         return { ok: true, value: this.#sql.transaction(body) };
@@ -233,24 +281,6 @@ export class SqliteStore implements RunStore {
         return { ok: false, error };
       }
     };
-    type Unit = { lease: Lease; indexes: number[] };
-    const steps: Array<number | Unit> = [];
-    const open = new Map<Lease, Unit>();
-    for (let i = 0; i < group.length; i++) {
-      const write = group[i]!;
-      if (write.body === undefined) {
-        const unit = open.get(write.lease!);
-        if (unit) unit.indexes.push(i);
-        else {
-          const fresh = { lease: write.lease!, indexes: [i] };
-          open.set(write.lease!, fresh);
-          steps.push(fresh);
-        }
-      } else {
-        for (const lease of open.keys()) if (lease.runId === write.runId) open.delete(lease);
-        steps.push(i);
-      }
-    }
     const outcomes: Outcome[] = new Array(group.length);
     for (const step of steps) {
       if (typeof step === "number") {
@@ -272,43 +302,64 @@ export class SqliteStore implements RunStore {
   /** One append's statements, inside the group's transaction. */
   readonly #appendRows = ({ lease, events }: AppendRows): void => {
     const runId = lease.runId;
+    // One statement reads the lease, the runs row and where the log ends.
+    const head = this.#sql.appendHead.get(runId) as AppendHead;
     // The clock is read inside the transaction: the lease must still be live once the write
     // lock is ours, however long another process made us wait for it.
-    checkLeaseHeld(lease, this.#lease(runId), Date.now());
+    checkLeaseHeld(lease, toLease(runId, head.owner === null ? undefined : (head as LeaseRow)), Date.now());
     if (events.length === 0) return;
-    const row = this.#sql.getRun.get(runId) as KeyedRunRow | undefined;
-    const previous = row && toRunSummary(row);
-    const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
-    if (rows[rows.length - 1]!.seq > MAX_SEQ) {
+    const row = head.run_key === null ? undefined : (head as unknown as KeyedRunRow);
+    const stored = row && toRunSummary(row);
+    const lastSeq = row === undefined ? 0 : Math.max(Number(row.last_seq), head.tail_seq ?? 0);
+    const { rows, payloads } = encodeEvents(runId, lastSeq, events);
+    if (lastSeq + rows.length > MAX_SEQ) {
       throw new StoreError(`run ${runId}: a SQLite store keeps at most ${MAX_SEQ} events per run`, { runId });
     }
     // Payloads first, in the same transaction: a stored row never refers to a missing one.
     for (const payload of payloads) this.#sql.putPayload.run(runId, payload.key, payload.text);
-    const summary = summarize(runId, previous, events);
+    const summary = summarize(runId, stored && { ...stored, lastSeq }, events);
     let runKey: number;
-    if (
-      row !== undefined &&
-      previous!.agent === summary.agent &&
-      previous!.startedAt === summary.startedAt &&
-      previous!.sessionId === summary.sessionId &&
-      previous!.parentRunId === summary.parentRunId
-    ) {
-      // Only what an append changes: rewriting the indexed columns would dirty the session
-      // index's page too, one more page written per commit.
-      this.#sql.advanceRun.run(summary.updatedAt, summary.lastSeq, summary.status, runId);
-      runKey = row.run_key;
+    const sameRun =
+      stored !== undefined &&
+      stored.agent === summary.agent &&
+      stored.startedAt === summary.startedAt &&
+      stored.sessionId === summary.sessionId &&
+      stored.parentRunId === summary.parentRunId;
+    if (sameRun && stored.status === summary.status && summary.lastSeq - stored.lastSeq < SUMMARY_LAG) {
+      // The runs row is left as it is: its page would be one more written per commit. Readers
+      // add the events stored after its last_seq (see RUNS_NOW).
+      runKey = row!.run_key;
     } else {
-      runKey = (this.#sql.upsertRun.get(...runRowValues(summary)) as { run_key: number }).run_key;
-      if (runKey > MAX_RUN_KEY) {
-        throw new StoreError(
-          `the SQLite store at ${this.path} is full: it keeps at most ${MAX_RUN_KEY} runs`,
-          {
-            runId,
-          },
-        );
+      if (stored !== undefined && lastSeq > stored.lastSeq) {
+        // The events since the row was last written count towards updated_at too.
+        const tail = this.#sql.tailUpdatedAt.get(row!.run_key, stored.lastSeq, row!.run_key) as {
+          at: number | null;
+        };
+        summary.updatedAt = Math.max(summary.updatedAt, tail.at ?? 0);
+      }
+      if (sameRun) {
+        // Only what an append changes: rewriting the indexed columns would dirty the session
+        // index's page too.
+        this.#sql.advanceRun.run(summary.updatedAt, summary.lastSeq, summary.status, runId);
+        runKey = row!.run_key;
+      } else {
+        runKey = (this.#sql.upsertRun.get(...runRowValues(summary)) as { run_key: number }).run_key;
+        if (runKey > MAX_RUN_KEY) {
+          throw new StoreError(
+            `the SQLite store at ${this.path} is full: it keeps at most ${MAX_RUN_KEY} runs`,
+            {
+              runId,
+            },
+          );
+        }
       }
     }
-    for (const event of rows) this.#sql.insertEvent.run(runKey, event.seq, event.version, event.body);
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      const batch = Math.min(rows.length - i, INSERT_BATCH);
+      const values: unknown[] = [];
+      for (let j = i; j < i + batch; j++) values.push(runKey, rows[j]!.seq, rows[j]!.version, rows[j]!.body);
+      this.#sql.insertEvents[batch - 1]!.run(values);
+    }
   };
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -514,8 +565,41 @@ type PendingWrite = {
   reject: (error: unknown) => void;
 };
 
+/** A write of the group (its index), or appends of one run under one lease, stored together. */
+type Step = number | { lease: Lease; indexes: number[] };
+
+/** A run's appends under one lease go together until another write to that run comes between them. */
+function plan(group: readonly PendingWrite[]): Step[] {
+  const steps: Step[] = [];
+  const open = new Map<Lease, { lease: Lease; indexes: number[] }>();
+  for (let i = 0; i < group.length; i++) {
+    const write = group[i]!;
+    if (write.body === undefined) {
+      const unit = open.get(write.lease!);
+      if (unit) unit.indexes.push(i);
+      else {
+        const fresh = { lease: write.lease!, indexes: [i] };
+        open.set(write.lease!, fresh);
+        steps.push(fresh);
+      }
+    } else {
+      for (const lease of open.keys()) if (lease.runId === write.runId) open.delete(lease);
+      steps.push(i);
+    }
+  }
+  return steps;
+}
+
 /** A runs row with its key, which numbers its events. */
 type KeyedRunRow = RunRow & { run_key: number };
+
+/** `appendHead`'s row: the lease's columns and the runs row's, null where there is none. */
+type AppendHead = {
+  owner: string | null;
+  expires_at: number | null;
+  run_key: number | null;
+  tail_seq: number | null;
+};
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
@@ -525,33 +609,53 @@ function prepare(db: BetterSqlite3.Database) {
     // Made once: better-sqlite3 builds a wrapper per `transaction()` call. Called inside
     // another transaction, it runs `body` in a savepoint.
     transaction: db.transaction((body: () => unknown) => body()),
-    insertEvent: db.prepare(
-      "INSERT INTO quiver_events (event_key, version, body) VALUES ((? << 32) + ?, ?, ?)",
+    // One statement per batch size: an append's events go in one statement, not one each.
+    insertEvents: Array.from({ length: INSERT_BATCH }, (_, i) =>
+      db.prepare(
+        `INSERT INTO quiver_events (event_key, version, body) VALUES ${Array.from(
+          { length: i + 1 },
+          () => "((? << 32) + ?, ?, ?)",
+        ).join(", ")}`,
+      ),
+    ),
+    // What an append needs to know, in one statement: the run's lease, its runs row (all null
+    // for a new run) and the last seq stored after that row's last_seq.
+    appendHead: db.prepare(
+      `SELECT l.owner, l.expires_at, r.*,
+         (SELECT e.event_key & 4294967295 FROM quiver_events e
+          WHERE e.event_key > (r.run_key << 32) + r.last_seq AND e.event_key < ((r.run_key + 1) << 32)
+          ORDER BY e.event_key DESC LIMIT 1) AS tail_seq
+       FROM (SELECT ? AS id) k
+       LEFT JOIN quiver_leases l ON l.run_id = k.id LEFT JOIN quiver_runs r ON r.run_id = k.id`,
+    ),
+    tailUpdatedAt: db.prepare(
+      `SELECT max(json_extract(body, '$.at')) AS at FROM quiver_events
+       WHERE event_key > (? << 32) + ? AND event_key < ((? + 1) << 32) AND json_valid(body)`,
     ),
     // A run's events are the keys run_key << 32 + 1 … run_key << 32 + 2^32 - 1, in seq order.
     readEvents: db.prepare(
       `SELECT event_key & 4294967295 AS seq, version, body FROM quiver_events
        WHERE event_key > (? << 32) + ? AND event_key < ((? + 1) << 32) ORDER BY event_key`,
     ),
-    getRun: db.prepare("SELECT * FROM quiver_runs WHERE run_id = ?"),
+    getRun: db.prepare(`SELECT * FROM ${RUNS_NOW} WHERE run_id = ?`),
     advanceRun: db.prepare(
       "UPDATE quiver_runs SET updated_at = ?, last_seq = ?, status = ? WHERE run_id = ?",
     ),
-    getRunWithLease: db.prepare(`${runsWithLeases("quiver_runs", "quiver_leases")} WHERE r.run_id = ?`),
+    getRunWithLease: db.prepare(`${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE r.run_id = ?`),
     upsertRun: db.prepare(
       `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE} RETURNING run_key`,
     ),
     // A null parameter means "any": one statement serves every filter.
     listRuns: db.prepare(
-      `${runsWithLeases("quiver_runs", "quiver_leases")}
+      `${runsWithLeases(RUNS_NOW, "quiver_leases")}
        WHERE (@session IS NULL OR r.session_id = @session)
          AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
        ORDER BY r.started_at, r.run_id`,
     ),
     listSessions: db.prepare(
       `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
-       FROM quiver_runs WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,
+       FROM ${RUNS_NOW} WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,
     ),
     getLease: db.prepare("SELECT owner, expires_at FROM quiver_leases WHERE run_id = ?"),
     putLease: db.prepare(

@@ -8,11 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
-import { Agent, Runner, ScriptedModel, tool } from "quiver-agents";
-import { LeaseConflict, SqliteStore, StoreError } from "quiver-agents/store";
+import { Agent, type RunEvent, Runner, ScriptedModel, tool } from "quiver-agents";
+import { LeaseConflict, MemoryStore, type RunStore, SqliteStore, StoreError } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { completed, event, started } from "./harnesses.js";
+import { completed, event, failed, started } from "./harnesses.js";
 
 const run = promisify(execFile);
 const fixture = (name: string) => join(import.meta.dirname, "../fixtures/store", name);
@@ -125,6 +125,55 @@ describe("SqliteStore commits appends in groups", () => {
     await Promise.all(appends);
     expect(await store.getRun("r")).toMatchObject({ status: "completed", lastSeq: 4 });
     await store.close();
+  });
+
+  it("summarises runs appended a few events at a time exactly as MemoryStore does, across reopening", async () => {
+    // SqliteStore rewrites a run's summary row only now and then (on a change of status, or
+    // when it lags far behind); what it answers must not show it.
+    const path = join(dir, "summaries.db");
+    let sqlite = new SqliteStore({ path });
+    const memory = new MemoryStore();
+    const withoutLease = ({ leaseOwner, leaseExpiresAt, ...summary }: Record<string, unknown>) => summary;
+    const answers = async (store: RunStore) => ({
+      long: withoutLease({ ...(await store.getRun("long")) }),
+      runs: (await store.listRuns()).map(withoutLease),
+      running: (await store.listRuns({ sessionId: "s", status: "running" })).map((r) => r.runId),
+      sessions: await store.listSessions(),
+    });
+    const leases = new Map<RunStore, Awaited<ReturnType<RunStore["acquireLease"]>>[]>();
+    for (const store of [sqlite, memory]) {
+      leases.set(store, [
+        await store.acquireLease("long", "w", 60_000),
+        await store.acquireLease("short", "w", 60_000),
+      ]);
+    }
+    const appendBoth = async (run: 0 | 1, events: RunEvent[]) => {
+      for (const store of [sqlite, memory]) await store.append(leases.get(store)![run]!, events);
+      expect(await answers(sqlite)).toEqual(await answers(memory));
+    };
+    await appendBoth(0, [started("long", { sessionId: "s", at: 5_000 })]);
+    await appendBoth(1, [started("short", { sessionId: "s", at: 5_001 })]);
+    let seq = 1;
+    for (let i = 0; i < 70; i++) {
+      // Clocks go back too: updatedAt is the latest time seen, not the last one.
+      const batch = Array.from({ length: 1 + (i % 9) }, () => {
+        seq++;
+        return event("long", seq, 5_000 + ((seq * 37) % 700));
+      });
+      if (i === 40) batch.push({ ...failed("long", ++seq), kind: "store_unavailable" } as RunEvent);
+      await appendBoth(0, batch);
+      if (i === 20) await appendBoth(1, [event("short", 2, 9_000), completed("short", 3, 9_001)]);
+    }
+    expect(seq).toBeGreaterThan(300);
+    expect(await sqlite.read("long")).toEqual(await memory.read("long"));
+    expect(await sqlite.read("long", seq - 3)).toEqual(await memory.read("long", seq - 3));
+    await sqlite.close();
+    sqlite = new SqliteStore({ path });
+    leases.set(sqlite, [await sqlite.acquireLease("long", "w", 60_000)]);
+    expect(await answers(sqlite)).toEqual(await answers(memory));
+    await appendBoth(0, [event("long", ++seq, 4_000), completed("long", ++seq, 4_001)]);
+    expect(await sqlite.getRun("long")).toMatchObject({ status: "completed", lastSeq: seq });
+    await sqlite.close();
   });
 
   it("refuses a durability level it does not know instead of choosing one", () => {
