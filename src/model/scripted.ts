@@ -13,6 +13,11 @@ export type ScriptedTurn = {
   delayMs?: number;
 };
 
+/** How `ScriptedStream` plays its turn: a symbol, so it stays off the model's public surface. */
+const PLAY = Symbol("play");
+
+type Played = { events: ModelStreamEvent[]; delayMs?: number };
+
 /**
  * A deterministic model for tests, demos and benchmarks: it plays back the turns it was
  * given, in order, and records every request. It is not a language model and never claims to be.
@@ -52,11 +57,11 @@ export class ScriptedModel implements Model {
    * promises per event (the loop's benchmarks run through this).
    */
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return new ScriptedStream(request, (req) => this.#play(req));
+    return new ScriptedStream(request, this);
   }
 
   /** Records the request and turns the next scripted turn into its stream events. */
-  #play(request: ModelRequest): { events: ModelStreamEvent[]; delayMs?: number } {
+  [PLAY](request: ModelRequest): Played {
     if (this.#record) {
       // A snapshot: the runner keeps appending to its transcript after this call returns.
       const { signal: _signal, ...rest } = request;
@@ -93,14 +98,12 @@ class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<M
   #index = 0;
   #done = false;
   readonly #request: ModelRequest;
-  readonly #play: (request: ModelRequest) => { events: ModelStreamEvent[]; delayMs?: number };
+  readonly #model: ScriptedModel;
 
-  constructor(
-    request: ModelRequest,
-    play: (request: ModelRequest) => { events: ModelStreamEvent[]; delayMs?: number },
-  ) {
+  // The model, not a closure over it: a stream made per turn then holds no per-turn function.
+  constructor(request: ModelRequest, model: ScriptedModel) {
     this.#request = request;
-    this.#play = play;
+    this.#model = model;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ModelStreamEvent> {
@@ -110,9 +113,9 @@ class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<M
   next(): Promise<IteratorResult<ModelStreamEvent>> {
     if (this.#done) return Promise.resolve({ value: undefined, done: true });
     if (!this.#events) {
-      let played: { events: ModelStreamEvent[]; delayMs?: number };
+      let played: Played;
       try {
-        played = this.#play(this.#request);
+        played = this.#model[PLAY](this.#request);
       } catch (error) {
         this.#done = true;
         return Promise.reject(error);
@@ -139,5 +142,5 @@ class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<M
  * with fields only while an instance lives: after a quiet spell and a full GC, every turn's
  * optimized code that built these streams would be thrown away (as src/run/shapes.ts explains).
  */
-const keptStream = new ScriptedStream({ messages: [], tools: [], settings: {} }, () => ({ events: [] }));
+const keptStream = new ScriptedStream({ messages: [], tools: [], settings: {} }, new ScriptedModel([{}]));
 void keptStream.next();
