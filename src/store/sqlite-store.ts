@@ -70,10 +70,10 @@ const DEFAULT_PATH = ".quiver/quiver.db";
  * - 1: events keyed by `(run_id, seq)` in a WITHOUT ROWID table.
  * - 2: events keyed by one integer, `run_key << 32 | seq`, `run_key` being the run's row in
  *   `quiver_runs`. A run's appends then land at the end of its key range, and a whole
- *   sequential run at the right edge of the table: SQLite appends there by adding a page
- *   (about 3 pages written per commit). A composite key split and rebalanced three leaves and
- *   their parent on most commits (about 7 pages), and kept whole event bodies in the tree's
- *   inner pages.
+ *   sequential run at the right edge of the table, where SQLite appends by adding a page: most
+ *   commits write one page. A composite key split and rebalanced three leaves and their parent
+ *   on most commits (about 6 pages), and kept whole event bodies in the tree's inner pages.
+ *   Leases are a WITHOUT ROWID table (one page per lease write, not a row and its index).
  */
 const TABLES_VERSION = 2;
 
@@ -111,21 +111,25 @@ CREATE TABLE IF NOT EXISTS quiver_runs (
   started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON quiver_runs (session_id, started_at);
 CREATE TABLE IF NOT EXISTS quiver_events (event_key INTEGER PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS quiver_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS quiver_leases (
+  run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS quiver_artifacts (
   run_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, key));
 `;
 
-/** Version 1's runs and events, moved into version 2's tables (leases and artifacts did not change). */
+/** Version 1's runs, events and leases, moved into version 2's tables (artifacts did not change). */
 const FROM_VERSION_1 = `
 ALTER TABLE quiver_runs RENAME TO quiver_runs_v1;
 ALTER TABLE quiver_events RENAME TO quiver_events_v1;
+ALTER TABLE quiver_leases RENAME TO quiver_leases_v1;
 DROP INDEX quiver_runs_by_session;
 ${TABLES}
 INSERT INTO quiver_runs (${RUN_COLUMNS}) SELECT ${RUN_COLUMNS} FROM quiver_runs_v1 ORDER BY started_at, run_id;
 INSERT INTO quiver_events (event_key, version, body)
   SELECT (r.run_key << 32) + e.seq, e.version, e.body
   FROM quiver_events_v1 e JOIN quiver_runs r ON r.run_id = e.run_id ORDER BY r.run_key, e.seq;
+INSERT INTO quiver_leases (run_id, owner, expires_at) SELECT run_id, owner, expires_at FROM quiver_leases_v1;
+DROP TABLE quiver_leases_v1;
 `;
 
 /**

@@ -263,6 +263,8 @@ describe("a file written by an older Quiver (tables version 1)", () => {
     await store.close();
     const db = new Database(path);
     expect(db.pragma("user_version", { simple: true })).toBe(2);
+    // The dead driver's lease moved too (it has expired, so summaries do not list it).
+    expect(db.prepare("SELECT run_id FROM quiver_leases").all()).toEqual([{ run_id: "run-interrupted" }]);
     db.close();
     // Opening it again finds it migrated and reads the same.
     const reopened = new SqliteStore({ path });
