@@ -113,7 +113,10 @@ export class HttpReader implements PageReader {
     }
   }
 
-  /** Closes the pooled connections. The reader opens new ones if it is used again. */
+  /**
+   * Closes the reader's connections, pooled ones and those of reads in flight (which fail).
+   * The reader opens new ones if it is used again.
+   */
   async close(): Promise<void> {
     const network = this.#network;
     this.#network = undefined;
