@@ -261,20 +261,33 @@ export class EventWriter {
    * waits for it: the lease is let go in the background (it expires anyway).
    */
   async release(runId: string): Promise<void> {
-    if (this.#failure === undefined) await this.flushed()?.catch(() => {});
+    const flushed = this.#failure === undefined ? this.flushed()?.catch(() => {}) : undefined;
     const lease = this.#leases.get(runId);
+    // A store that applies calls in order gets the release at once, behind the last events:
+    // one that commits in groups stores both in one commit.
+    let released =
+      lease && this.store && this.#inCallOrder && this.#failure === undefined
+        ? this.store.releaseLease(lease).catch(() => {})
+        : undefined;
+    if (released) this.#forget(runId);
+    await flushed;
+    this.#forget(runId);
+    if (!lease || !this.store) return;
+    released ??= this.store.releaseLease(lease).catch(() => {});
+    if (this.#failure !== undefined) return;
+    this.#storeWaits++;
+    await released;
+    this.#storeWaits--;
+  }
+
+  /** Stops renewing the run's lease (its release is under way). */
+  #forget(runId: string): void {
     this.#leases.delete(runId);
     this.#deadlines.delete(runId);
     if (this.#leases.size === 0) {
       clearInterval(this.#renewTimer);
       this.#renewTimer = undefined;
     }
-    if (!lease || !this.store) return;
-    const released = this.store.releaseLease(lease).catch(() => {});
-    if (this.#failure !== undefined) return;
-    this.#storeWaits++;
-    await released;
-    this.#storeWaits--;
   }
 }
 
