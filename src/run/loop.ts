@@ -31,6 +31,7 @@ import {
 } from "./executor.js";
 import { handoffTools } from "./handoff.js";
 import { resolveInstructions } from "./instructions.js";
+import { turnRequest } from "./model-request.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { type OutputContract, OutputValidationError, outputContract } from "./output-type.js";
 import type { Permissions } from "./permissions.js";
@@ -248,33 +249,9 @@ type LoopState = {
   ended?: { finish: FinishReason; usage: Partial<Usage> | undefined };
 };
 
-/**
- * The request of one model turn. Its `signal` is made when the model reads it (a provider's
- * fetch does): a run whose model never needs one never makes an AbortController. One literal
- * per shape (with or without `system`), not properties added later: see shapes.ts.
- */
+/** The request of one model turn (see `turnRequest`). */
 function modelRequest(run: ActiveRun, setup: AgentSetup): ModelRequest & { signal: AbortSignal } {
-  const stopper = run.modelStopper();
-  const tools = offeredSpecs(setup);
-  if (setup.system === undefined) {
-    return {
-      messages: run.transcript,
-      tools,
-      settings: setup.settings,
-      get signal() {
-        return stopper.signal;
-      },
-    };
-  }
-  return {
-    messages: run.transcript,
-    tools,
-    settings: setup.settings,
-    get signal() {
-      return stopper.signal;
-    },
-    system: setup.system,
-  };
+  return turnRequest(run.transcript, offeredSpecs(setup), setup.settings, run.modelStopper(), setup.system);
 }
 
 /** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */

@@ -8,6 +8,7 @@ import { CallContext } from "./call-context.js";
 import { enterRunContext, leaveRunContext } from "./context.js";
 import { EventQueue } from "./event-queue.js";
 import { turnShapes } from "./executor.js";
+import { turnRequest } from "./model-request.js";
 import { Toolset } from "./toolset.js";
 
 /**
@@ -51,5 +52,7 @@ export function keepRunShapes(): void {
     tracked,
     ...turnShapes(run, toolset, sample),
     ...attemptShapes(run, sample, call),
+    turnRequest([], [], {}, run.stopper, undefined),
+    turnRequest([], [], {}, run.stopper, ""),
   );
 }
