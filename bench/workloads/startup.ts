@@ -25,7 +25,6 @@ const HEAVY = [
   "linkedom",
   "@mozilla/readability",
   "@mdream/js",
-  "undici",
   "ipaddr.js",
   "better-sqlite3",
   "pg",
