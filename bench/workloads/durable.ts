@@ -9,6 +9,11 @@
  * - PostgresStore on a throwaway local server, one run at a time and 100 at once, when
  *   `initdb` is installed (the server runs with fsync off, so this measures round trips and
  *   the database's work, not the disk);
+ * - the machine's floor, interleaved with the rest: a bare better-sqlite3 commit of one small
+ *   row (`BEGIN IMMEDIATE`, one INSERT, `COMMIT`, same file settings), µs per commit, so that a
+ *   SqliteStore number reads as "N commits' worth" on whatever machine runs it;
+ * - what a call writes, counted from the WAL of one more run (after the timing): commits per
+ *   call and pages (WAL frames) per commit;
  * - before/after in one run: `BENCH_DURABLE_BEFORE=/path/to/other/checkout` (built: its
  *   `dist/`) adds that Quiver's SqliteStore rows, interleaved with these, and their ratio.
  *
@@ -16,7 +21,8 @@
  *   (cd /tmp/before && npx tsc -p tsconfig.build.json)
  *   npm run build && BENCH_DURABLE_BEFORE=/tmp/before BENCH_ONLY=durable npx tsx bench/index.ts
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -35,8 +41,72 @@ type DurableArgs = {
   postgres?: string;
 };
 
-/** Median µs per call of each contender (absent when not measured). */
+/**
+ * Median µs per call of each contender (absent when not measured); `floor` is µs per bare
+ * commit; `<name>Commits` and `<name>Frames` are commits per call and WAL frames per commit.
+ */
 type DurableResult = Record<string, number>;
+
+type BareDatabase = typeof import("better-sqlite3");
+
+/** better-sqlite3 as the checkout has it (the compiled workload runs from elsewhere). */
+function betterSqlite(): BareDatabase {
+  return createRequire(resolve(root, "package.json"))("better-sqlite3");
+}
+
+/**
+ * The floor: `count` commits of one small row each, as bare as better-sqlite3 goes (prepared
+ * statements, no wrapper), in a WAL file with SqliteStore's settings.
+ */
+function bareCommits(Database: BareDatabase, path: string, synchronous: "NORMAL" | "FULL") {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${synchronous}`);
+  db.exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+  const begin = db.prepare("BEGIN IMMEDIATE");
+  const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
+  const commit = db.prepare("COMMIT");
+  return {
+    commits: async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        begin.run();
+        insert.run("a small row of about forty characters....");
+        commit.run();
+      }
+    },
+    close: async () => void db.close(),
+  };
+}
+
+/**
+ * What one more run writes: the store's WAL is checkpointed and emptied first (from another
+ * connection), then read back frame by frame after the run. A frame is one page written;
+ * a frame whose header carries the database size ends a commit.
+ */
+async function walWrites(Database: BareDatabase, path: string, run: () => Promise<unknown>, calls: number) {
+  const side = new Database(path);
+  try {
+    side.pragma("wal_checkpoint(TRUNCATE)");
+    await run();
+    const wal = readFileSync(`${path}-wal`);
+    const pageSize = wal.readUInt32BE(8);
+    let frames = 0;
+    let commits = 0;
+    for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+      // Frames left from before the WAL was last reset carry an old salt.
+      if (
+        wal.readUInt32BE(at + 8) !== wal.readUInt32BE(16) ||
+        wal.readUInt32BE(at + 12) !== wal.readUInt32BE(20)
+      )
+        break;
+      frames++;
+      if (wal.readUInt32BE(at + 4) !== 0) commits++;
+    }
+    return { commitsPerCall: commits / calls, framesPerCommit: frames / commits };
+  } finally {
+    side.close();
+  }
+}
 
 type Quiver = typeof import("quiver-agents");
 type Stores = typeof import("quiver-agents/store");
@@ -106,8 +176,12 @@ export async function durable({
     const full = player(quiver, sqlite("full", "full"));
     const concurrentNormal = player(quiver, sqlite("concurrent-normal", "normal"));
     const concurrentFull = player(quiver, sqlite("concurrent-full", "full"));
+    const Database = betterSqlite();
+    const floor = bareCommits(Database, join(dir, "floor.db"), "NORMAL");
+    opened.push(floor);
     const contenders: Record<string, () => Promise<unknown>> = {
       memory: () => none.sequential(runsPerSample),
+      floor: () => floor.commits(runsPerSample * TURNS),
       sqliteNormal: () => normal.sequential(runsPerSample),
       sqliteFull: () => full.sequential(runsPerSample),
       concurrentNormal: () => concurrentNormal.concurrent(CONCURRENT_RUNS),
@@ -115,15 +189,31 @@ export async function durable({
     };
     const callsPer: Record<string, number> = {
       memory: runsPerSample * TURNS,
+      floor: runsPerSample * TURNS,
       sqliteNormal: runsPerSample * TURNS,
       sqliteFull: runsPerSample * TURNS,
       concurrentNormal: CONCURRENT_RUNS * TURNS,
       concurrentFull: CONCURRENT_RUNS * TURNS,
     };
+    const writes: Array<() => Promise<Record<string, number>>> = [
+      async () => {
+        const w = await walWrites(Database, join(dir, "normal.db"), () => normal.sequential(1), TURNS);
+        return { sqliteNormalCommits: w.commitsPerCall, sqliteNormalFrames: w.framesPerCommit };
+      },
+    ];
     if (before !== undefined) {
       const old = await loadFrom(before);
       const oldStores = await loadStores(before);
       const beforeNormal = player(old, sqlite("before-normal", "normal", oldStores));
+      writes.push(async () => {
+        const w = await walWrites(
+          Database,
+          join(dir, "before-normal.db"),
+          () => beforeNormal.sequential(1),
+          TURNS,
+        );
+        return { beforeNormalCommits: w.commitsPerCall, beforeNormalFrames: w.framesPerCommit };
+      });
       const beforeFull = player(old, sqlite("before-full", "full", oldStores));
       const beforeConcurrent = player(old, sqlite("before-concurrent", "normal", oldStores));
       contenders.beforeNormal = () => beforeNormal.sequential(runsPerSample);
@@ -156,9 +246,11 @@ export async function durable({
       }
     }
     const ms = await compare(contenders, { samples, warmups: 2 });
-    return Object.fromEntries(
+    const result: DurableResult = Object.fromEntries(
       Object.entries(ms).map(([name, sampleMs]) => [name, (sampleMs * 1000) / callsPer[name]!]),
     );
+    for (const count of writes) Object.assign(result, await count());
+    return result;
   } finally {
     for (const store of opened) await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -191,7 +283,27 @@ export async function rows(): Promise<Row[]> {
 function toRows(r: DurableResult): Row[] {
   const memory = r.memory!;
   const perCall = (name: string) => fmt(r[name]!);
+  const commitsWorth = (name: string) => `${fmt(r[name]! / r.floor!)} bare commits' worth`;
+  const writes = (name: string) =>
+    `${fmt(r[`${name}Commits`]!, 2)} commits per call, ${fmt(r[`${name}Frames`]!, 2)} pages per commit`;
   const out: Row[] = [
+    {
+      workload: "W1s durable: the machine's floor",
+      measure: 'µs per commit: bare better-sqlite3, one small row per BEGIN IMMEDIATE…COMMIT (WAL, "normal")',
+      quiver: fmt(r.floor!),
+    },
+    {
+      workload: `W1s durable: SqliteStore, ${TURNS} turns × 1 call`,
+      measure: 'what a call writes (synchronous "normal"; counted from the WAL of one run)',
+      quiver: writes("sqliteNormal"),
+      ...(r.beforeNormalCommits !== undefined && { baseline: `before: ${writes("beforeNormal")}` }),
+    },
+    {
+      workload: `W1s durable: SqliteStore, ${TURNS} turns × 1 call`,
+      measure: 'µs per call (synchronous "normal") in bare commits of this machine',
+      quiver: commitsWorth("sqliteNormal"),
+      baseline: `floor ${fmt(r.floor!)} µs`,
+    },
     {
       workload: `W1s durable: SqliteStore, ${TURNS} turns × 1 call`,
       measure: 'µs per call (synchronous "normal", the default; baseline: no store)',
