@@ -282,19 +282,34 @@ class TurnCalls {
     if (!synthesised && carriesPeerText(record) && this.toolset.get(record.call.name)?.untrustedOutput) {
       result.message.untrusted = true;
     }
-    const event: EventOf<"tool_call_completed"> = {
-      type: "tool_call_completed",
-      call: record.call,
-      ok: record.ok,
-      output: record.output,
-      durationMs,
-      runId: "",
-      seq: 0,
-      at: 0,
-      agent: "",
-    };
+    // A success's `result` is in the literal, not added after: an added field makes a hidden
+    // class that dies with the last event, and a full GC then throws away code that used it.
+    const event: EventOf<"tool_call_completed"> =
+      value === undefined
+        ? {
+            type: "tool_call_completed",
+            call: record.call,
+            ok: record.ok,
+            output: record.output,
+            durationMs,
+            runId: "",
+            seq: 0,
+            at: 0,
+            agent: "",
+          }
+        : {
+            type: "tool_call_completed",
+            call: record.call,
+            ok: record.ok,
+            output: record.output,
+            durationMs,
+            result: value,
+            runId: "",
+            seq: 0,
+            at: 0,
+            agent: "",
+          };
     // Assigned, not spread in: this runs once per call.
-    if (value !== undefined) event.result = value;
     if (record.error) event.error = record.error;
     if (record.truncated) event.truncated = record.truncated;
     if (result.details !== undefined) event.details = result.details;
