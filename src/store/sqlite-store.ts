@@ -372,12 +372,14 @@ export class SqliteStore implements RunStore {
     // so an append committing in between cannot look like a missing row.
     // The payloads the rows refer to come from the same snapshot too.
     return this.#snapshot("reading events", runId, () => {
-      const run = this.#sql.getRun.get(runId) as KeyedRunRow | undefined;
-      if (run === undefined) return decodeEvents(runId, after, 0, []);
+      // Where the log ends (not the whole summary: its updatedAt may need the tail's bodies parsed).
+      const head = this.#sql.appendHead.get(runId) as AppendHead;
+      if (head.run_key === null) return decodeEvents(runId, after, 0, []);
+      const lastSeq = Math.max(Number(head.last_seq), head.tail_seq ?? 0);
       const rows = (
-        this.#sql.readEvents.all(run.run_key, Math.min(after, MAX_SEQ), run.run_key) as EventRow[]
+        this.#sql.readEvents.all(head.run_key, Math.min(after, MAX_SEQ), head.run_key) as EventRow[]
       ).map(toStoredEvent);
-      const events = decodeEvents(runId, after, Number(run.last_seq), rows);
+      const events = decodeEvents(runId, after, lastSeq, rows);
       const texts = new Map<string, string>();
       for (const key of referencedPayloads(events)) {
         const row = this.#sql.getArtifact.get(runId, key) as { text: string } | undefined;
@@ -602,6 +604,7 @@ type AppendHead = {
   owner: string | null;
   expires_at: number | null;
   run_key: number | null;
+  last_seq: number | null;
   tail_seq: number | null;
 };
 
@@ -641,7 +644,6 @@ function prepare(db: BetterSqlite3.Database) {
       `SELECT event_key & 4294967295 AS seq, version, body FROM quiver_events
        WHERE event_key > (? << 32) + ? AND event_key < ((? + 1) << 32) ORDER BY event_key`,
     ),
-    getRun: db.prepare(`SELECT * FROM ${RUNS_NOW} WHERE run_id = ?`),
     advanceRun: db.prepare(
       "UPDATE quiver_runs SET updated_at = ?, last_seq = ?, status = ? WHERE run_id = ?",
     ),
