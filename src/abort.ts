@@ -61,7 +61,8 @@ export class Stopper {
   #signal: AbortSignal | undefined;
   #controller: AbortController | undefined;
   #reason: unknown;
-  readonly #waiters = new Set<() => void>();
+  /** In registration order. An array: a Set reallocates its table as it empties and fills, once per call. */
+  readonly #waiters: Array<() => void> = [];
   /** `signal.aborted`, as a plain field: AbortSignal's getter is slow on Node's EventTarget. */
   aborted = false;
 
@@ -105,8 +106,9 @@ export class Stopper {
 
   #fire(): void {
     this.aborted = true;
-    for (const stop of this.#waiters) stop();
-    this.#waiters.clear();
+    // One at a time from the live list: a waiter removed by an earlier one is not called (as a Set would).
+    const waiters = this.#waiters;
+    while (waiters.length > 0) waiters.shift()!();
   }
 
   /**
@@ -117,9 +119,9 @@ export class Stopper {
     if (this.aborted) return Promise.resolve(ABORTED);
     return new Promise<undefined | Aborted>((resolve) => {
       const stop = () => resolve(ABORTED);
-      this.#waiters.add(stop);
+      this.#waiters.push(stop);
       register(() => {
-        this.#waiters.delete(stop);
+        this.unwatch(stop);
         resolve(undefined);
       });
     });
@@ -130,11 +132,15 @@ export class Stopper {
    * build their own promise; check `aborted` before watching.
    */
   watch(stop: () => void): void {
-    this.#waiters.add(stop);
+    if (!this.#waiters.includes(stop)) this.#waiters.push(stop);
   }
 
   unwatch(stop: () => void): void {
-    this.#waiters.delete(stop);
+    const waiters = this.#waiters;
+    const index = waiters.lastIndexOf(stop);
+    if (index < 0) return;
+    for (let i = index + 1; i < waiters.length; i++) waiters[i - 1] = waiters[i]!;
+    waiters.pop();
   }
 
   race<T>(promise: Promise<T>): Promise<T | Aborted> {
@@ -147,14 +153,14 @@ export class Stopper {
         promise.catch(() => {});
         resolve(ABORTED);
       };
-      this.#waiters.add(stop);
+      this.#waiters.push(stop);
       promise.then(
         (value) => {
-          this.#waiters.delete(stop);
+          this.unwatch(stop);
           resolve(value);
         },
         (error) => {
-          this.#waiters.delete(stop);
+          this.unwatch(stop);
           reject(error);
         },
       );
