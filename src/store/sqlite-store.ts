@@ -88,9 +88,6 @@ const MAX_RUN_KEY = 2 ** 31 - 1;
  */
 const SUMMARY_LAG = 128;
 
-/** Events are inserted this many rows per statement. */
-const INSERT_BATCH = 8;
-
 /**
  * The runs rows as they are now: last_seq and updated_at take in the events stored after the
  * row was last written (the row's status and identity are always current). A body that is
@@ -213,13 +210,9 @@ export class SqliteStore implements RunStore {
   }
 
   /**
-   * Commits every pending write in one transaction. Each write's outcome is its own: one that
-   * is refused (a lost lease, a gap in seq) fails alone, and a commit that fails (a full disk,
-   * a lock held too long) fails every write of the group.
-   *
-   * The group is first tried as plain statements, which is what nearly every commit is; only
-   * if a write is refused is the transaction rolled back and the group done again with each
-   * write in a savepoint of its own (savepoints cost statements, and pages copied aside).
+   * Commits every pending write in one transaction. Each runs in a savepoint of its own, so
+   * one that is refused (a lost lease, a gap in seq) fails alone; a commit that fails (a full
+   * disk, a lock held too long) fails every write of the group.
    */
   readonly #commitPending = (): void => {
     clearImmediate(this.#committing);
@@ -227,18 +220,15 @@ export class SqliteStore implements RunStore {
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
-    const steps = plan(group);
     let outcomes: Outcome[];
     try {
-      outcomes = this.#sql.transaction.immediate(() => this.#applyAll(group, steps)) as Outcome[];
-    } catch (first) {
-      try {
-        if (group.length === 1) throw first;
-        outcomes = this.#sql.transaction.immediate(() => this.#applyEach(group, steps)) as Outcome[];
-      } catch (error) {
-        for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
-        return;
-      }
+      outcomes =
+        group.length === 1
+          ? [{ ok: true, value: this.#sql.transaction.immediate(() => this.#apply(group[0]!)) }]
+          : (this.#sql.transaction.immediate(() => this.#applyGroup(group)) as Outcome[]);
+    } catch (error) {
+      for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
+      return;
     }
     for (let i = 0; i < group.length; i++) {
       const write = group[i]!;
@@ -247,23 +237,6 @@ export class SqliteStore implements RunStore {
       else write.reject(storeFailure(write.action, write.runId, outcome.error));
     }
   };
-
-  /** The steps of a group as plain statements: the first refusal throws and rolls all of them back. */
-  #applyAll(group: readonly PendingWrite[], steps: readonly Step[]): Outcome[] {
-    const outcomes: Outcome[] = new Array(group.length);
-    for (const step of steps) {
-      if (typeof step === "number") {
-        outcomes[step] = { ok: true, value: this.#apply(group[step]!) };
-        continue;
-      }
-      const { lease, indexes } = step;
-      const events =
-        indexes.length === 1 ? group[indexes[0]!]!.events! : indexes.flatMap((i) => group[i]!.events!);
-      this.#appendRows({ lease, events });
-      for (const i of indexes) outcomes[i] = { ok: true, value: undefined };
-    }
-    return outcomes;
-  }
 
   #apply(write: PendingWrite): unknown {
     return write.body !== undefined ? write.body() : this.#appendRows(write as AppendRows);
@@ -274,7 +247,7 @@ export class SqliteStore implements RunStore {
    * stored together (one lease check, one summary update) until another write to that run
    * comes between them; only if that is refused is each tried alone, for its own outcome.
    */
-  #applyEach(group: readonly PendingWrite[], steps: readonly Step[]): Outcome[] {
+  #applyGroup(group: readonly PendingWrite[]): Outcome[] {
     const attempt = (body: () => unknown): Outcome => {
       try {
         return { ok: true, value: this.#sql.transaction(body) };
@@ -285,6 +258,24 @@ export class SqliteStore implements RunStore {
         return { ok: false, error };
       }
     };
+    type Unit = { lease: Lease; indexes: number[] };
+    const steps: Array<number | Unit> = [];
+    const open = new Map<Lease, Unit>();
+    for (let i = 0; i < group.length; i++) {
+      const write = group[i]!;
+      if (write.body === undefined) {
+        const unit = open.get(write.lease!);
+        if (unit) unit.indexes.push(i);
+        else {
+          const fresh = { lease: write.lease!, indexes: [i] };
+          open.set(write.lease!, fresh);
+          steps.push(fresh);
+        }
+      } else {
+        for (const lease of open.keys()) if (lease.runId === write.runId) open.delete(lease);
+        steps.push(i);
+      }
+    }
     const outcomes: Outcome[] = new Array(group.length);
     for (const step of steps) {
       if (typeof step === "number") {
@@ -358,12 +349,7 @@ export class SqliteStore implements RunStore {
         }
       }
     }
-    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-      const batch = Math.min(rows.length - i, INSERT_BATCH);
-      const values: unknown[] = [];
-      for (let j = i; j < i + batch; j++) values.push(runKey, rows[j]!.seq, rows[j]!.version, rows[j]!.body);
-      this.#sql.insertEvents[batch - 1]!.run(values);
-    }
+    for (const event of rows) this.#sql.insertEvent.run(runKey, event.seq, event.version, event.body);
   };
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -571,31 +557,6 @@ type PendingWrite = {
   reject: (error: unknown) => void;
 };
 
-/** A write of the group (its index), or appends of one run under one lease, stored together. */
-type Step = number | { lease: Lease; indexes: number[] };
-
-/** A run's appends under one lease go together until another write to that run comes between them. */
-function plan(group: readonly PendingWrite[]): Step[] {
-  const steps: Step[] = [];
-  const open = new Map<Lease, { lease: Lease; indexes: number[] }>();
-  for (let i = 0; i < group.length; i++) {
-    const write = group[i]!;
-    if (write.body === undefined) {
-      const unit = open.get(write.lease!);
-      if (unit) unit.indexes.push(i);
-      else {
-        const fresh = { lease: write.lease!, indexes: [i] };
-        open.set(write.lease!, fresh);
-        steps.push(fresh);
-      }
-    } else {
-      for (const lease of open.keys()) if (lease.runId === write.runId) open.delete(lease);
-      steps.push(i);
-    }
-  }
-  return steps;
-}
-
 /** A runs row with its key, which numbers its events. */
 type KeyedRunRow = RunRow & { run_key: number };
 
@@ -616,14 +577,8 @@ function prepare(db: BetterSqlite3.Database) {
     // Made once: better-sqlite3 builds a wrapper per `transaction()` call. Called inside
     // another transaction, it runs `body` in a savepoint.
     transaction: db.transaction((body: () => unknown) => body()),
-    // One statement per batch size: an append's events go in one statement, not one each.
-    insertEvents: Array.from({ length: INSERT_BATCH }, (_, i) =>
-      db.prepare(
-        `INSERT INTO quiver_events (event_key, version, body) VALUES ${Array.from(
-          { length: i + 1 },
-          () => "((? << 32) + ?, ?, ?)",
-        ).join(", ")}`,
-      ),
+    insertEvent: db.prepare(
+      "INSERT INTO quiver_events (event_key, version, body) VALUES ((? << 32) + ?, ?, ?)",
     ),
     // What an append needs to know, in one statement: the run's lease, its runs row (all null
     // for a new run) and the last seq stored after that row's last_seq.
