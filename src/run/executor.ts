@@ -74,8 +74,9 @@ export function executeTurn(
 class TurnCalls {
   readonly results: Array<CallResult | undefined>;
   /** Calls with their own stopper (`cancelSiblingsOnError`), by index. */
-  readonly running = new Map<number, Stopper>();
-  readonly started = new Set<number>();
+  running: Map<number, Stopper> | undefined;
+  /** Which calls were started, by index (an array: a Set per turn costs more than it saves). */
+  readonly started: boolean[];
   readonly execution: TurnExecution = { results: [] };
   readonly config: Readonly<AgentConfig<any, any>>;
   readonly turn: number;
@@ -94,6 +95,7 @@ class TurnCalls {
     readonly prior: PriorTurn | undefined,
   ) {
     this.results = new Array(requested.length);
+    this.started = new Array(requested.length);
     this.config = run.agent.config;
     this.turn = run.turn;
   }
@@ -219,7 +221,7 @@ class TurnCalls {
     for (const [index, { call }] of requested.entries()) {
       if (results[index]) continue;
       const laterHandoff = execution.handoff && this.toolset.get(call.name) instanceof HandoffTool;
-      const result = this.started.has(index)
+      const result = this.started[index]
         ? errorResult(
             call,
             stoppedBy,
@@ -319,6 +321,7 @@ class TurnCalls {
 
   cancelSiblings(failed: ToolCall): void {
     const { requested } = this;
+    if (!this.running) return;
     for (const [index, stopper] of this.running) {
       if (requested[index]!.call.id === failed.id) continue;
       stopper.abort(new Error(`a sibling call (${failed.name}) failed`));
@@ -341,7 +344,7 @@ class TurnCalls {
    */
   start(index: number, tool: Tool, args: unknown): void {
     const { run, config } = this;
-    this.started.add(index);
+    this.started[index] = true;
     this.inFlight++;
     const { call } = this.requested[index]!;
     // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
@@ -351,6 +354,7 @@ class TurnCalls {
       const own = new Stopper();
       const onRunAbort = () => own.abort(run.stopper.reason);
       run.stopper.watch(onRunAbort);
+      this.running ??= new Map();
       this.running.set(index, own);
       stopper = own;
       unlink = () => run.stopper.unwatch(onRunAbort);
@@ -404,7 +408,7 @@ class RunningCall implements AttemptsSink {
   #conclude(outcome: AttemptsOutcome): Promise<void> | undefined {
     const { calls, index, tool, call } = this;
     const { run, config } = calls;
-    calls.running.delete(index);
+    calls.running?.delete(index);
     this.unlink?.();
     const ms = Math.round(performance.now() - this.#startedAt);
     switch (outcome.kind) {
