@@ -113,7 +113,8 @@ export async function turns(
   firstSetup: AgentSetup,
   unfinished?: UnfinishedTurn,
 ): Promise<RunResult<any>> {
-  const state: LoopState = { setup: firstSetup, corrected: false };
+  // Every field in the literal: one added later makes a hidden class that a full GC can drop (shapes.ts).
+  const state: LoopState = { setup: firstSetup, corrected: false, ended: undefined };
   if (unfinished) {
     const { text, requested, prior } = unfinished;
     const execution = await executeTurn(run, state.setup.toolset, requested, prior);
@@ -246,7 +247,7 @@ type LoopState = {
   setup: AgentSetup;
   corrected: boolean;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
-  ended?: { finish: FinishReason; usage: Partial<Usage> | undefined };
+  ended: { finish: FinishReason; usage: Partial<Usage> | undefined } | undefined;
 };
 
 /** The request of one model turn (see `turnRequest`). */
