@@ -26,7 +26,7 @@ function withoutAsyncContext(): string {
   const file = join(copy, "run/context.js");
   const source = readFileSync(file, "utf8");
   const patched = source
-    .replace("return storage.run(ctx, fn);", "return fn();")
+    .replace("return storage.run(ctx, fn, arg);", "return fn(arg);")
     .replace("storage.disable();", ";");
   if (patched === source || patched.includes("storage.run(ctx")) {
     throw new Error("dist/run/context.js changed: update bench/async-context.ts's patch");
