@@ -86,14 +86,7 @@ async function readUpTo(
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 const LF = 10;
