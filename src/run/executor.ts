@@ -66,6 +66,11 @@ export function executeTurn(
   return new TurnCalls(run, toolset, requested, prior).execute();
 }
 
+/** What one call's preflight tells the loop: go on with the next call, or start no more. */
+type Step = typeof NEXT | typeof STOP;
+const NEXT = 0;
+const STOP = 1;
+
 /**
  * One turn's calls while they run. Its steps are methods, not closures made per turn or per
  * call: a closure's optimized code is dropped by every full GC once no instance of it is
@@ -87,6 +92,9 @@ class TurnCalls {
   /** Why calls that never started were skipped, once preflight stops early. */
   skipReason: string | undefined;
   #handoffAttempted = false;
+  /** The turn's promise, while it waits for its last calls (`#whenDone`). */
+  #done: { resolve: (execution: TurnExecution) => void; reject: (error: unknown) => void } | undefined;
+  #onStop: (() => void) | undefined;
 
   constructor(
     readonly run: ActiveRun,
@@ -100,102 +108,184 @@ class TurnCalls {
     this.turn = run.turn;
   }
 
-  async execute(): Promise<TurnExecution> {
-    const { run, requested, prior, toolset, results, execution } = this;
-    const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
-    for (let index = 0; index < requested.length; index++) {
-      const { call, parseError } = requested[index]!;
-      const stored = prior?.results.get(call.id);
-      if (stored) {
-        // Completed before a restart: its result stands, and it is never run again.
-        results[index] = stored;
-        continue;
-      }
-      this.skipReason = this.mustStop();
-      if (this.skipReason) break;
-      const resumedStart = prior?.started.has(call.id) ?? false;
-      const decided = prior?.decisions.get(call.id);
-      const overBudget = resumedStart || decided ? undefined : run.countToolCall();
-      if (overBudget) {
-        execution.stop = { reason: "budget", error: overBudget };
-        this.skipReason = `the run's budget ran out (${overBudget.limit})`;
-        break;
-      }
-      const tool = toolset.get(call.name);
-      if (!tool) {
-        this.finish(index, unknownTool(call, toolset), 0);
-        continue;
-      }
-      if (parseError !== undefined) {
-        const message = `the arguments for ${call.name} are not valid JSON (${parseError})`;
-        this.finish(
-          index,
-          errorResult(call, "malformed_json", message, "Send the arguments as one JSON object."),
-          0,
-        );
-        continue;
-      }
-      const parsed = tool.parseArguments(call.args);
-      const validation = parsed instanceof Promise ? await parsed : parsed;
-      if (!validation.ok) {
-        const error = new InvalidToolArguments(tool.name, validation.issues);
-        this.finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
-        continue;
-      }
-      const isHandoff = tool instanceof HandoffTool;
-      if (isHandoff && this.#handoffAttempted) {
-        this.finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
-        continue;
-      }
-      if (resumedStart && !tool.idempotent) {
-        // It may or may not have taken effect: running it again could do it twice.
-        const message = `${call.name} was interrupted by a restart before it finished; it was not run again because it is not marked idempotent`;
-        this.finish(
-          index,
-          errorResult(call, "interrupted", message, "Check whether it took effect before calling it again."),
-          0,
-        );
-        continue;
-      }
-      // A call that had started was approved then (or needed no approval); a stored decision stands.
-      let approval: ApprovalOutcome | undefined;
-      if (resumedStart) approval = undefined;
-      else if (decided) approval = { ...decided, by: "decide" };
-      else {
-        const pending = approveCall(run, tool, call, validation.value);
-        approval = pending instanceof Promise ? await pending : pending;
-      }
-      if (run.stopper.aborted) break;
-      if (approval?.parked) {
-        execution.parked = []; // filled in below, once the calls already running have finished
-        break;
-      }
-      if (approval && !approval.approved) {
-        this.finish(index, deniedResult(call, approval), 0);
-        continue;
-      }
-      if (isHandoff) this.#handoffAttempted = true;
-      if (tool.parallel === false || isHandoff) {
-        // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
-        const calm = this.idle();
-        if (calm) await calm;
-        if (run.stopper.aborted) break;
-        this.start(index, tool, validation.value);
-        // It runs alone: the turn is idle again once it has ended.
-        const alone = this.idle();
-        if (alone) await alone;
-        if (run.stopper.aborted) break;
-        if (execution.handoff)
-          this.skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
-        continue;
-      }
-      while (this.inFlight >= limit) if (isAborted(await this.callEnded())) break;
-      if (run.stopper.aborted) break;
-      this.start(index, tool, validation.value);
+  /**
+   * Preflights the calls in request order, then resolves once none is running. Without a wait
+   * in the preflight (the common case) this is one promise for the whole turn: the last call to
+   * settle resolves it.
+   */
+  execute(): Promise<TurnExecution> {
+    const preflight = this.#preflight(0);
+    return preflight ? preflight.then(() => this.#whenDone()) : this.#whenDone();
+  }
+
+  /** The calls from `from` on; a promise only once one of them has to wait. */
+  #preflight(from: number): Promise<void> | undefined {
+    for (let index = from; index < this.requested.length; index++) {
+      const step = this.#preflightCall(index);
+      if (step === STOP) return undefined;
+      if (step !== NEXT) return step.then((next) => (next === STOP ? undefined : this.#preflight(index + 1)));
     }
+    return undefined;
+  }
+
+  /** One call's preflight up to its arguments: lookup, JSON, budget, then validation. */
+  #preflightCall(index: number): Step | Promise<Step> {
+    const { run, prior, toolset, results, execution } = this;
+    const { call, parseError } = this.requested[index]!;
+    const stored = prior?.results.get(call.id);
+    if (stored) {
+      // Completed before a restart: its result stands, and it is never run again.
+      results[index] = stored;
+      return NEXT;
+    }
+    this.skipReason = this.mustStop();
+    if (this.skipReason) return STOP;
+    const resumedStart = prior?.started.has(call.id) ?? false;
+    const decided = prior?.decisions.get(call.id);
+    const overBudget = resumedStart || decided ? undefined : run.countToolCall();
+    if (overBudget) {
+      execution.stop = { reason: "budget", error: overBudget };
+      this.skipReason = `the run's budget ran out (${overBudget.limit})`;
+      return STOP;
+    }
+    const tool = toolset.get(call.name);
+    if (!tool) {
+      this.finish(index, unknownTool(call, toolset), 0);
+      return NEXT;
+    }
+    if (parseError !== undefined) {
+      const message = `the arguments for ${call.name} are not valid JSON (${parseError})`;
+      this.finish(
+        index,
+        errorResult(call, "malformed_json", message, "Send the arguments as one JSON object."),
+        0,
+      );
+      return NEXT;
+    }
+    const parsed = tool.parseArguments(call.args);
+    if (parsed instanceof Promise)
+      return parsed.then((validation) => this.#validated(index, tool, validation, resumedStart, decided));
+    return this.#validated(index, tool, parsed, resumedStart, decided);
+  }
+
+  /** Validated arguments: handoff and restart rules, then approval. */
+  #validated(
+    index: number,
+    tool: Tool,
+    validation: Awaited<ReturnType<Tool["parseArguments"]>>,
+    resumedStart: boolean,
+    decided: PriorTurn["decisions"] extends Map<string, infer D> ? D | undefined : never,
+  ): Step | Promise<Step> {
+    const { call } = this.requested[index]!;
+    if (!validation.ok) {
+      const error = new InvalidToolArguments(tool.name, validation.issues);
+      this.finish(index, errorResult(call, "invalid_arguments", error.message, error.hint), 0);
+      return NEXT;
+    }
+    const isHandoff = tool instanceof HandoffTool;
+    if (isHandoff && this.#handoffAttempted) {
+      this.finish(index, errorResult(call, "tool_error", handoffRefused(call)), 0);
+      return NEXT;
+    }
+    if (resumedStart && !tool.idempotent) {
+      // It may or may not have taken effect: running it again could do it twice.
+      const message = `${call.name} was interrupted by a restart before it finished; it was not run again because it is not marked idempotent`;
+      this.finish(
+        index,
+        errorResult(call, "interrupted", message, "Check whether it took effect before calling it again."),
+        0,
+      );
+      return NEXT;
+    }
+    // A call that had started was approved then (or needed no approval); a stored decision stands.
+    if (resumedStart) return this.#approved(index, tool, validation.value, isHandoff, undefined);
+    if (decided)
+      return this.#approved(index, tool, validation.value, isHandoff, { ...decided, by: "decide" });
+    const pending = approveCall(this.run, tool, call, validation.value);
+    if (pending instanceof Promise)
+      return pending.then((approval) => this.#approved(index, tool, validation.value, isHandoff, approval));
+    return this.#approved(index, tool, validation.value, isHandoff, pending);
+  }
+
+  /** Approved (or not asked): starts the call, alone when it must be. */
+  #approved(
+    index: number,
+    tool: Tool,
+    args: unknown,
+    isHandoff: boolean,
+    approval: ApprovalOutcome | undefined,
+  ): Step | Promise<Step> {
+    const { run, execution } = this;
+    if (run.stopper.aborted) return STOP;
+    if (approval?.parked) {
+      execution.parked = []; // filled in below, once the calls already running have finished
+      return STOP;
+    }
+    if (approval && !approval.approved) {
+      this.finish(index, deniedResult(this.requested[index]!.call, approval), 0);
+      return NEXT;
+    }
+    if (isHandoff) this.#handoffAttempted = true;
+    if (tool.parallel === false || isHandoff) return this.#startAlone(index, tool, args);
+    if (this.inFlight >= (this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY))
+      return this.#startBelowLimit(index, tool, args);
+    this.start(index, tool, args);
+    return NEXT;
+  }
+
+  /** A `parallel: false` tool or a handoff: waits for the calls in flight, then runs alone. */
+  async #startAlone(index: number, tool: Tool, args: unknown): Promise<Step> {
+    const { run, execution } = this;
+    // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
     const calm = this.idle();
     if (calm) await calm;
-    return this.#conclude();
+    if (run.stopper.aborted) return STOP;
+    this.start(index, tool, args);
+    // It runs alone: the turn is idle again once it has ended.
+    const alone = this.idle();
+    if (alone) await alone;
+    if (run.stopper.aborted) return STOP;
+    if (execution.handoff)
+      this.skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
+    return NEXT;
+  }
+
+  /** `maxConcurrentToolCalls` reached: starts the call once one in flight has ended. */
+  async #startBelowLimit(index: number, tool: Tool, args: unknown): Promise<Step> {
+    const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
+    while (this.inFlight >= limit) if (isAborted(await this.callEnded())) return STOP;
+    if (this.run.stopper.aborted) return STOP;
+    this.start(index, tool, args);
+    return NEXT;
+  }
+
+  /** Resolves with the turn's outcome once no call is running, or soon after the run stops. */
+  #whenDone(): Promise<TurnExecution> {
+    const { stopper } = this.run;
+    if (this.inFlight === 0 || stopper.aborted) return Promise.resolve(this.#conclude());
+    return new Promise<TurnExecution>((resolve, reject) => {
+      this.#done = { resolve, reject };
+      this.#onStop = this.#stopped.bind(this);
+      stopper.watch(this.#onStop);
+    });
+  }
+
+  #stopped(): void {
+    // After the stopper's other listeners (the calls' own), as an awaited wait would.
+    queueMicrotask(() => this.#end());
+  }
+
+  /** Settles `#whenDone`'s promise, once. */
+  #end(): void {
+    const done = this.#done;
+    if (!done) return;
+    this.#done = undefined;
+    if (this.#onStop) this.run.stopper.unwatch(this.#onStop);
+    try {
+      done.resolve(this.#conclude());
+    } catch (error) {
+      done.reject(error);
+    }
   }
 
   /** The turn's outcome once its calls are done (or the run stopped). */
@@ -272,6 +362,7 @@ class TurnCalls {
       this.#waiter = undefined;
       waiter.wake();
     }
+    if (this.inFlight === 0) this.#end();
   }
 
   /** A call's result is in: recorded once, and announced as `tool_call_completed`. */
