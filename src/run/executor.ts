@@ -581,7 +581,6 @@ class RunningCall implements AttemptsSink {
 export function turnShapes(run: ActiveRun, toolset: Toolset, tool: Tool): unknown[] {
   const call: ToolCall = { id: "shape", name: "shape", args: {} };
   const calls = new TurnCalls(run, toolset, [{ call }], undefined);
-  calls.idle(); // no call in flight: makes no wait
   return [calls, new RunningCall(calls, 0, tool, call, undefined), { wake: () => {}, untilIdle: true }];
 }
 
