@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { quiver } from "./binary.js";
-import { charges, terminalProjects } from "./terminal-project.js";
+import { charges, chatAtChargePrompt, terminalProjects } from "./terminal-project.js";
 
 const projects = terminalProjects();
 /** A project and one terminal in it. */
@@ -78,15 +78,10 @@ describe("quiver chat in a real terminal (tmux)", () => {
   });
 
   it("yes for this tool this session stops asking; Ctrl+C at an empty prompt exits 130", async () => {
-    const { cwd, effects, term } = setup();
-    term.start([process.execPath, projects.bin, "chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
-      cwd,
-      env: { NO_COLOR: "1", SIDE_EFFECTS_FILE: effects },
-    });
-    await term.waitFor("› ");
-    term.type("charge one");
-    term.send("Enter");
-    await term.waitFor("Allow charge_card");
+    const made = projects.setup();
+    const term = made.term();
+    const { effects } = made;
+    await chatAtChargePrompt(projects.bin, made, term, "memory");
     term.send("Down", "Enter");
     await term.waitFor("Done: charged 42.");
     term.type("charge two");
