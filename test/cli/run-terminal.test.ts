@@ -135,25 +135,23 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
   it("Ctrl+C while streaming cancels (exit 130 once the run has ended); a second Ctrl+C exits at once", async () => {
     const { cwd, term } = setup();
     // The agent's plugin takes LINGER_MS to tear down after the run, cancelled or not.
-    const once = term();
-    once.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
-      cwd,
-      env: { NO_COLOR: "1", LINGER_MS: "1500" },
-    });
-    await once.waitFor(/⋯ slow_task: step \d+/);
-    once.send("C-c");
-    await once.waitFor("cancelling… (Ctrl+C again to quit at once)");
+    const cancelledOnce = async (lingerMs: number) => {
+      const t = term();
+      t.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
+        cwd,
+        env: { NO_COLOR: "1", LINGER_MS: String(lingerMs) },
+      });
+      await t.waitFor(/⋯ slow_task: step \d+/);
+      t.send("C-c");
+      await t.waitFor("cancelling… (Ctrl+C again to quit at once)");
+      return t;
+    };
+
+    const once = await cancelledOnce(1500);
     expect(await once.exitCode()).toBe(130);
     expect(once.screen()).toMatch(/slow_task[\s\S]*cancelled/);
 
-    const twice = term();
-    twice.start([process.execPath, projects.bin, "run", "chatty-agent.mjs#lingering", "go slow"], {
-      cwd,
-      env: { NO_COLOR: "1", LINGER_MS: "120000" },
-    });
-    await twice.waitFor(/⋯ slow_task: step \d+/);
-    twice.send("C-c");
-    await twice.waitFor("cancelling… (Ctrl+C again to quit at once)");
+    const twice = await cancelledOnce(120_000);
     // The cancelled run now waits two minutes for the teardown; the second Ctrl+C does not.
     twice.send("C-c");
     expect(await twice.exitCode(10_000)).toBe(130);
