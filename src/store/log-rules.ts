@@ -8,6 +8,7 @@ import { serializeEvent } from "../run/serialize-event.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   extractPayloads,
+  PAYLOAD_MIN_CHARS,
   PAYLOAD_ROW_VERSION,
   type Payload,
   payloadRefs,
@@ -179,9 +180,12 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
         { runId },
       );
     }
-    const extracted = extractPayloads(event);
+    // An event whose whole text is short holds no value long enough to be a payload: most
+    // events are turned into JSON once, and nothing inside them is measured apart.
+    const body = serializeEvent(event);
+    const extracted = body.length < PAYLOAD_MIN_CHARS ? undefined : extractPayloads(event);
     if (extracted === undefined) {
-      rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body: serializeEvent(event) });
+      rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body });
     } else {
       rows.push({ seq: event.seq, version: PAYLOAD_ROW_VERSION, body: serializeEvent(extracted.stripped) });
       for (const payload of extracted.payloads) payloads.set(payload.key, payload);

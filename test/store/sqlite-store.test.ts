@@ -205,6 +205,25 @@ describe("SqliteStore commits appends in groups", () => {
     await store.close();
   });
 
+  it("fails only the refused append among one run's appends of the same commit", async () => {
+    // One run's appends of a tick are stored as one when all is well; a refusal among them
+    // must still fail that append alone.
+    const path = join(dir, "group-one-run.db");
+    const store = new SqliteStore({ path });
+    const lease = await store.acquireLease("r", "writer", 60_000);
+    const outcomes = await Promise.allSettled([
+      store.append(lease, [started("r")]),
+      store.append(lease, [event("r", 3)]),
+      store.append(lease, [event("r", 2)]),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason.message).toMatch(/gap/);
+    const reopened = new SqliteStore({ path });
+    expect((await reopened.read("r")).map((e) => e.seq)).toEqual([1, 2]);
+    await reopened.close();
+    await store.close();
+  });
+
   it("commits each tool_call_started before its tool runs, for runs going at once", async () => {
     const path = join(dir, "group-write-ahead.db");
     const store = new SqliteStore({ path });
