@@ -1,3 +1,4 @@
+import type { Stopper } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type {
   ContentBlock,
@@ -10,6 +11,7 @@ import type {
 } from "../model/types.js";
 import type { ActiveRun } from "./active-run.js";
 import type { EventOf } from "./events.js";
+import type { ChatTrace } from "./tracing/run-tracing.js";
 
 /**
  * A requested call as the model sent it, before the runner gives it a run-unique id. Its
@@ -59,169 +61,224 @@ export function streamModelTurn(
   // signal is abandoned at once, and the abandoned reader stops emitting.
   const stopper = run.modelStopper();
   if (stopper.aborted) return Promise.resolve(undefined);
-  const reading = { abandoned: false };
   run.modelStreaming = true;
   const chat = run.tracing?.startChat(model, request);
   return new Promise<ModelTurn | undefined>((resolve, reject) => {
-    const stop = () => {
-      reading.abandoned = true;
-      run.modelStreaming = false;
-      chat?.abandon();
-      resolve(undefined);
-    };
-    stopper.watch(stop);
-    // An abandoned reader settles late, maybe during a later turn: it must not touch the run.
-    const settle: Settle = {
-      done(turn) {
-        if (reading.abandoned) return;
-        stopper.unwatch(stop);
-        run.modelStreaming = false;
-        chat?.end(turn);
-        resolve(turn);
-      },
-      failed(error) {
-        if (reading.abandoned) return;
-        stopper.unwatch(stop);
-        run.modelStreaming = false;
-        chat?.fail(error);
-        reject(error);
-      },
-    };
-    if (chat) chat.within(() => readTurn(run, model, request, reading, settle));
-    else void readTurn(run, model, request, reading, settle);
+    const reader = new TurnReader(run, model, stopper, chat, resolve, reject);
+    stopper.watch(reader.stop);
+    if (chat) chat.within(() => reader.start(request));
+    else reader.start(request);
   });
 }
 
-/** How `readTurn` reports: callbacks, not its promise, which saves a reaction per turn. */
-type Settle = { done(turn: ModelTurn): void; failed(error: unknown): void };
+/**
+ * Reads one model stream into a turn. Driven by the stream's promises (`then`), not an async
+ * function: an `await` allocates two closures and a context each time, per event; here the
+ * two handlers are made once per turn. It never rejects; it reports through `resolve` /
+ * `reject`, once, unless the turn was abandoned first.
+ */
+class TurnReader {
+  turn = freshTurn();
+  calls = new Map<number, PartialCall>();
+  finished = false;
+  /** The run stopped the turn: the reader reports nothing more and closes the stream. */
+  abandoned = false;
+  iterator: AsyncIterator<ModelStreamEvent> | undefined = undefined;
+  readonly run: ActiveRun;
+  readonly model: Model;
+  readonly stopper: Stopper;
+  readonly chat: ChatTrace | undefined;
+  readonly resolve: (turn: ModelTurn | undefined) => void;
+  readonly reject: (error: unknown) => void;
 
-/** Reads the model's stream into a turn and reports it to `settle`; never rejects. */
-async function readTurn(
-  run: ActiveRun,
-  model: Model,
-  request: ModelRequest,
-  reading: { abandoned: boolean },
-  settle: Settle,
-): Promise<void> {
-  let turn = freshTurn();
-  let calls = new Map<number, PartialCall>();
-  let finished = false;
-  let iterator: AsyncIterator<ModelStreamEvent> | undefined;
-  try {
-    iterator = model.stream(request)[Symbol.asyncIterator]();
-    while (true) {
-      const step = await iterator.next();
-      if (reading.abandoned) return;
-      if (step.done) break;
-      const event = step.value;
-      switch (event.type) {
-        case "text_delta":
-          turn.text += event.delta;
-          run.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
-          break;
-        case "reasoning_delta": {
-          const last = turn.reasoning.at(-1);
-          if (last?.type === "reasoning" && !event.providerData && !last.providerData)
-            last.text += event.delta;
-          else
-            turn.reasoning.push({
-              type: "reasoning",
-              text: event.delta,
-              ...(event.providerData && { providerData: event.providerData }),
-            });
-          run.emit({ type: "reasoning_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
-          break;
-        }
-        case "tool_call_delta": {
-          const call = calls.get(event.index) ?? {
-            id: undefined,
-            claimedId: undefined,
-            name: undefined,
-            args: "",
-            complete: false,
-            repairs: undefined,
-          };
-          calls.set(event.index, call);
-          if (call.complete) break;
-          if (event.id) call.id = event.id;
-          if (event.name) call.name = (call.name ?? "") + event.name;
-          call.args += event.argsDelta;
-          // Claimed now, so a UI can key the streamed input by the id the call's later events carry.
-          call.claimedId ??= run.claimCallId(call.id);
-          const delta: EventOf<"tool_call_input_delta"> = {
-            type: "tool_call_input_delta",
-            index: event.index,
-            callId: call.claimedId,
-            delta: event.argsDelta,
-            runId: "",
-            seq: 0,
-            at: 0,
-            agent: "",
-          };
-          if (call.name !== undefined) delta.name = call.name;
-          run.emit(delta);
-          break;
-        }
-        case "tool_call": {
-          const index = event.index ?? nextFreeIndex(calls);
-          calls.set(index, {
-            id: event.id,
-            claimedId: calls.get(index)?.claimedId,
-            name: event.name,
-            args: event.args,
-            complete: true,
-            repairs: event.repairs?.length ? event.repairs : undefined,
-          });
-          break;
-        }
-        case "warning":
-          run.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
-          break;
-        case "usage":
-          Object.assign(turn.usage, event.usage);
-          break;
-        case "reset":
-          turn = freshTurn();
-          calls = new Map();
-          run.emit({
-            type: "warning",
-            code: "model_reset",
-            message: `model output restarted: ${event.reason}`,
-          });
-          break;
-        case "finish":
-          turn.finish = event.reason;
-          if (event.providerData) turn.providerData = event.providerData;
-          finished = true;
-          break;
-      }
+  constructor(
+    run: ActiveRun,
+    model: Model,
+    stopper: Stopper,
+    chat: ChatTrace | undefined,
+    resolve: (turn: ModelTurn | undefined) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.run = run;
+    this.model = model;
+    this.stopper = stopper;
+    this.chat = chat;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  /** The stop came first: the turn reads as abandoned at once, whatever the model does. */
+  readonly stop = (): void => {
+    this.abandoned = true;
+    this.run.modelStreaming = false;
+    this.chat?.abandon();
+    this.resolve(undefined);
+  };
+
+  readonly #onStep = (step: IteratorResult<ModelStreamEvent>): void => this.#step(step);
+  readonly #onError = (error: unknown): void => this.#failed(error);
+
+  start(request: ModelRequest): void {
+    try {
+      this.iterator = this.model.stream(request)[Symbol.asyncIterator]();
+      this.#pull();
+    } catch (error) {
+      this.#failed(error);
     }
-  } catch (error) {
-    return settle.failed(error);
-  } finally {
-    if (reading.abandoned) iterator?.return?.()?.catch?.(() => {});
   }
-  if (!finished) {
-    return settle.failed(
-      new ProviderError(`model "${model.name}" ended its stream without a finish event`, {
-        provider: model.name,
-        retryable: true,
-      }),
-    );
+
+  /** Asks for the next event; `Promise.resolve` takes a native promise as it is, and anything else as `await` would. */
+  #pull(): void {
+    Promise.resolve(this.iterator!.next()).then(this.#onStep, this.#onError);
   }
-  // Calls in index order (providers number them; deltas may interleave).
-  const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
-  for (const index of indexes) {
-    const call = calls.get(index)!;
-    turn.calls.push({
-      providerId: call.id,
-      claimedId: call.claimedId,
-      name: call.name ?? "",
-      args: call.args,
-      repairs: call.repairs,
-    });
+
+  #step(step: IteratorResult<ModelStreamEvent>): void {
+    if (this.abandoned) {
+      this.#close();
+      return;
+    }
+    try {
+      if (step.done) this.#ended();
+      else {
+        this.#apply(step.value);
+        this.#pull();
+      }
+    } catch (error) {
+      this.#failed(error);
+    }
   }
-  settle.done(turn);
+
+  #apply(event: ModelStreamEvent): void {
+    switch (event.type) {
+      case "text_delta":
+        this.turn.text += event.delta;
+        this.run.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        break;
+      case "reasoning_delta": {
+        const last = this.turn.reasoning.at(-1);
+        if (last?.type === "reasoning" && !event.providerData && !last.providerData) last.text += event.delta;
+        else
+          this.turn.reasoning.push({
+            type: "reasoning",
+            text: event.delta,
+            ...(event.providerData && { providerData: event.providerData }),
+          });
+        this.run.emit({ type: "reasoning_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        break;
+      }
+      case "tool_call_delta": {
+        const call = this.calls.get(event.index) ?? {
+          id: undefined,
+          claimedId: undefined,
+          name: undefined,
+          args: "",
+          complete: false,
+          repairs: undefined,
+        };
+        this.calls.set(event.index, call);
+        if (call.complete) break;
+        if (event.id) call.id = event.id;
+        if (event.name) call.name = (call.name ?? "") + event.name;
+        call.args += event.argsDelta;
+        // Claimed now, so a UI can key the streamed input by the id the call's later events carry.
+        call.claimedId ??= this.run.claimCallId(call.id);
+        const delta: EventOf<"tool_call_input_delta"> = {
+          type: "tool_call_input_delta",
+          index: event.index,
+          callId: call.claimedId,
+          delta: event.argsDelta,
+          runId: "",
+          seq: 0,
+          at: 0,
+          agent: "",
+        };
+        if (call.name !== undefined) delta.name = call.name;
+        this.run.emit(delta);
+        break;
+      }
+      case "tool_call": {
+        const index = event.index ?? nextFreeIndex(this.calls);
+        this.calls.set(index, {
+          id: event.id,
+          claimedId: this.calls.get(index)?.claimedId,
+          name: event.name,
+          args: event.args,
+          complete: true,
+          repairs: event.repairs?.length ? event.repairs : undefined,
+        });
+        break;
+      }
+      case "warning":
+        this.run.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
+        break;
+      case "usage":
+        Object.assign(this.turn.usage, event.usage);
+        break;
+      case "reset":
+        this.turn = freshTurn();
+        this.calls = new Map();
+        this.run.emit({
+          type: "warning",
+          code: "model_reset",
+          message: `model output restarted: ${event.reason}`,
+        });
+        break;
+      case "finish":
+        this.turn.finish = event.reason;
+        if (event.providerData) this.turn.providerData = event.providerData;
+        this.finished = true;
+        break;
+    }
+  }
+
+  #failed(error: unknown): void {
+    if (this.abandoned) {
+      this.#close();
+      return;
+    }
+    this.stopper.unwatch(this.stop);
+    this.run.modelStreaming = false;
+    this.chat?.fail(error);
+    this.reject(error);
+  }
+
+  /** An abandoned stream is told to stop (a provider then releases its connection). */
+  #close(): void {
+    try {
+      this.iterator?.return?.()?.catch?.(() => {});
+    } catch {
+      // A stream that throws on return() has nothing left to release.
+    }
+  }
+
+  #ended(): void {
+    const { turn, calls } = this;
+    if (!this.finished) {
+      this.#failed(
+        new ProviderError(`model "${this.model.name}" ended its stream without a finish event`, {
+          provider: this.model.name,
+          retryable: true,
+        }),
+      );
+      return;
+    }
+    // Calls in index order (providers number them; deltas may interleave).
+    const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
+    for (const index of indexes) {
+      const call = calls.get(index)!;
+      turn.calls.push({
+        providerId: call.id,
+        claimedId: call.claimedId,
+        name: call.name ?? "",
+        args: call.args,
+        repairs: call.repairs,
+      });
+    }
+    this.stopper.unwatch(this.stop);
+    this.run.modelStreaming = false;
+    this.chat?.end(turn);
+    this.resolve(turn);
+  }
 }
 
 /** `text.trim() === ""`, without trimming (a copy) when the first character cannot be white space. */
