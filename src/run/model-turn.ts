@@ -281,6 +281,18 @@ class TurnReader {
   }
 }
 
+/** An idle reader (never started), kept so its hidden class outlives a full GC (see shapes.ts). */
+export function turnReaderShape(run: ActiveRun, model: Model): unknown {
+  return new TurnReader(
+    run,
+    model,
+    run.stopper,
+    undefined,
+    () => {},
+    () => {},
+  );
+}
+
 /** `text.trim() === ""`, without trimming (a copy) when the first character cannot be white space. */
 function isBlank(text: string): boolean {
   if (text.length === 0) return true;

@@ -9,6 +9,7 @@ import { enterRunContext, leaveRunContext } from "./context.js";
 import { EventQueue } from "./event-queue.js";
 import { turnShapes } from "./executor.js";
 import { turnRequest } from "./model-request.js";
+import { turnReaderShape } from "./model-turn.js";
 import { Toolset } from "./toolset.js";
 
 /**
@@ -54,5 +55,11 @@ export function keepRunShapes(): void {
     ...attemptShapes(run, sample, call),
     turnRequest([], [], {}, run.stopper, undefined),
     turnRequest([], [], {}, run.stopper, ""),
+    turnReaderShape(run, {
+      name: "shape",
+      stream: () => ({
+        [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
+      }),
+    }),
   );
 }
