@@ -18,6 +18,8 @@ import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /** The checkout. Compiled workloads live elsewhere, so `compile.ts` passes it on. */
 export const root = process.env.BENCH_ROOT ?? resolve(import.meta.dirname, "..");
@@ -55,9 +57,20 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
 }
 
 /**
+ * A young-generation collection (a scavenge), untimed, before every sample: what the previous
+ * contender left in the young generation is collected now, not during the next one's sample.
+ * Not a full collection, which would throw away optimized code and measure a cold heap.
+ */
+const scavenge: () => void = (() => {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as (options: { type: "minor" }) => void;
+  return () => gc({ type: "minor" });
+})();
+
+/**
  * Runs each contender `samples` times, interleaved (A B A B …) so that a burst of load on a
- * shared machine hits all of them alike, after `warmups` untimed rounds. Returns the median
- * sample of each, in milliseconds.
+ * shared machine hits all of them alike, after `warmups` untimed rounds, each sample after a
+ * scavenge. Returns the median sample of each, in milliseconds.
  */
 export async function compare<K extends string>(
   contenders: Record<K, () => Promise<unknown>>,
@@ -67,6 +80,7 @@ export async function compare<K extends string>(
   const times = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let round = 0; round < warmups + samples; round++) {
     for (const name of names) {
+      scavenge();
       const ms = await timeMs(contenders[name]);
       if (round >= warmups) times[name].push(ms);
     }
@@ -86,6 +100,7 @@ export async function compareTimed<K extends string>(
   const times = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let round = 0; round < warmups + samples; round++) {
     for (const name of names) {
+      scavenge();
       const ms = await contenders[name]();
       if (round >= warmups) times[name].push(ms);
     }

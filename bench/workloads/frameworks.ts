@@ -15,7 +15,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { coldMs, compare, compareTimed, fmt, inChild, loadQuiver, ratio, root, timeMs } from "../harness.js";
-import { addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
 
 type Adapter = {
   label: string;
@@ -26,13 +26,22 @@ const DIR = join(root, "bench/frameworks");
 /** The adapters, fastest first as measured here; every one is measured in every run. */
 const ADAPTERS = ["pi-agent-core.mjs", "openai-agents.mjs", "ai-sdk.mjs"];
 
-type FrameworkArgs = { adapter: string; turns: number; samples: number; cold?: boolean };
+type FrameworkArgs = {
+  adapter: string;
+  turns: number;
+  samples: number;
+  cold?: boolean;
+  /** Also Quiver's run() on the same workload, interleaved with the framework in this process. */
+  beside?: boolean;
+};
 /** Runs per sample are chosen so a sample takes about this long, for slow and fast frameworks alike. */
 const SAMPLE_MS = 250;
 type FrameworkResult = {
   label: string;
   us: number;
   baselineUs: number;
+  /** With `beside`: Quiver's run(), per call, interleaved with the framework's samples. */
+  quiverUs?: number;
   /** With `cold`: the same runs, each after a full `gc()`. */
   coldUs?: number;
   baselineColdUs?: number;
@@ -42,7 +51,13 @@ type FrameworkResult = {
  * Child side: per-call µs of one framework and of the baseline, interleaved; with `cold`, also
  * both with a full `gc()` before each run (the child runs with `--expose-gc`).
  */
-export async function framework({ adapter, turns, samples, cold }: FrameworkArgs): Promise<FrameworkResult> {
+export async function framework({
+  adapter,
+  turns,
+  samples,
+  cold,
+  beside,
+}: FrameworkArgs): Promise<FrameworkResult> {
   const mod = (await import(pathToFileURL(join(DIR, adapter)).href)) as Adapter;
   const runOnce = await mod.setup({ turns, addNumbers });
   const calls = await runOnce();
@@ -51,25 +66,51 @@ export async function framework({ adapter, turns, samples, cold }: FrameworkArgs
   let oneRunMs = await timeMs(runOnce);
   if (oneRunMs < SAMPLE_MS) oneRunMs = Math.min(oneRunMs, await timeMs(runOnce), await timeMs(runOnce));
   const runsPerSample = Math.max(1, Math.round(SAMPLE_MS / oneRunMs));
-  const { ScriptedModel } = await loadQuiver();
+  const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
   const turnsPerSample = script({ turns, runs: runsPerSample });
-  const ms = await compare(
-    {
-      framework: async () => {
-        for (let i = 0; i < runsPerSample; i++) await runOnce();
-      },
-      baseline: async () => {
-        const model = new ScriptedModel(turnsPerSample, { record: false });
-        for (let i = 0; i < runsPerSample; i++) await baselineRun(model, "go", [bareAdd]);
-      },
+  const contenders: Record<string, () => Promise<unknown>> = {
+    framework: async () => {
+      for (let i = 0; i < runsPerSample; i++) await runOnce();
     },
-    { samples, warmups: 1 },
-  );
+    baseline: async () => {
+      const model = new ScriptedModel(turnsPerSample, { record: false });
+      for (let i = 0; i < runsPerSample; i++) await baselineRun(model, "go", [bareAdd]);
+    },
+  };
+  if (beside) {
+    // The same tool and runs as loop.ts's run(): this process's speed, whatever it is right
+    // now, is then the same for both sides of the ratio.
+    const add = tool({
+      name: "add",
+      description: "Add two numbers.",
+      parameters: addArgs,
+      execute: addNumbers,
+    });
+    const options = { maxTurns: turns + 1 };
+    const check = await Runner.run(
+      new Agent({
+        name: "bench",
+        model: new ScriptedModel(script({ turns }), { record: false }),
+        tools: [add],
+      }),
+      "go",
+      options,
+    );
+    if (check.toolCalls.filter((c) => c.ok).length !== turns)
+      throw new Error("a Quiver run did not complete");
+    contenders.quiver = async () => {
+      const model = new ScriptedModel(turnsPerSample, { record: false });
+      const agent = new Agent({ name: "bench", model, tools: [add] });
+      for (let i = 0; i < runsPerSample; i++) await Runner.run(agent, "go", options);
+    };
+  }
+  const ms = await compare(contenders, { samples, warmups: 1 });
   const perCall = (sampleMs: number) => (sampleMs * 1000) / (runsPerSample * turns);
   const result: FrameworkResult = {
     label: mod.label,
-    us: perCall(ms.framework),
-    baselineUs: perCall(ms.baseline),
+    us: perCall(ms.framework!),
+    baselineUs: perCall(ms.baseline!),
+    ...(beside && { quiverUs: perCall(ms.quiver!) }),
   };
   if (cold) {
     // A gc() costs milliseconds: fewer runs per sample, so a sample stays short.
@@ -119,24 +160,36 @@ export async function measure(): Promise<Measured[]> {
   if (!install()) return [];
   const measured: Measured[] = [];
   for (const adapter of ADAPTERS) {
+    // The cold heap, and Quiver side by side, only for the fastest (listed first): the others
+    // take seconds per run.
+    const first = adapter === ADAPTERS[0];
     const at = (turns: number, cold = false) =>
       inChild<FrameworkResult>(
         "workloads/frameworks.ts",
         "framework",
-        { adapter, turns, samples: 7, cold },
+        { adapter, turns, samples: first ? 11 : 7, cold, beside: first },
         cold ? ["--expose-gc"] : [],
       );
     const w0 = await at(1);
     const short = await at(20);
-    // The cold heap only for the fastest (listed first): the others take seconds per run.
-    const long = await at(500, adapter === ADAPTERS[0]);
+    const long = await at(500, first);
     measured.push({ label: long.label, w0, short, long });
   }
   return measured;
 }
 
-/** What Quiver's targets compare with: the fastest framework at 500 turns, and its W0, W1s and cold W1. */
-export type Anchor = { label: string; us: number; w0Us: number; shortUs: number; coldUs?: number };
+/**
+ * What Quiver's targets compare with: the fastest framework at 500 turns, and its W0, W1s and
+ * cold W1; `beside`, when measured, holds both sides of each workload from one process each.
+ */
+export type Anchor = {
+  label: string;
+  us: number;
+  w0Us: number;
+  shortUs: number;
+  coldUs?: number;
+  beside?: Record<"w0" | "short" | "long", { quiverUs: number; frameworkUs: number }>;
+};
 
 /** The fastest framework at 500 turns, per call. */
 export function fastest(measured: Measured[]): Anchor | undefined {
@@ -148,6 +201,15 @@ export function fastest(measured: Measured[]): Anchor | undefined {
       w0Us: best.w0.us,
       shortUs: best.short.us,
       coldUs: best.long.coldUs,
+      ...(best.w0.quiverUs !== undefined &&
+        best.short.quiverUs !== undefined &&
+        best.long.quiverUs !== undefined && {
+          beside: {
+            w0: { quiverUs: best.w0.quiverUs, frameworkUs: best.w0.us },
+            short: { quiverUs: best.short.quiverUs, frameworkUs: best.short.us },
+            long: { quiverUs: best.long.quiverUs, frameworkUs: best.long.us },
+          },
+        }),
     }
   );
 }

@@ -155,7 +155,10 @@ export async function measure(fastest?: Anchor): Promise<{ rows: Row[]; summary:
     const one = w0[key];
     const short = w1Short[key];
     const long = w1Long[key];
-    const anchored = path === "run()" && fastest;
+    // With Quiver measured beside the anchor in one process, that ratio decides the "⅓ of"
+    // targets (rows below); the rows here then only compare with the baseline loop.
+    const beside = path === "run()" ? fastest?.beside : undefined;
+    const anchored = path === "run()" && !beside && fastest;
     out.push({
       workload: `W0 ${path} one chat request (1 call + answer)`,
       measure: "µs per run",
@@ -184,9 +187,31 @@ export async function measure(fastest?: Anchor): Promise<{ rows: Row[]; summary:
       quiver: fmt(long),
       baseline: fmt(w1Long.baselineUs, 2),
       ratio: ratio(long / w1Long.baselineUs),
-      target: `≤ 10× and ≤ ${fmt(targetUs)} µs — ${targetSource}`,
-      met: long / w1Long.baselineUs <= 10 && long <= targetUs,
+      ...(beside
+        ? { target: "≤ 10× the baseline", met: long / w1Long.baselineUs <= 10 }
+        : {
+            target: `≤ 10× and ≤ ${fmt(targetUs)} µs — ${targetSource}`,
+            met: long / w1Long.baselineUs <= 10 && long <= targetUs,
+          }),
     });
+    if (beside && fastest) {
+      for (const [key, name, unit] of [
+        ["w0", "W0 run() one chat request", "µs per run"],
+        ["short", "W1s run() 20 turns", "µs per call"],
+        ["long", "W1 run() 500 turns", "µs per call"],
+      ] as const) {
+        const { quiverUs, frameworkUs } = beside[key];
+        out.push({
+          workload: `${name}, beside ${fastest.label} in one process`,
+          measure: `${unit} (baseline column: ${fastest.label}, interleaved)`,
+          quiver: fmt(quiverUs),
+          baseline: fmt(frameworkUs),
+          ratio: ratio(quiverUs / frameworkUs),
+          target: "≤ 0.33× — a third of it",
+          met: quiverUs <= frameworkUs / 3,
+        });
+      }
+    }
     if (path === "run()" && w1Long.runColdUs !== undefined) {
       const cold = w1Long.runColdUs;
       out.push({
