@@ -13,7 +13,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { HttpReader } from "../src/tools/http-reader.js";
 import { hostilePages } from "../test/tools/hostile-pages.js";
-import { type Stall, stallDuring } from "./html-to-markdown.js";
+import { type Stall, stallDuring } from "./workloads/fetch-stall.js";
 
 const STALL_TARGET_MS = 20;
 

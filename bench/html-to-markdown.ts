@@ -6,29 +6,22 @@
  *   median ms per page, MB/s and pages/s;
  * - through the conversion threads, as web_fetch runs it: pages/s and MB/s, 8 at a time;
  * - the longest event-loop stall (`monitorEventLoopDelay`) during 8 concurrent fetches from a
- *   local server (target ≤ 20 ms), beside the stall of an idle loop measured just before it
- *   (what the machine itself adds), and during the first fetch of a process;
+ *   local server (target ≤ 20 ms), beside the stall of an idle loop measured just after it
+ *   (what the machine itself adds), and during the first fetch of a process: measured in a
+ *   child on the built dist/ under plain node, as users run it (workloads/fetch-stall.ts);
  * - fence() on the resulting Markdown.
  *
- *   npx tsx bench/html-to-markdown.ts
+ *   npm run build && npx tsx bench/html-to-markdown.ts
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
-import {
-  constants,
-  monitorEventLoopDelay,
-  type PerformanceEntry,
-  PerformanceObserver,
-} from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { ConversionPool } from "../src/tools/conversion-pool.js";
 import { fence } from "../src/tools/fence.js";
 import { htmlToMarkdown } from "../src/tools/html-to-markdown.js";
-import { HttpReader } from "../src/tools/http-reader.js";
+import { compileWorkloads } from "./compile.js";
+import { inChild } from "./harness.js";
+import type { FetchStallResult } from "./workloads/fetch-stall.js";
 
 const PAGES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../shared/fixtures/pages");
 const STALL_TARGET_MS = 20;
@@ -41,54 +34,6 @@ export interface PageResult {
   markdownChars: number;
 }
 
-export interface Stall {
-  /** The longest event-loop delay, ms. */
-  maxMs: number;
-  p99Ms: number;
-  /**
-   * How long this thread was busy meanwhile (`eventLoopUtilization().active`), ms: the work
-   * that could stall it, whatever else the machine runs. The local test server's share included.
-   */
-  busyMs: number;
-  /** Garbage collections of this thread's heap meanwhile: young-generation ones (scavenges) and all. */
-  gc: { scavenges: number; scavengeMs: number; longestMs: number; count: number; ms: number };
-}
-
-/** Runs `work` while measuring how late the event loop ran and how busy it was. */
-export async function stallDuring(work: () => Promise<unknown>): Promise<Stall> {
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  const entries: PerformanceEntry[] = [];
-  const observer = new PerformanceObserver((list) => entries.push(...list.getEntries()));
-  observer.observe({ entryTypes: ["gc"] });
-  const before = performance.eventLoopUtilization();
-  delay.enable();
-  await work();
-  delay.disable();
-  const busyMs = performance.eventLoopUtilization(before).active;
-  await new Promise((done) => setImmediate(done)); // the last GC entries are delivered
-  entries.push(...observer.takeRecords());
-  observer.disconnect();
-  const minor = entries.filter(
-    (e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR,
-  );
-  const gc = {
-    scavenges: minor.length,
-    scavengeMs: minor.reduce((sum, e) => sum + e.duration, 0),
-    longestMs: Math.max(0, ...entries.map((e) => e.duration)),
-    count: entries.length,
-    ms: entries.reduce((sum, e) => sum + e.duration, 0),
-  };
-  return { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6, busyMs, gc };
-}
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-/** A full garbage collection now (without having started node with --expose-gc). */
-function collectGarbage(): void {
-  setFlagsFromString("--expose-gc");
-  (runInNewContext("gc") as () => void)();
-}
-
 export async function main(options: { rounds?: number; log?: (line: string) => void } = {}) {
   const rounds = options.rounds ?? 20;
   const log = options.log ?? console.log;
@@ -99,91 +44,61 @@ export async function main(options: { rounds?: number; log?: (line: string) => v
   }
   files.sort();
   const html = new Map(files.map((f) => [f, readFileSync(path.join(PAGES, f), "utf8")]));
-  // Served as bytes read once, so that the server's share of this thread is small and constant.
-  const bodies = new Map(files.map((f) => [f, Buffer.from(html.get(f)!)]));
-  const server = http.createServer((req, res) => {
-    const page = bodies.get(path.basename(new URL(req.url ?? "/", "http://x").pathname));
-    res.writeHead(page ? 200 : 404, { "content-type": "text/html; charset=utf-8" });
-    res.end(page ?? "missing");
-  });
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The stalls are measured as users run web_fetch: dist/ under plain node (fetch-stall.ts).
+  if (!process.env.BENCH_COMPILED) compileWorkloads();
+  const {
+    first,
+    concurrent,
+    idle,
+    rounds: fetchRounds,
+  } = await inChild<FetchStallResult>("workloads/fetch-stall.ts", "fetchStall", { pages: PAGES });
+  const inline = convertInline(files, html, rounds);
+  const pool = await throughPool(files, html, rounds);
 
-  try {
-    // The first fetch of a process loads the network code (node:http, the guard, ipaddr.js) on
-    // this thread and starts a conversion thread: measured apart, before anything has warmed up.
-    const firstReader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });
-    const first = await stallDuring(() => firstReader.read(`${origin}/first/${files[0]}`));
+  const markdown = inline.pages.map((p) => p.markdown).join("\n");
+  const fenceInput = markdown.repeat(Math.max(1, Math.ceil(1_000_000 / Math.max(1, markdown.length))));
+  fence(fenceInput);
+  const fenceStarted = performance.now();
+  for (let i = 0; i < 5; i++) fence(fenceInput);
+  const fenceMbPerSecond = fenceInput.length / 1e6 / ((performance.now() - fenceStarted) / 5 / 1000);
 
-    const inline = convertInline(files, html, rounds);
-    const pool = await throughPool(files, html, rounds);
-
-    // Eight concurrent fetches, several times; the idle loop's own stall is measured after, for as long.
-    const reader = new HttpReader({ allowHosts: ["127.0.0.1"], cacheTtlMs: 0 });
-    await reader.read(`${origin}/warm/${files[0]}`);
-    // The converter-alone rounds above ran on this thread and left their garbage: collected
-    // now, so that the stalls below are the fetches' own and not a late full GC of that.
-    collectGarbage();
-    const fetchRounds = 10;
-    const started = performance.now();
-    const concurrent = await stallDuring(async () => {
-      for (let r = 0; r < fetchRounds; r++) {
-        await Promise.all(
-          Array.from({ length: 8 }, (_, i) => reader.read(`${origin}/${r}/${i}/${files[i % files.length]}`)),
-        );
-      }
-    });
-    const fetchMs = performance.now() - started;
-    const idle = await stallDuring(() => sleep(fetchMs));
-
-    const markdown = inline.pages.map((p) => p.markdown).join("\n");
-    const fenceInput = markdown.repeat(Math.max(1, Math.ceil(1_000_000 / Math.max(1, markdown.length))));
-    fence(fenceInput);
-    const fenceStarted = performance.now();
-    for (let i = 0; i < 5; i++) fence(fenceInput);
-    const fenceMbPerSecond = fenceInput.length / 1e6 / ((performance.now() - fenceStarted) / 5 / 1000);
-
-    log(`HTML → Markdown on ${files.length} real pages, Node ${process.version}`);
-    log("page                          KB  median ms    MB/s   markdown chars");
-    for (const p of inline.pages) {
-      log(
-        `${p.page.padEnd(28)} ${(p.bytes / 1000).toFixed(0).padStart(4)} ${p.msPerPage.toFixed(2).padStart(10)} ${p.mbPerSecond.toFixed(2).padStart(7)} ${String(p.markdownChars).padStart(16)}`,
-      );
-    }
+  log(`HTML → Markdown on ${files.length} real pages, Node ${process.version}`);
+  log("page                          KB  median ms    MB/s   markdown chars");
+  for (const p of inline.pages) {
     log(
-      `converter alone, this thread: ${inline.mbPerSecond.toFixed(2)} MB/s, ${inline.pagesPerSecond.toFixed(1)} pages/s`,
+      `${p.page.padEnd(28)} ${(p.bytes / 1000).toFixed(0).padStart(4)} ${p.msPerPage.toFixed(2).padStart(10)} ${p.mbPerSecond.toFixed(2).padStart(7)} ${String(p.markdownChars).padStart(16)}`,
     );
-    log(
-      `through the conversion threads (${pool.threads}), 8 at a time: ${pool.mbPerSecond.toFixed(2)} MB/s, ${pool.pagesPerSecond.toFixed(1)} pages/s`,
-    );
-    log(
-      `longest event-loop stall, ${fetchRounds} × 8 concurrent fetches: ${concurrent.maxMs.toFixed(1)} ms (p99 ${concurrent.p99Ms.toFixed(1)} ms; target ≤ ${STALL_TARGET_MS} ms: ${concurrent.maxMs <= STALL_TARGET_MS ? "met" : "missed"}); this thread busy ${(concurrent.busyMs / (fetchRounds * 8)).toFixed(2)} ms per fetch (server side included)`,
-    );
-    log(
-      `  this thread's GCs meanwhile: ${concurrent.gc.scavenges} scavenges (${concurrent.gc.scavengeMs.toFixed(1)} ms), ${concurrent.gc.count} in all (${concurrent.gc.ms.toFixed(1)} ms), longest ${concurrent.gc.longestMs.toFixed(1)} ms`,
-    );
-    log(
-      `  the idle loop for as long, on this machine now: ${idle.maxMs.toFixed(1)} ms (p99 ${idle.p99Ms.toFixed(1)} ms)`,
-    );
-    log(
-      `  the first fetch of the process (loads the network code, starts a thread): ${first.maxMs.toFixed(1)} ms (p99 ${first.p99Ms.toFixed(1)} ms)`,
-    );
-    log(
-      `fence() on ${(fenceInput.length / 1e6).toFixed(1)} M chars of that Markdown: ${fenceMbPerSecond.toFixed(1)} MB/s`,
-    );
-    await pool.close();
-    return {
-      pages: inline.pages.map(({ markdown: _markdown, ...p }) => p),
-      totalMbPerSecond: inline.mbPerSecond,
-      pagesPerSecond: inline.pagesPerSecond,
-      pool: { threads: pool.threads, mbPerSecond: pool.mbPerSecond, pagesPerSecond: pool.pagesPerSecond },
-      stall: { concurrent, idle, first, targetMs: STALL_TARGET_MS, met: concurrent.maxMs <= STALL_TARGET_MS },
-      fenceMbPerSecond,
-    };
-  } finally {
-    server.closeAllConnections();
-    server.close();
   }
+  log(
+    `converter alone, this thread: ${inline.mbPerSecond.toFixed(2)} MB/s, ${inline.pagesPerSecond.toFixed(1)} pages/s`,
+  );
+  log(
+    `through the conversion threads (${pool.threads}), 8 at a time: ${pool.mbPerSecond.toFixed(2)} MB/s, ${pool.pagesPerSecond.toFixed(1)} pages/s`,
+  );
+  log(
+    `longest event-loop stall, ${fetchRounds} × 8 concurrent fetches: ${concurrent.maxMs.toFixed(1)} ms (p99 ${concurrent.p99Ms.toFixed(1)} ms; target ≤ ${STALL_TARGET_MS} ms: ${concurrent.maxMs <= STALL_TARGET_MS ? "met" : "missed"}); this thread busy ${(concurrent.busyMs / (fetchRounds * 8)).toFixed(2)} ms per fetch (server side included)`,
+  );
+  log(
+    `  this thread's GCs meanwhile: ${concurrent.gc.scavenges} scavenges (${concurrent.gc.scavengeMs.toFixed(1)} ms), ${concurrent.gc.count} in all (${concurrent.gc.ms.toFixed(1)} ms), longest ${concurrent.gc.longestMs.toFixed(1)} ms`,
+  );
+  log(
+    `  the idle loop for as long, on this machine now: ${idle.maxMs.toFixed(1)} ms (p99 ${idle.p99Ms.toFixed(1)} ms)`,
+  );
+  log(
+    `  the first fetch of the process (loads the network code, starts a thread): ${first.maxMs.toFixed(1)} ms (p99 ${first.p99Ms.toFixed(1)} ms)`,
+  );
+  log(
+    `fence() on ${(fenceInput.length / 1e6).toFixed(1)} M chars of that Markdown: ${fenceMbPerSecond.toFixed(1)} MB/s`,
+  );
+  await pool.close();
+  return {
+    pages: inline.pages.map(({ markdown: _markdown, ...p }) => p),
+    totalMbPerSecond: inline.mbPerSecond,
+    pagesPerSecond: inline.pagesPerSecond,
+    pool: { threads: pool.threads, mbPerSecond: pool.mbPerSecond, pagesPerSecond: pool.pagesPerSecond },
+    stall: { concurrent, idle, first, targetMs: STALL_TARGET_MS, met: concurrent.maxMs <= STALL_TARGET_MS },
+    fenceMbPerSecond,
+  };
 }
 
 /** Each page `rounds` times on this thread, after a warm-up; the median round (a shared machine loses some). */

@@ -1,8 +1,46 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ToolError } from "../../src/errors.js";
 import { ConversionPool } from "../../src/tools/conversion-pool.js";
 
+/** The nice value of each thread of this process, by thread id (Linux: /proc/self/task/<tid>/stat). */
+function threadNices(): Map<number, number> {
+  const nices = new Map<number, number>();
+  for (const tid of readdirSync("/proc/self/task")) {
+    try {
+      nices.set(Number(tid), niceOf(readFileSync(`/proc/self/task/${tid}/stat`, "utf8")));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return nices;
+}
+
+/** Field 19 of a stat line; the fields after the command name (in parentheses) start at field 3. */
+function niceOf(stat: string): number {
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+}
+
 describe("the conversion threads", () => {
+  it("run at a lower CPU priority than the thread that uses them, which keeps its own", async () => {
+    const mine = niceOf(readFileSync("/proc/thread-self/stat", "utf8"));
+    const before = new Set([...threadNices()].filter(([, nice]) => nice === 10).map(([tid]) => tid));
+    const pool = new ConversionPool(1);
+    try {
+      const converted = await pool.convert(
+        { html: "<h1>Hi</h1>" },
+        { url: "https://example.com/", timeoutMs: 30_000 },
+      );
+      expect(converted.markdown).toBe("# Hi");
+      const lowered = [...threadNices()].filter(([tid, nice]) => nice === 10 && !before.has(tid));
+      expect(lowered.length).toBeGreaterThanOrEqual(1);
+      expect(niceOf(readFileSync("/proc/thread-self/stat", "utf8"))).toBe(mine);
+      expect(threadNices().get(process.pid)).not.toBe(10);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("a page that needs more heap than a thread may use fails that call, not the process", async () => {
     const pool = new ConversionPool(1, { heapLimitMb: 64 });
     try {
