@@ -123,7 +123,9 @@ ${resultsTable}
 
 How to read it:
 - Every workload runs in its own child process (fresh heap) after warm-up rounds; times are
-  medians of ≥ 5 samples, Quiver and the baseline interleaved in the same process.
+  medians of ≥ 5 samples, Quiver and the baseline interleaved in the same process, each sample
+  after a scavenge (a young-generation GC, untimed: no contender pays for the garbage the one
+  before it left).
 - Per call = a sample's wall time ÷ the tool calls it made (several whole runs, final answer
   turn included). The model is \`new ScriptedModel(turns, { record: false })\`, instant.
 - Baseline = a hand-written loop over the same ScriptedModel turns: parse the arguments,
@@ -134,8 +136,12 @@ How to read it:
   the ~1 µs of issue 9's loop: the 10× ratio is the looser W1 target, a third of the fastest
   framework measured in the same run (table below) the binding one.
 - W0 = one chat request: a run of one tool call and a final answer, timed per run (1,000 runs
-  back to back on one agent). W1s = W1 at 20 turns. W0 and W1s are held to a third of
-  pi-agent-core's figures measured in the same \`npm run bench\` (frameworks table below).
+  back to back on one agent). W1s = W1 at 20 turns. W0, W1s and W1 are held to a third of
+  pi-agent-core's figures: the rows "beside pi-agent-core in one process" run Quiver's run()
+  and pi-agent-core interleaved in the same child (the same tool function, each over its own
+  scripted model), so a change in the machine's speed between children (seen here: the same
+  W1 at 6.3 and 8.9 µs in consecutive runs) moves both sides alike. Without the frameworks
+  installed, W1 falls back to a third of issue 9's 25 µs.
 - W1 cold heap: the 500-turn runs again, each after a full \`global.gc()\` (child started with
   \`--expose-gc\`); only the runs are timed, not the gc. It is what the first requests after a
   quiet spell see: V8 drops the hidden classes no live object has, and the optimized code that
@@ -164,9 +170,10 @@ ${frameworksSection}
 - The same workloads as W0 and W1 (one \`add\` call per turn with a Zod or TypeBox schema, then
   a final answer; 1, 20 and 500 turns), each framework over its own instant scripted model, written in
   \`bench/frameworks/*.mjs\` and installed there from its own lock file (not a Quiver
-  dependency). Each runs in its own child process, interleaved with the baseline loop;
-  "× baseline" compares with the baseline measured in that process. Quiver's rows (and the
-  hand-written loop's) are W0's and W1's. The cold-heap column is measured for the fastest
+  dependency). Each runs in its own child process, interleaved with the baseline loop (and,
+  for the fastest, with Quiver's run(): the "beside" rows above); "× baseline" compares with the
+  baseline measured in that process. Quiver's rows (and the hand-written loop's) are W0's and
+  W1's, from their own children. The cold-heap column is measured for the fastest
   framework only (the others take seconds per 500-turn run).
 - Growth is per call at 500 turns ÷ per call at 20 turns: above 1× the framework does more
   work per call as the transcript grows (it re-reads or re-converts the whole history).
