@@ -59,6 +59,15 @@ export class ActiveRun {
   readonly runId: string;
   readonly options: RunOptions<any>;
   /**
+   * What the loop and every call read from `options`, copied once: code that read the
+   * caller's options object per turn or per call depended on its hidden class, which a full
+   * GC drops once no such object is left (see shapes.ts).
+   */
+  readonly maxTurns: number;
+  readonly sessionId: string | undefined;
+  readonly userId: string | undefined;
+  readonly deps: unknown;
+  /**
    * The run's stop: `abort(reason)` stops it, waits race it with one Set entry each, and its
    * `signal` (an AbortController) is made only when something reads it — a run nobody cancels
    * and no tool or model asks the signal of never pays for one.
@@ -108,6 +117,10 @@ export class ActiveRun {
     this.runId = options.runId ?? `run_${randomUUID()}`;
     this.agent = agent;
     this.options = options;
+    this.maxTurns = options.maxTurns ?? DEFAULT_MAX_TURNS;
+    this.sessionId = options.sessionId;
+    this.userId = options.userId;
+    this.deps = options.deps;
     this.#queue = queue;
     this.writer = parent
       ? parent.run.writer
@@ -148,10 +161,6 @@ export class ActiveRun {
   /** Stops the run (cancel, a store failure, a deadline): as `AbortController.abort(reason)`. */
   abort(reason?: unknown): void {
     this.stopper.abort(reason);
-  }
-
-  get maxTurns(): number {
-    return this.options.maxTurns ?? DEFAULT_MAX_TURNS;
   }
 
   /** This run and every run above it: a `BudgetExceeded` owned by any of them stops this run. */
@@ -310,9 +319,9 @@ export class ActiveRun {
       runId: this.runId,
       ...(this.parent && { parentRunId: this.parent.run.runId, parentCallId: this.parent.callId }),
       path: this.path,
-      ...(this.options.sessionId !== undefined && { sessionId: this.options.sessionId }),
-      ...(this.options.userId !== undefined && { userId: this.options.userId }),
-      deps: this.options.deps,
+      ...(this.sessionId !== undefined && { sessionId: this.sessionId }),
+      ...(this.userId !== undefined && { userId: this.userId }),
+      deps: this.deps,
       agent: this.agent.name,
       transcript: this.transcript,
       usage: this.usage,

@@ -48,9 +48,9 @@ export class CallContext implements RunContext<any> {
       this.parentCallId = run.parent.callId;
     }
     this.path = run.path;
-    if (run.options.sessionId !== undefined) this.sessionId = run.options.sessionId;
-    if (run.options.userId !== undefined) this.userId = run.options.userId;
-    this.deps = run.options.deps;
+    if (run.sessionId !== undefined) this.sessionId = run.sessionId;
+    if (run.userId !== undefined) this.userId = run.userId;
+    this.deps = run.deps;
     this.agent = run.agent.name;
     this.turn = turn;
     this.transcript = run.transcript;

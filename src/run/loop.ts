@@ -84,8 +84,8 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
   run.emit({
     type: "run_started",
     input: messages,
-    ...(run.options.sessionId !== undefined && { sessionId: run.options.sessionId }),
-    ...(run.options.userId !== undefined && { userId: run.options.userId }),
+    ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
+    ...(run.userId !== undefined && { userId: run.userId }),
     ...(run.parent && { parentCallId: run.parent.callId }),
   });
   run.transcript.push(...messages);
