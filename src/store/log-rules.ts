@@ -181,11 +181,14 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
       );
     }
     // An event whose whole text is short holds no value long enough to be a payload: most
-    // events are turned into JSON once, and nothing inside them is measured apart.
-    const body = serializeEvent(event);
-    const extracted = body.length < PAYLOAD_MIN_CHARS ? undefined : extractPayloads(event);
+    // events are turned into JSON once, and nothing inside them is measured apart. One that
+    // visibly carries a long text (a tool's output) goes straight to extraction instead of
+    // being turned into JSON whole first, for nothing.
+    const body = carriesLongText(event) ? undefined : serializeEvent(event);
+    const extracted =
+      body !== undefined && body.length < PAYLOAD_MIN_CHARS ? undefined : extractPayloads(event);
     if (extracted === undefined) {
-      rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body });
+      rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body: body ?? serializeEvent(event) });
     } else {
       rows.push({ seq: event.seq, version: PAYLOAD_ROW_VERSION, body: serializeEvent(extracted.stripped) });
       for (const payload of extracted.payloads) payloads.set(payload.key, payload);
@@ -193,6 +196,15 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
     expected++;
   }
   return { rows, payloads: [...payloads.values()] };
+}
+
+/** A string at least a payload long where tool results travel: an event's `output` or its message's `content`. */
+function carriesLongText(event: RunEvent): boolean {
+  const { output, message } = event as { output?: unknown; message?: { content?: unknown } };
+  return (
+    (typeof output === "string" && output.length >= PAYLOAD_MIN_CHARS) ||
+    (typeof message?.content === "string" && message.content.length >= PAYLOAD_MIN_CHARS)
+  );
 }
 
 /** Rows without payload references keep version 1, so an older Quiver still reads them. */
