@@ -13,7 +13,7 @@ import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { compare, fmt, root } from "./harness.js";
-import { addArgs, addNumbers, script } from "./workloads/baseline.js";
+import { quiverAdd, script } from "./workloads/baseline.js";
 
 const TURNS = 500;
 const RUNS_PER_SAMPLE = 6;
@@ -38,12 +38,7 @@ function withoutAsyncContext(): string {
 type Quiver = typeof import("quiver-agents");
 
 function w1(q: Quiver, stream: boolean): () => Promise<void> {
-  const add = q.tool({
-    name: "add",
-    description: "Add two numbers.",
-    parameters: addArgs,
-    execute: addNumbers,
-  });
+  const add = quiverAdd(q.tool);
   const turns = script({ turns: TURNS, runs: RUNS_PER_SAMPLE });
   return async () => {
     const agent = new q.Agent({

@@ -61,11 +61,19 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
  * contender left in the young generation is collected now, not during the next one's sample.
  * Not a full collection, which would throw away optimized code and measure a cold heap.
  */
-const scavenge: () => void = (() => {
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as (options: { type: "minor" }) => void;
-  return () => gc({ type: "minor" });
-})();
+const scavenge = () => collectGarbage("minor");
+
+/** A garbage collection now, full by default, in a process not started with `--expose-gc`. */
+export function collectGarbage(type: "minor" | "major" = "major"): void {
+  if (!gc) {
+    setFlagsFromString("--expose-gc");
+    gc = runInNewContext("gc") as (options?: { type: "minor" }) => void;
+  }
+  // Node 20's V8 reads only "minor": `{ type: "major" }` is a scavenge too; no argument is a full collection.
+  if (type === "minor") gc({ type });
+  else gc();
+}
+let gc: ((options?: { type: "minor" }) => void) | undefined;
 
 /**
  * Runs each contender `samples` times, interleaved (A B A B …) so that a burst of load on a

@@ -16,7 +16,7 @@ import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import type { RunOptions } from "quiver-agents";
 import { compare, fmt, root } from "./harness.js";
-import { addArgs, addNumbers, script } from "./workloads/baseline.js";
+import { quiverAdd, script } from "./workloads/baseline.js";
 
 const TURNS = 500;
 const RUNS_PER_SAMPLE = 6;
@@ -25,12 +25,7 @@ const SAMPLES = 11;
 type Quiver = typeof import("quiver-agents");
 
 function w1(q: Quiver, options: RunOptions): () => Promise<void> {
-  const add = q.tool({
-    name: "add",
-    description: "Add two numbers.",
-    parameters: addArgs,
-    execute: addNumbers,
-  });
+  const add = quiverAdd(q.tool);
   const turns = script({ turns: TURNS, runs: RUNS_PER_SAMPLE });
   return async () => {
     const model = new q.ScriptedModel(turns, { record: false });

@@ -11,6 +11,14 @@ export async function addNumbers({ a, b }: z.infer<typeof addArgs>): Promise<num
   return a + b;
 }
 
+/**
+ * Quiver's side of the same tool, made with the given `tool()` (workloads load Quiver from dist/,
+ * src/ or another checkout).
+ */
+export function quiverAdd(tool: typeof import("quiver-agents").tool) {
+  return tool({ name: "add", description: "Add two numbers.", parameters: addArgs, execute: addNumbers });
+}
+
 /** A tool as the baseline sees it: a schema and a function, nothing else. */
 export type BareTool = { name: string; schema: z.ZodType; fn: (args: any) => Promise<unknown> };
 export const bareAdd: BareTool = { name: "add", schema: addArgs, fn: addNumbers };

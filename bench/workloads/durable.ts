@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { compare, fmt, inChild, loadQuiver, type Row, ratio, root } from "../harness.js";
-import { addArgs, addNumbers, script } from "./baseline.js";
+import { quiverAdd, script } from "./baseline.js";
 
 const TURNS = 20;
 const CONCURRENT_RUNS = 100;
@@ -123,12 +123,7 @@ async function loadFrom(checkout: string): Promise<Quiver> {
 /** A function that plays `runs` runs (one after another, or all at once), with `store` or none. */
 function player(quiver: Quiver, store: import("quiver-agents/store").RunStore | undefined) {
   const { Agent, Runner, ScriptedModel, tool } = quiver;
-  const add = tool({
-    name: "add",
-    description: "Add two numbers.",
-    parameters: addArgs,
-    execute: addNumbers,
-  });
+  const add = quiverAdd(tool);
   const options = { maxTurns: TURNS + 1, ...(store && { store }) };
   const check = (result: { stopReason: string; toolCalls: readonly { ok: boolean }[] }) => {
     if (result.stopReason !== "completed" || result.toolCalls.filter((c) => c.ok).length !== TURNS) {

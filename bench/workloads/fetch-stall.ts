@@ -22,9 +22,7 @@ import {
   PerformanceObserver,
 } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
-import { root } from "../harness.js";
+import { collectGarbage, root } from "../harness.js";
 
 export interface Stall {
   /** The longest event-loop delay, ms. */
@@ -64,12 +62,6 @@ export async function stallDuring(work: () => Promise<unknown>): Promise<Stall> 
     ms: entries.reduce((sum, e) => sum + e.duration, 0),
   };
   return { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6, busyMs, gc };
-}
-
-/** A full garbage collection now (without having started node with --expose-gc). */
-export function collectGarbage(): void {
-  setFlagsFromString("--expose-gc");
-  (runInNewContext("gc") as () => void)();
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));

@@ -15,7 +15,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { coldMs, compare, compareTimed, fmt, inChild, loadQuiver, ratio, root, timeMs } from "../harness.js";
-import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+import { addNumbers, bareAdd, baselineRun, quiverAdd, script } from "./baseline.js";
 
 type Adapter = {
   label: string;
@@ -80,12 +80,7 @@ export async function framework({
   if (beside) {
     // The same tool and runs as loop.ts's run(): this process's speed, whatever it is right
     // now, is then the same for both sides of the ratio.
-    const add = tool({
-      name: "add",
-      description: "Add two numbers.",
-      parameters: addArgs,
-      execute: addNumbers,
-    });
+    const add = quiverAdd(tool);
     const options = { maxTurns: turns + 1 };
     const check = await Runner.run(
       new Agent({

@@ -7,7 +7,7 @@
  * enough (~3,000 calls) that timer resolution and one stray GC do not decide the median.
  */
 import { coldMs, compare, compareTimed, fmt, inChild, loadQuiver, type Row, ratio } from "../harness.js";
-import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+import { bareAdd, baselineRun, quiverAdd, script } from "./baseline.js";
 import type { Anchor, QuiverRow } from "./frameworks.js";
 
 type LoopArgs = {
@@ -38,12 +38,7 @@ export async function loop({
   cold,
 }: LoopArgs): Promise<LoopResult> {
   const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
-  const add = tool({
-    name: "add",
-    description: "Add two numbers.",
-    parameters: addArgs,
-    execute: addNumbers,
-  });
+  const add = quiverAdd(tool);
   const turnsPerSample = script({ turns, callsPerTurn, runs: runsPerSample });
   const agentFor = () =>
     new Agent({ name: "bench", model: new ScriptedModel(turnsPerSample, { record: false }), tools: [add] });

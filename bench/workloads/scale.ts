@@ -15,7 +15,7 @@
  */
 import v8 from "node:v8";
 import { compare, fmt, inChild, loadQuiver, mb, median, peakRssBytes, type Row, ratio } from "../harness.js";
-import { addArgs, addNumbers, bareAdd, baselineRun, script } from "./baseline.js";
+import { bareAdd, baselineRun, quiverAdd, script } from "./baseline.js";
 
 const TURNS = 10;
 
@@ -28,12 +28,7 @@ async function runOnce(loop: "quiver-agents" | "baseline"): Promise<() => Promis
       await baselineRun(new ScriptedModel(turns, { record: false }), "go", [bareAdd]);
     };
   }
-  const add = tool({
-    name: "add",
-    description: "Add two numbers.",
-    parameters: addArgs,
-    execute: addNumbers,
-  });
+  const add = quiverAdd(tool);
   return async () => {
     const model = new ScriptedModel(turns, { record: false });
     const result = await Runner.run(new Agent({ name: "bench", model, tools: [add] }), "go");
