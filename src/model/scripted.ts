@@ -135,12 +135,19 @@ class ScriptedStream implements AsyncIterable<ModelStreamEvent>, AsyncIterator<M
     this.#done = true;
     return Promise.resolve({ value: undefined, done: true });
   }
-}
 
-/**
- * One played stream kept for the life of the process. V8 keeps the hidden class of a class
- * with fields only while an instance lives: after a quiet spell and a full GC, every turn's
- * optimized code that built these streams would be thrown away (as src/run/shapes.ts explains).
- */
-const keptStream = new ScriptedStream({ messages: [], tools: [], settings: {} }, new ScriptedModel([{}]));
-void keptStream.next();
+  /**
+   * One played stream kept for the life of the process. V8 keeps the hidden class of a class
+   * with fields only while an instance lives: after a quiet spell and a full GC, every turn's
+   * optimized code that built these streams would be thrown away (as src/run/shapes.ts explains).
+   * A static field, not a module constant: a constant no function reads is not kept once the
+   * module has run (such a constant left the streams' code deoptimized by every full GC).
+   */
+  static readonly kept = ScriptedStream.#played();
+
+  static #played(): ScriptedStream {
+    const stream = new ScriptedStream({ messages: [], tools: [], settings: {} }, new ScriptedModel([{}]));
+    void stream.next();
+    return stream;
+  }
+}

@@ -19,7 +19,7 @@ import { Toolset } from "./toolset.js";
  * quiet spell (every run over, then a major GC) the next runs would start in the interpreter
  * and re-learn every shape (measured: 3–5× slower per call for thousands of calls). These few
  * objects (a run with no agent, events or tools, a call context, a promise made while the
- * call context is tracked) keep those maps alive.
+ * call context is tracked, a dispatched abort event) keep those maps alive.
  */
 let kept: unknown[] | undefined;
 
@@ -62,4 +62,9 @@ export function keepRunShapes(): void {
       }),
     }),
   );
+  // The event an AbortSignal dispatches when it aborts (the toolset's lifetime does at every
+  // run's end): Node's Event class has fields too, and its code deopts like ours.
+  const controller = new AbortController();
+  controller.signal.addEventListener("abort", (event) => kept?.push(event), { once: true });
+  controller.abort();
 }
