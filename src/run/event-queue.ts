@@ -130,6 +130,11 @@ export class EventQueue {
     });
   }
 
+  /** Events pushed now go nowhere: `Runner.run()` has no reader, or the reader stopped. */
+  get dropping(): boolean {
+    return this.#detached;
+  }
+
   /** The consumer is gone: drop what is buffered and anything pushed later. */
   detach(): void {
     this.#detached = true;

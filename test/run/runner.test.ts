@@ -11,6 +11,7 @@ import {
   tool,
   UserError,
 } from "quiver-agents";
+import { MemoryStore } from "quiver-agents/store";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 
@@ -237,6 +238,7 @@ describe("how a run ends", () => {
 describe("the handle", () => {
   it("is returned before any event and buffers events until read", async () => {
     const model = new ScriptedModel([{ text: "hello" }]);
+    const before = Date.now();
     const handle = Runner.stream(new Agent({ name: "a", model }), "hi");
     expect(model.requests).toHaveLength(0);
     await wait(20);
@@ -250,10 +252,24 @@ describe("the handle", () => {
       "run_completed",
     ]);
     expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(events.every((e) => e.runId === handle.runId && e.agent === "a" && typeof e.at === "number")).toBe(
-      true,
-    );
+    expect(events.every((e) => e.runId === handle.runId && e.agent === "a")).toBe(true);
+    expect(events.every((e) => e.at >= before && e.at <= Date.now())).toBe(true);
     expect(JSON.parse(JSON.stringify(events))).toEqual(events);
+  });
+
+  it("timestamps what run() stores, though run() itself has no event reader", async () => {
+    const store = new MemoryStore();
+    const before = Date.now();
+    const result = await Runner.run(
+      new Agent({ name: "a", model: new ScriptedModel([{ text: "hello" }]) }),
+      "hi",
+      {
+        store,
+      },
+    );
+    const events = await store.read(result.runId);
+    expect(events.map((e) => e.type)).toContain("run_completed");
+    expect(events.every((e) => e.at >= before && e.at <= Date.now())).toBe(true);
   });
 
   it("allows one iterator; break stops reading, not the run", async () => {
