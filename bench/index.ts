@@ -172,7 +172,10 @@ ${frameworksSection}
   \`bench/frameworks/*.mjs\` and installed there from its own lock file (not a Quiver
   dependency). Each runs in its own child process, interleaved with the baseline loop (and,
   for the fastest, with Quiver's run(): the "beside" rows above); "× baseline" compares with the
-  baseline measured in that process. Quiver's rows (and the hand-written loop's) are W0's and
+  baseline measured in that process. Every contender's sample there lasts about 250 ms: its
+  runs per sample are counted from its own runs once warm (with one count for all, the
+  fastest contender's samples lasted a few ms, and the first scavenge after the previous
+  contender's sample, ~3 ms after pi-agent-core's, weighed on it alone). Quiver's rows (and the hand-written loop's) are W0's and
   W1's, from their own children. The cold-heap column is measured for the fastest
   framework only (the others take seconds per 500-turn run).
 - Growth is per call at 500 turns ÷ per call at 20 turns: above 1× the framework does more

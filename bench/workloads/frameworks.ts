@@ -36,6 +36,28 @@ type FrameworkArgs = {
 };
 /** Runs per sample are chosen so a sample takes about this long, for slow and fast frameworks alike. */
 const SAMPLE_MS = 250;
+/** About how many scripted turns one scripted model of the baseline or of Quiver holds. */
+const CHUNK_TURNS = 10_000;
+
+/**
+ * How many runs of `once` fill a sample of about SAMPLE_MS, timed once it is warm: its first
+ * runs are interpreted, and timing those made a fast contender's samples several times too
+ * short. A slow framework's run is a sample by itself.
+ */
+async function runsPerSample(once: () => Promise<unknown>): Promise<number> {
+  if ((await timeMs(once)) >= SAMPLE_MS) return 1;
+  let warm = 0;
+  for (const until = performance.now() + SAMPLE_MS / 2; performance.now() < until; warm++) await once();
+  const batch = Math.max(1, Math.round(warm / 8));
+  let fastest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 3; i++) {
+    const ms = await timeMs(async () => {
+      for (let k = 0; k < batch; k++) await once();
+    });
+    fastest = Math.min(fastest, ms / batch);
+  }
+  return Math.max(1, Math.round(SAMPLE_MS / fastest));
+}
 type FrameworkResult = {
   label: string;
   us: number;
@@ -62,21 +84,16 @@ export async function framework({
   const runOnce = await mod.setup({ turns, addNumbers });
   const calls = await runOnce();
   if (calls !== turns) throw new Error(`${mod.label} made ${calls} tool calls in a run of ${turns} turns`);
-  // A slow framework's run is a sample by itself; a fast one's is timed a few times first.
-  let oneRunMs = await timeMs(runOnce);
-  if (oneRunMs < SAMPLE_MS) oneRunMs = Math.min(oneRunMs, await timeMs(runOnce), await timeMs(runOnce));
-  const runsPerSample = Math.max(1, Math.round(SAMPLE_MS / oneRunMs));
   const { Agent, Runner, ScriptedModel, tool } = await loadQuiver();
-  const turnsPerSample = script({ turns, runs: runsPerSample });
-  const contenders: Record<string, () => Promise<unknown>> = {
-    framework: async () => {
-      for (let i = 0; i < runsPerSample; i++) await runOnce();
-    },
-    baseline: async () => {
-      const model = new ScriptedModel(turnsPerSample, { record: false });
-      for (let i = 0; i < runsPerSample; i++) await baselineRun(model, "go", [bareAdd]);
-    },
+  // The scripted models of the baseline and of Quiver are renewed when a run no longer fits,
+  // over one script built once: a contender runs back to back, for as long as it is asked to.
+  const chunk = script({ turns, runs: Math.max(1, Math.ceil(CHUNK_TURNS / (turns + 1))) });
+  let baselineModel = new ScriptedModel(chunk, { record: false });
+  const baselineOnce = () => {
+    if (baselineModel.remaining <= turns) baselineModel = new ScriptedModel(chunk, { record: false });
+    return baselineRun(baselineModel, "go", [bareAdd]);
   };
+  const contenders: Record<string, () => Promise<unknown>> = { framework: runOnce, baseline: baselineOnce };
   if (beside) {
     // The same tool and runs as loop.ts's run(): this process's speed, whatever it is right
     // now, is then the same for both sides of the ratio.
@@ -93,23 +110,41 @@ export async function framework({
     );
     if (check.toolCalls.filter((c) => c.ok).length !== turns)
       throw new Error("a Quiver run did not complete");
-    contenders.quiver = async () => {
-      const model = new ScriptedModel(turnsPerSample, { record: false });
-      const agent = new Agent({ name: "bench", model, tools: [add] });
-      for (let i = 0; i < runsPerSample; i++) await Runner.run(agent, "go", options);
+    let model = new ScriptedModel(chunk, { record: false });
+    let agent = new Agent({ name: "bench", model, tools: [add] });
+    contenders.quiver = () => {
+      if (model.remaining <= turns) {
+        model = new ScriptedModel(chunk, { record: false });
+        agent = new Agent({ name: "bench", model, tools: [add] });
+      }
+      return Runner.run(agent, "go", options);
     };
   }
-  const ms = await compare(contenders, { samples, warmups: 1 });
-  const perCall = (sampleMs: number) => (sampleMs * 1000) / (runsPerSample * turns);
+  // Each contender gets its own number of runs per sample, so that every sample lasts about
+  // SAMPLE_MS: with the same number for all, the fastest contender's samples were a few ms
+  // long, and the GC work the previous contender's sample left behind (its first scavenge
+  // after pi-agent-core's sample cost ~3 ms here) weighed on it alone.
+  const runs: Record<string, number> = {};
+  for (const [name, once] of Object.entries(contenders)) runs[name] = await runsPerSample(once);
+  const sampled = Object.fromEntries(
+    Object.entries(contenders).map(([name, once]) => [
+      name,
+      async () => {
+        for (let i = 0; i < runs[name]!; i++) await once();
+      },
+    ]),
+  );
+  const ms = await compare(sampled, { samples, warmups: 1 });
+  const perCall = (name: string) => (ms[name]! * 1000) / (runs[name]! * turns);
   const result: FrameworkResult = {
     label: mod.label,
-    us: perCall(ms.framework!),
-    baselineUs: perCall(ms.baseline!),
-    ...(beside && { quiverUs: perCall(ms.quiver!) }),
+    us: perCall("framework"),
+    baselineUs: perCall("baseline"),
+    ...(beside && { quiverUs: perCall("quiver") }),
   };
   if (cold) {
     // A gc() costs milliseconds: fewer runs per sample, so a sample stays short.
-    const coldRuns = Math.max(1, Math.round(runsPerSample / 4));
+    const coldRuns = Math.max(1, Math.round(runs.framework! / 4));
     const coldTurns = script({ turns, runs: coldRuns });
     const coldMsOf = await compareTimed(
       {
