@@ -10,7 +10,7 @@ import type { ApprovalOutcome } from "./approvals.js";
 import { type AttemptSettings, type AttemptsOutcome, type AttemptsSink, runAttempts } from "./attempts.js";
 import type { EventOf } from "./events.js";
 import { type Handoff, HandoffTool } from "./handoff.js";
-import { recallNote, resultArtifactKey } from "./recall.js";
+import { resultArtifactKey } from "./recall.js";
 import type { ToolCallRecord } from "./result.js";
 import {
   type CallResult,
@@ -509,7 +509,7 @@ class RunningCall implements AttemptsSink {
           maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         };
         if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
-        if (run.store) render.truncationNote = (head: number) => recallNote(call.id, head);
+        if (run.store) render.recallCallId = call.id;
         const result = successResult(tool, call, outcome.value, outcome.ctx, render);
         if (result.fullText === undefined || !run.store) {
           this.#succeed(result, ms, outcome.value);
@@ -530,7 +530,7 @@ class RunningCall implements AttemptsSink {
             // whose text was not stored) before the store failure stops the run.
             const unrecalled = successResult(tool, call, outcome.value, outcome.ctx, {
               ...render,
-              truncationNote: undefined,
+              recallCallId: undefined,
             });
             this.#succeed(unrecalled, ms, outcome.value);
             run.abort(failure);

@@ -5,6 +5,7 @@ import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../too
 import type { Tool } from "../tool/tool.js";
 import type { ResultRenderer } from "../tool/types.js";
 import type { RunContext } from "./context.js";
+import { recallNote } from "./recall.js";
 import type { ToolCallRecord } from "./result.js";
 
 export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
@@ -36,8 +37,13 @@ export type RenderSettings = {
   agentRenderer?: ResultRenderer;
   maxOutputChars: number;
   maxImageBytes: number;
-  /** Said under the truncation marker (with a store: how to recall the rest from where the head ends). */
-  truncationNote?: (keptHead: number) => string;
+  /**
+   * With a store: the call whose full output is kept, so the truncation marker says how to
+   * recall the rest. An id, not a note function made per call: a closure made in the executor
+   * holds the executor's whole context (the call, its turn, the run), and V8 kept such closures
+   * alive through young-generation GCs (see docs/architecture.md, "Closures in the hot path").
+   */
+  recallCallId?: string;
 };
 
 /**
@@ -88,12 +94,23 @@ export function successResult(
   return result;
 }
 
+/** `text` cut to the cap (with the recall note when the run has a store); `undefined` when it fits. */
+function truncated(text: string, settings: RenderSettings): ReturnType<typeof truncateMiddle> {
+  if (text.length <= settings.maxOutputChars) return undefined;
+  const callId = settings.recallCallId;
+  return truncateMiddle(
+    text,
+    settings.maxOutputChars,
+    callId === undefined ? undefined : (keptHead) => recallNote(callId, keptHead),
+  );
+}
+
 function capContent(
   content: string | ContentBlock[],
   settings: RenderSettings,
 ): { content: string | ContentBlock[]; originalChars?: number; fullText?: string } {
   if (typeof content === "string") {
-    const cut = truncateMiddle(content, settings.maxOutputChars, settings.truncationNote);
+    const cut = truncated(content, settings);
     return cut ? { content: cut.text, originalChars: cut.originalChars, fullText: content } : { content };
   }
   const blocks: ContentBlock[] = [];
@@ -116,7 +133,7 @@ function capContent(
   }
   const text = blocks.filter((b) => b.type === "text").map((b) => (b as { text: string }).text);
   const totalText = text.join("\n");
-  const cut = truncateMiddle(totalText, settings.maxOutputChars, settings.truncationNote);
+  const cut = truncated(totalText, settings);
   if (!cut) return { content: blocks };
   // Over the cap: the text blocks become one truncated block, images stay after it.
   return {

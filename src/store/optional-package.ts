@@ -29,3 +29,14 @@ export function loadOptionalPackage<T>(name: string, user: string, install: stri
     });
   }
 }
+
+/**
+ * Where an optional package that `loadOptionalPackage` loaded resolves from, for a worker
+ * thread to load the same copy.
+ *
+ * @example
+ * new Worker(code, { eval: true, workerData: { driver: optionalPackagePath("better-sqlite3") } });
+ */
+export function optionalPackagePath(name: string): string {
+  return require.resolve(name);
+}

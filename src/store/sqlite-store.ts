@@ -19,7 +19,7 @@ import {
   summarize,
   withPayloads,
 } from "./log-rules.js";
-import { loadOptionalPackage } from "./optional-package.js";
+import { loadOptionalPackage, optionalPackagePath } from "./optional-package.js";
 import {
   type EventRow,
   type LeaseRow,
@@ -34,6 +34,7 @@ import {
   toSessionSummary,
   toStoredEvent,
 } from "./sql-rows.js";
+import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { isTransientFailure } from "./transient.js";
 import {
   APPENDS_IN_CALL_ORDER,
@@ -150,6 +151,8 @@ export class SqliteStore implements RunStore {
   readonly path: string;
   readonly #db: BetterSqlite3.Database;
   readonly #sql: ReturnType<typeof prepare>;
+  /** Checkpoints the WAL on a worker thread (absent for an in-memory database). */
+  readonly #checkpointer: SqliteCheckpointer | undefined;
   #closed = false;
   /** Appends queue in call order and commit in that order (see `append`). */
   readonly [APPENDS_IN_CALL_ORDER] = true;
@@ -168,16 +171,28 @@ export class SqliteStore implements RunStore {
       "SqliteStore",
       "npm install better-sqlite3@12",
     );
-    this.#db = open(Database, this.path, options.busyTimeoutMs ?? 5_000);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    this.#db = open(Database, this.path, busyTimeoutMs);
+    const level = synchronous === "full" ? "FULL" : "NORMAL";
+    let wal: boolean;
     try {
-      this.#db.pragma("journal_mode = WAL");
-      this.#db.pragma(`synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
+      // An in-memory database has no WAL: it stays in "memory" mode.
+      wal = this.#db.pragma("journal_mode = WAL", { simple: true }) === "wal";
+      this.#db.pragma(`synchronous = ${level}`);
       createTables(this.#db, this.path);
       this.#sql = prepare(this.#db);
     } catch (error) {
       this.#db.close();
       throw storeFailure(`opening the SQLite store at ${this.path}`, undefined, error);
     }
+    this.#checkpointer = wal
+      ? new SqliteCheckpointer({
+          path: this.#db.name,
+          driver: optionalPackagePath("better-sqlite3"),
+          synchronous: level,
+          busyTimeoutMs,
+        })
+      : undefined;
   }
 
   /**
@@ -232,6 +247,7 @@ export class SqliteStore implements RunStore {
       for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
       return;
     }
+    this.#checkpointer?.committed();
     for (let i = 0; i < group.length; i++) {
       const write = group[i]!;
       const outcome = outcomes[i]!;
@@ -483,13 +499,20 @@ export class SqliteStore implements RunStore {
     });
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
     // Appends already made are committed, not dropped.
     this.#commitPending();
     this.#closed = true;
-    this.#db.close();
+    this.#closing = (async () => {
+      // The worker's connection first: the last connection to close checkpoints the whole WAL.
+      await this.#checkpointer?.close();
+      this.#db.close();
+    })();
+    return this.#closing;
   }
+
+  #closing: Promise<void> | undefined;
 
   #lease(runId: string): Lease | undefined {
     return toLease(runId, this.#sql.getLease.get(runId) as LeaseRow | undefined);

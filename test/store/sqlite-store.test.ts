@@ -3,9 +3,10 @@
  * processes racing on one file.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { Agent, type RunEvent, Runner, ScriptedModel, tool } from "quiver-agents";
@@ -254,6 +255,73 @@ describe("SqliteStore commits appends in groups", () => {
     expect(seenAtExecute).toEqual(Array.from({ length: 60 }, () => "stored"));
     await observer.close();
     await store.close();
+  });
+
+  it("stores a call's end, the next turn and the next call's start in one append", async () => {
+    const store = new SqliteStore({ path: join(dir, "one-append-per-call.db") });
+    const appends: string[][] = [];
+    const append = store.append.bind(store);
+    store.append = (lease, events) => {
+      appends.push(events.map((e) => e.type));
+      return append(lease, events);
+    };
+    const add = tool({
+      name: "add",
+      description: "Add.",
+      parameters: z.object({ a: z.number(), b: z.number() }),
+      execute: async ({ a, b }) => a + b,
+    });
+    const turns = [1, 2, 3, 4].map((a) => ({ toolCalls: [{ name: "add", args: { a, b: 1 } }] }));
+    const result = await Runner.run(
+      new Agent({ name: "a", model: new ScriptedModel([...turns, { text: "done" }]), tools: [add] }),
+      "go",
+      { store },
+    );
+    expect(result.stopReason).toBe("completed");
+    // Each append but the last ends where the run must wait for it: before a tool runs.
+    expect(appends.slice(0, -1).map((types) => types.at(-1))).toEqual(Array(4).fill("tool_call_started"));
+    expect(appends[1]).toEqual([
+      "tool_call_completed",
+      "message",
+      "turn_completed",
+      "turn_started",
+      "message",
+      "tool_call_requested",
+      "tool_call_started",
+    ]);
+    expect(appends.at(-1)!.at(-1)).toBe("run_completed");
+    await store.close();
+  });
+});
+
+describe("SqliteStore checkpoints on a worker thread", () => {
+  it("copies committed pages into the database file long before SQLite's own checkpoint would", async () => {
+    const path = join(dir, "checkpointed.db");
+    const store = new SqliteStore({ path });
+    const lease = await store.acquireLease("r", "writer", 60_000);
+    const before = statSync(path).size;
+    // 200 commits write a few hundred WAL pages: under the 1,000 at which SQLite checkpoints
+    // by itself, inside a commit, on the event loop.
+    await store.append(lease, [started("r")]);
+    for (let seq = 2; seq <= 200; seq++) await store.append(lease, [event("r", seq)]);
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size <= before && Date.now() < deadline) await sleep(20);
+    expect(statSync(path).size).toBeGreaterThan(before);
+    expect(await store.read("r")).toHaveLength(200);
+    await store.close();
+    // The worker's connection is closed too: the file opens and reads as usual.
+    const reopened = new SqliteStore({ path });
+    expect(await reopened.read("r")).toHaveLength(200);
+    await reopened.close();
+  });
+
+  it("never keeps a process alive whose store was not closed", async () => {
+    const { stdout } = await tsx("unclosed-store.ts", [join(dir, "unclosed.db")]);
+    expect(stdout.trim()).toBe("appended");
+    const db = new Database(join(dir, "unclosed.db"), { readonly: true });
+    const rows = db.prepare("SELECT count(*) AS n FROM quiver_events").get() as { n: number };
+    db.close();
+    expect(rows.n).toBe(300);
   });
 });
 
