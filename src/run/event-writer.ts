@@ -132,24 +132,24 @@ export class EventWriter {
     let runId = batch[0]!.runId;
     this.#storeWaits++;
     try {
+      // The common batch: one run's events, appended as they are.
+      if (oneRun(batch)) {
+        await store.append(this.#leaseOf(runId), batch);
+        return;
+      }
       const runs = [...byRun(batch)].map(([id, events]) => {
         runId = id;
-        const lease = this.#leases.get(id);
-        if (!lease) throw new StoreError(`run ${id} has no lease in this process`, { runId: id });
-        return { lease, events };
+        return { lease: this.#leaseOf(id), events };
       });
       // Made together (child runs interleave with their parent): a store that commits in
       // groups stores them in one transaction.
-      if (runs.length === 1) await store.append(runs[0]!.lease, runs[0]!.events);
-      else {
-        const outcomes = await Promise.allSettled(
-          runs.map(({ lease, events }) => appendTo(store, lease, events)),
-        );
-        const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
-        if (failed !== -1) {
-          runId = runs[failed]!.lease.runId;
-          throw (outcomes[failed] as PromiseRejectedResult).reason;
-        }
+      const outcomes = await Promise.allSettled(
+        runs.map(({ lease, events }) => appendTo(store, lease, events)),
+      );
+      const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
+      if (failed !== -1) {
+        runId = runs[failed]!.lease.runId;
+        throw (outcomes[failed] as PromiseRejectedResult).reason;
       }
     } catch (error) {
       // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
@@ -165,6 +165,12 @@ export class EventWriter {
     } finally {
       this.#storeWaits--;
     }
+  }
+
+  #leaseOf(runId: string): Lease {
+    const lease = this.#leases.get(runId);
+    if (!lease) throw new StoreError(`run ${runId} has no lease in this process`, { runId });
+    return lease;
   }
 
   /** This driver's identity: two drivers of one run in the same process conflict too. */
@@ -300,12 +306,15 @@ export class EventWriter {
   }
 }
 
-/** A batch's events grouped by run, each run's in order; a batch of one run is not copied. */
-function byRun(batch: RunEvent[]): Map<string, RunEvent[]> {
+/** True when every event of the batch is of its first event's run. */
+function oneRun(batch: RunEvent[]): boolean {
   const first = batch[0]!.runId;
-  if (batch[batch.length - 1]!.runId === first && batch.every((event) => event.runId === first)) {
-    return new Map([[first, batch]]);
-  }
+  for (let i = batch.length - 1; i > 0; i--) if (batch[i]!.runId !== first) return false;
+  return true;
+}
+
+/** A batch's events grouped by run (a batch of several runs: see `oneRun`), each run's in order. */
+function byRun(batch: RunEvent[]): Map<string, RunEvent[]> {
   const runs = new Map<string, RunEvent[]>();
   for (const event of batch) {
     const events = runs.get(event.runId);

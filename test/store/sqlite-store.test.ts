@@ -300,18 +300,18 @@ describe("SqliteStore checkpoints on a worker thread", () => {
     const store = new SqliteStore({ path });
     const lease = await store.acquireLease("r", "writer", 60_000);
     const before = statSync(path).size;
-    // 200 commits write a few hundred WAL pages: under the 1,000 at which SQLite checkpoints
+    // 400 commits write a few hundred WAL pages: under the 1,000 at which SQLite checkpoints
     // by itself, inside a commit, on the event loop.
     await store.append(lease, [started("r")]);
-    for (let seq = 2; seq <= 200; seq++) await store.append(lease, [event("r", seq)]);
+    for (let seq = 2; seq <= 400; seq++) await store.append(lease, [event("r", seq)]);
     const deadline = Date.now() + 10_000;
     while (statSync(path).size <= before && Date.now() < deadline) await sleep(20);
     expect(statSync(path).size).toBeGreaterThan(before);
-    expect(await store.read("r")).toHaveLength(200);
+    expect(await store.read("r")).toHaveLength(400);
     await store.close();
     // The worker's connection is closed too: the file opens and reads as usual.
     const reopened = new SqliteStore({ path });
-    expect(await reopened.read("r")).toHaveLength(200);
+    expect(await reopened.read("r")).toHaveLength(400);
     await reopened.close();
   });
 
