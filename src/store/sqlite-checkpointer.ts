@@ -20,7 +20,7 @@ const CLOSE_TIMEOUT_MS = 2_000;
 const WORKER_CODE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
-const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs });
+const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
 db.pragma("synchronous = " + workerData.synchronous);
 parentPort.on("message", (message) => {
   if (message === "close") {

@@ -187,7 +187,8 @@ export class SqliteStore implements RunStore {
     }
     this.#checkpointer = wal
       ? new SqliteCheckpointer({
-          path: this.#db.name,
+          // Absolute: the worker starts later, and the process may have changed directory by then.
+          path: resolve(this.path),
           driver: optionalPackagePath("better-sqlite3"),
           synchronous: level,
           busyTimeoutMs,

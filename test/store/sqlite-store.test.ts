@@ -315,9 +315,13 @@ describe("SqliteStore checkpoints on a worker thread", () => {
     await reopened.close();
   });
 
-  it("never keeps a process alive whose store was not closed", async () => {
-    const { stdout } = await tsx("unclosed-store.ts", [join(dir, "unclosed.db")]);
-    expect(stdout.trim()).toBe("appended");
+  it("never keeps a process alive whose store was not closed, and checkpoints its own file after a chdir", async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "quiver-elsewhere-"));
+    const { stdout } = await tsx("unclosed-store.ts", [dir, elsewhere]);
+    expect(stdout.trim()).toBe("appended, checkpointed");
+    // The worker opened the store's file, not one of the same name where the process moved to.
+    expect(existsSync(join(elsewhere, "unclosed.db"))).toBe(false);
+    rmSync(elsewhere, { recursive: true, force: true });
     const db = new Database(join(dir, "unclosed.db"), { readonly: true });
     const rows = db.prepare("SELECT count(*) AS n FROM quiver_events").get() as { n: number };
     db.close();
