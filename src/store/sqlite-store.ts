@@ -153,7 +153,6 @@ export class SqliteStore implements RunStore {
   readonly #sql: ReturnType<typeof prepare>;
   /** Checkpoints the WAL on a worker thread (absent for an in-memory database). */
   readonly #checkpointer: SqliteCheckpointer | undefined;
-  #closed = false;
   /** Appends queue in call order and commit in that order (see `append`). */
   readonly [APPENDS_IN_CALL_ORDER] = true;
 
@@ -198,7 +197,7 @@ export class SqliteStore implements RunStore {
 
   /**
    * Appends are committed in groups: every append made before the event loop comes round
-   * (this run's events of the same tick, other runs' appends) shares one transaction, and each
+   * (a run's appends not yet committed, other runs' appends) shares one transaction, and each
    * append's promise resolves once that transaction has committed. One commit costs about as
    * much as one row, so a hundred concurrent runs pay for one commit, not a hundred.
    */
@@ -213,7 +212,7 @@ export class SqliteStore implements RunStore {
   /** Queues a write for the next group commit (lease writes go there too, so they do not break a group up). */
   #enqueue(write: Omit<PendingWrite, "resolve" | "reject">): Promise<unknown> {
     try {
-      if (this.#closed) throw closedStore("SqliteStore");
+      if (this.#closing) throw closedStore("SqliteStore");
       checkRunId(write.runId);
     } catch (error) {
       return Promise.reject(error);
@@ -514,7 +513,6 @@ export class SqliteStore implements RunStore {
     if (this.#closing) return this.#closing;
     // Appends already made are committed, not dropped.
     this.#commitPending();
-    this.#closed = true;
     this.#closing = (async () => {
       // The worker's connection first: the last connection to close checkpoints the whole WAL.
       await this.#checkpointer?.close();
@@ -523,6 +521,7 @@ export class SqliteStore implements RunStore {
     return this.#closing;
   }
 
+  /** Set once `close` is called: the store takes no more writes or reads. */
   #closing: Promise<void> | undefined;
 
   #lease(runId: string): Lease | undefined {
@@ -531,7 +530,7 @@ export class SqliteStore implements RunStore {
 
   /** Runs `body` in a write transaction that holds SQLite's write lock from its first statement. */
   #write<T>(action: string, runId: string | undefined, body: () => T): T {
-    if (this.#closed) throw closedStore("SqliteStore");
+    if (this.#closing) throw closedStore("SqliteStore");
     // Appends made before this call come first, as the caller made them.
     this.#commitPending();
     try {
@@ -543,7 +542,7 @@ export class SqliteStore implements RunStore {
 
   /** Runs `body` in a read transaction (one consistent snapshot in WAL mode). */
   #snapshot<T>(action: string, runId: string | undefined, body: () => T): T {
-    if (this.#closed) throw closedStore("SqliteStore");
+    if (this.#closing) throw closedStore("SqliteStore");
     // A read sees every append made before it.
     this.#commitPending();
     try {
