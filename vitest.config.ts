@@ -7,7 +7,7 @@ const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 // (the same map as tsconfig.json's `paths` and package.json's `exports`).
 const entries: Record<string, string> = {
   "quiver-agents": "./src/index.ts",
-  "quiver-agents/tools": "./src/tools/index.ts",
+  "quiver-agents/tools": "./src/builtin-tools/index.ts",
   "quiver-agents/providers": "./src/providers/index.ts",
   "quiver-agents/mcp": "./src/hosts/mcp/index.ts",
   "quiver-agents/store": "./src/store/index.ts",

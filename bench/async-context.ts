@@ -18,18 +18,18 @@ import { quiverAdd, script } from "./workloads/baseline.js";
 const TURNS = 500;
 const RUNS_PER_SAMPLE = 6;
 
-/** dist/ with the run context bypassed; throws if context.js no longer looks as expected. */
+/** dist/ with the run context bypassed; throws if call-scope.js no longer looks as expected. */
 function withoutAsyncContext(): string {
   const copy = join(root, "node_modules/.cache/quiver-without-async-context");
   rmSync(copy, { recursive: true, force: true });
   cpSync(join(root, "dist"), copy, { recursive: true });
-  const file = join(copy, "run/context.js");
+  const file = join(copy, "run/engine/call-scope.js");
   const source = readFileSync(file, "utf8");
   const patched = source
     .replace("return storage.run(ctx, fn, arg);", "return fn(arg);")
     .replace("storage.disable();", ";");
   if (patched === source || patched.includes("storage.run(ctx")) {
-    throw new Error("dist/run/context.js changed: update bench/async-context.ts's patch");
+    throw new Error("dist/run/engine/call-scope.js changed: update bench/async-context.ts's patch");
   }
   writeFileSync(file, patched);
   return copy;

@@ -1,5 +1,5 @@
 /**
- * web_fetch against hostile pages (test/tools/hostile-pages.ts: deep nesting, unclosed
+ * web_fetch against hostile pages (test/builtin-tools/hostile-pages.ts: deep nesting, unclosed
  * constructs, token storms, 1 MB shapes that make a parser or a regex go super-linear), each
  * read from a local server with the default reader: its outcome (converted, or the tool error
  * a model would see), its time, and the longest event-loop stall while it converted, beside
@@ -11,8 +11,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { HttpReader } from "../src/tools/http-reader.js";
-import { hostilePages } from "../test/tools/hostile-pages.js";
+import { HttpReader } from "../src/builtin-tools/http-reader.js";
+import { hostilePages } from "../test/builtin-tools/hostile-pages.js";
 import { type Stall, stallDuring } from "./workloads/fetch-stall.js";
 
 const STALL_TARGET_MS = 20;

@@ -16,9 +16,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ConversionPool } from "../src/tools/conversion-pool.js";
-import { fence } from "../src/tools/fence.js";
-import { htmlToMarkdown } from "../src/tools/html-to-markdown.js";
+import { ConversionPool } from "../src/builtin-tools/conversion-pool.js";
+import { fence } from "../src/builtin-tools/fence.js";
+import { htmlToMarkdown } from "../src/builtin-tools/html-to-markdown.js";
 import { compileWorkloads } from "./compile.js";
 import { inChild } from "./harness.js";
 import type { FetchStallResult } from "./workloads/fetch-stall.js";
@@ -135,7 +135,7 @@ function convertInline(files: string[], html: Map<string, string>, rounds: numbe
 
 /** `rounds` passes over the pages through a pool like web_fetch's, 8 conversions in flight. */
 async function throughPool(files: string[], html: Map<string, string>, rounds: number) {
-  const { sharedConversionPool } = await import("../src/tools/conversion-pool.js");
+  const { sharedConversionPool } = await import("../src/builtin-tools/conversion-pool.js");
   const threads = sharedConversionPool().size;
   const pool = new ConversionPool(threads);
   const encoded = files.map((f) => new TextEncoder().encode(html.get(f)!));

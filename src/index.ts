@@ -1,4 +1,7 @@
 // The public surface of "quiver-agents": re-exports only.
+
+export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./contract/events.js";
+export { serializeEvent } from "./contract/serialize-event.js";
 export {
   type ArgumentIssue,
   BudgetExceeded,
@@ -32,7 +35,6 @@ export type {
   Usage,
   UserMessage,
 } from "./model/types.js";
-export type { RunOptions } from "./run/active-run.js";
 export {
   Agent,
   type AgentConfig,
@@ -40,22 +42,11 @@ export {
   type InstructionContext,
   type InstructionFragment,
   type Instructions,
-} from "./run/agent.js";
-export type { AgentToolOptions } from "./run/agent-tool.js";
-export {
-  type ApprovalAnswer,
-  type ApprovalDecider,
-  type ApprovalOutcome,
-  Approvals,
-} from "./run/approvals.js";
-export { Budget, type BudgetLimits } from "./run/budget.js";
-export type { CompactionOptions } from "./run/context/compaction.js";
-export { getRunContext, type RunContext } from "./run/context.js";
-export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./run/events.js";
-export { RunHandle } from "./run/handle.js";
-export { Handoff, type HandoffArgs, type HandoffOptions, handoff } from "./run/handoff.js";
-export type { RunInput } from "./run/loop.js";
-export { OutputValidationError } from "./run/output-type.js";
+} from "./run/config/agent.js";
+export type { AgentToolOptions } from "./run/config/agent-tool.js";
+export { Budget, type BudgetLimits } from "./run/config/budget.js";
+export { Handoff, type HandoffArgs, type HandoffOptions, handoff } from "./run/config/handoff.js";
+export { OutputValidationError } from "./run/config/output-type.js";
 export {
   type PermissionDecision,
   type PermissionMode,
@@ -63,7 +54,7 @@ export {
   type Permissions,
   StandardPermissions,
   type StandardPermissionsOptions,
-} from "./run/permissions.js";
+} from "./run/config/permissions.js";
 export {
   type Plugin,
   type PluginConfig,
@@ -72,15 +63,25 @@ export {
   type PluginTeardownContext,
   type PluginTools,
   plugin,
-} from "./run/plugin.js";
-export { type ModelPrice, modelPrice, setModelPrice } from "./run/pricing.js";
-export { RECALL_TOOL_NAME, recallTool } from "./run/recall.js";
-export type { AgentsByName } from "./run/recover.js";
-export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/replay.js";
-export type { RunResult, ToolCallRecord } from "./run/result.js";
-export { loadSession } from "./run/resume.js";
+} from "./run/config/plugin.js";
+export type { CompactionOptions } from "./run/conversation/compaction.js";
+export { RECALL_TOOL_NAME, recallTool } from "./run/conversation/recall.js";
+export type { AgentsByName } from "./run/durability/recover.js";
+export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/durability/replay.js";
+export { loadSession } from "./run/durability/resume.js";
+export { getRunContext, type RunContext } from "./run/engine/call-scope.js";
+export type { RunInput } from "./run/engine/loop.js";
+export { RunHandle } from "./run/handle.js";
 export { type ResumeOptions, Runner } from "./run/runner.js";
-export { serializeEvent } from "./run/serialize-event.js";
+export type { RunOptions } from "./run/state/active-run.js";
+export {
+  type ApprovalAnswer,
+  type ApprovalDecider,
+  type ApprovalOutcome,
+  Approvals,
+} from "./run/state/approval-channel.js";
+export { type ModelPrice, modelPrice, setModelPrice } from "./run/state/pricing.js";
+export type { RunResult, ToolCallRecord } from "./run/state/result.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";
 export type { InferArgs, ToolParameters } from "./tool/parameters.js";
 export { Tool, type ToolConfig, type ToolDefinition, tool } from "./tool/tool.js";

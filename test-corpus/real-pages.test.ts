@@ -3,10 +3,10 @@ import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FENCE_BEGIN, FENCE_END } from "../src/tools/fence.js";
-import { HttpReader } from "../src/tools/http-reader.js";
-import { webFetch } from "../src/tools/web-fetch.js";
-import { send, startServer, type TestServer, testContext } from "../test/tools/helpers.js";
+import { FENCE_BEGIN, FENCE_END } from "../src/builtin-tools/fence.js";
+import { HttpReader } from "../src/builtin-tools/http-reader.js";
+import { webFetch } from "../src/builtin-tools/web-fetch.js";
+import { send, startServer, type TestServer, testContext } from "../test/builtin-tools/helpers.js";
 
 /**
  * The real-page corpus: pages as their sites served them, kept beside the checkout in

@@ -70,7 +70,7 @@ export type FetchStallResult = { first: Stall; concurrent: Stall; idle: Stall; r
 
 /** Child side: the stalls of the first fetch and of `rounds` × 8 concurrent fetches of the pages in `pages`. */
 export async function fetchStall({ pages, rounds = 10 }: { pages: string; rounds?: number }) {
-  const built = path.join(root, "dist/tools/index.js");
+  const built = path.join(root, "dist/builtin-tools/index.js");
   if (process.env.BENCH_SOURCE !== "src" && !existsSync(built)) {
     throw new Error("dist/ is missing: run `npm run build` first");
   }

@@ -38,7 +38,7 @@ const ROOT_TIMES_ZOD = 3;
 
 const ENTRIES: Array<{ name: string; file: string; allowed?: string[]; root?: boolean }> = [
   { name: "quiver-agents", file: "dist/index.js", root: true },
-  { name: "quiver-agents/tools", file: "dist/tools/index.js" },
+  { name: "quiver-agents/tools", file: "dist/builtin-tools/index.js" },
   { name: "quiver-agents/store", file: "dist/store/index.js" },
   { name: "quiver-agents/providers", file: "dist/providers/index.js" },
   { name: "quiver-agents/mcp", file: "dist/hosts/mcp/index.js", allowed: ["@modelcontextprotocol/sdk"] },

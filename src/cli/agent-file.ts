@@ -4,7 +4,7 @@ import { extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { UserError } from "../errors.js";
 import type { Model } from "../model/types.js";
-import { Agent } from "../run/agent.js";
+import { Agent } from "../run/config/agent.js";
 
 const JS = new Set([".js", ".mjs", ".cjs"]);
 const TS = new Set([".ts", ".mts", ".cts", ".tsx"]);

@@ -1,13 +1,13 @@
 import type { ToolCall } from "../model/types.js";
-import type { Agent } from "../run/agent.js";
-import type { ApprovalAnswer } from "../run/approvals.js";
-import type { RunContext } from "../run/context.js";
+import type { Agent } from "../run/config/agent.js";
 import {
   type PermissionDecision,
   type PermissionSubject,
   type Permissions,
   StandardPermissions,
-} from "../run/permissions.js";
+} from "../run/config/permissions.js";
+import type { RunContext } from "../run/engine/call-scope.js";
+import type { ApprovalAnswer } from "../run/state/approval-channel.js";
 import type { ModeName } from "./options.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { EventOf } from "../run/events.js";
+import type { EventOf } from "../contract/events.js";
 import type { RunHandle } from "../run/handle.js";
 import { type Colors, callLabel } from "./terminal.js";
 

@@ -1,9 +1,9 @@
+import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { Message } from "../model/types.js";
-import { leaseOwner } from "../run/event-writer.js";
-import type { RunEvent } from "../run/events.js";
-import { replay } from "../run/replay.js";
-import { errorResult } from "../run/tool-result.js";
+import { leaseOwner } from "../run/durability/event-writer.js";
+import { replay } from "../run/durability/replay.js";
+import { errorResult } from "../run/engine/tool-result.js";
 import type { RunStore } from "../store/types.js";
 
 /**

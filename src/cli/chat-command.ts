@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { ScriptedModel } from "../model/scripted.js";
-import type { Agent } from "../run/agent.js";
+import type { Agent } from "../run/config/agent.js";
 import { Runner } from "../run/runner.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";

@@ -1,7 +1,7 @@
+import type { EventOf } from "../contract/events.js";
 import { UserError } from "../errors.js";
-import type { EventOf } from "../run/events.js";
+import { replay } from "../run/durability/replay.js";
 import type { RunHandle } from "../run/handle.js";
-import { replay } from "../run/replay.js";
 import type { RunStore } from "../store/types.js";
 
 /**

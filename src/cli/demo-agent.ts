@@ -4,11 +4,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { now } from "../builtin-tools/time.js";
 import { ScriptedModel } from "../model/scripted.js";
-import { Agent } from "../run/agent.js";
+import { Agent } from "../run/config/agent.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { tool } from "../tool/tool.js";
-import { now } from "../tools/time.js";
 import { workspace } from "../workspace/workspace.js";
 
 /** The installed package's own folder: the demo works on a copy of some of its files. */

@@ -1,7 +1,7 @@
-import type { RunEvent } from "../run/events.js";
+import type { RunEvent } from "../contract/events.js";
+import { serializeEvent } from "../contract/serialize-event.js";
 import type { RunHandle } from "../run/handle.js";
-import type { RunResult } from "../run/result.js";
-import { serializeEvent } from "../run/serialize-event.js";
+import type { RunResult } from "../run/state/result.js";
 import { type ApprovalState, callKey } from "./agent-setup.js";
 import { askApproval } from "./approval-prompt.js";
 import { takeRelayedDecisions } from "./decision-relay.js";

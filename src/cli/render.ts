@@ -1,4 +1,4 @@
-import type { RunEvent } from "../run/events.js";
+import type { RunEvent } from "../contract/events.js";
 import { type Colors, callLabel, duration, oneLine, plural } from "./terminal.js";
 
 const STATUS_INTERVAL_MS = 100;

@@ -1,7 +1,7 @@
+import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ContentBlock, Message, ToolCall } from "../model/types.js";
-import type { RunEvent } from "../run/events.js";
-import { type RunState, replay } from "../run/replay.js";
+import { type RunState, replay } from "../run/durability/replay.js";
 import type { RunStore } from "../store/types.js";
 import { stopText } from "./render.js";
 import { type Colors, callLabel, duration, oneLine } from "./terminal.js";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { serializeEvent } from "../contract/serialize-event.js";
 import { UserError } from "../errors.js";
-import { serializeEvent } from "../run/serialize-event.js";
 import type { RunStore } from "../store/types.js";
 import type { EventRenderer } from "./render.js";
 import { EXIT } from "./usage.js";

@@ -5,12 +5,13 @@
  * question is stored in the log (`approval_required` with the question in its details), the
  * workflow waits durably for `durableRuns.answer()`, and the answer becomes the call's result.
  */
+
+import { askHuman, HumanChannel, type QuestionOption } from "../builtin-tools/ask-human.js";
+import type { RunEvent } from "../contract/events.js";
 import { InvalidToolArguments, ToolError } from "../errors.js";
-import type { RunEvent } from "../run/events.js";
-import { CALL_REVIEWS } from "../run/permissions.js";
+import { CALL_REVIEWS } from "../run/config/permissions.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
-import { askHuman, HumanChannel, type QuestionOption } from "../tools/ask-human.js";
 
 type AskArgs = { question: string; options?: QuestionOption[]; multi_select?: boolean };
 

@@ -4,7 +4,7 @@
  * read from the store, so a missed notice costs at most one fallback poll.
  */
 import { sleep } from "../abort.js";
-import type { RunEvent } from "../run/events.js";
+import type { RunEvent } from "../contract/events.js";
 import type { RunStore } from "../store/types.js";
 import type { DurableRunsPool, PostgresNotification } from "./pool.js";
 

@@ -14,16 +14,16 @@
  * finishing, and its resume never re-runs either.
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
+import type { RunEvent, StopReason } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
-import type { RunOptions } from "../run/active-run.js";
-import type { Agent } from "../run/agent.js";
-import type { RunEvent, StopReason } from "../run/events.js";
+import type { Agent } from "../run/config/agent.js";
+import type { AgentsByName } from "../run/durability/recover.js";
+import { replay } from "../run/durability/replay.js";
+import type { RunInput } from "../run/engine/loop.js";
 import type { RunHandle } from "../run/handle.js";
-import type { RunInput } from "../run/loop.js";
-import type { AgentsByName } from "../run/recover.js";
-import { replay } from "../run/replay.js";
 import { Runner } from "../run/runner.js";
+import type { RunOptions } from "../run/state/active-run.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { provideAnswers, questionCallIds } from "./ask-human.js";
 

@@ -12,5 +12,5 @@ export type {
   TraceSpan,
   TraceSpanContext,
   TraceSpanOptions,
-} from "../run/tracing/types.js";
+} from "../contract/tracer.js";
 export { type InstrumentOptions, instrument, TRACER_NAME } from "./instrument.js";

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
+import type { TracerLike, TracerProviderLike } from "../contract/tracer.js";
 import { otelApi } from "../run/tracing/otel-api.js";
 import { setTracingDefaults, type TracingDefaults, tracingDefaults } from "../run/tracing/run-tracing.js";
-import type { TracerLike, TracerProviderLike } from "../run/tracing/types.js";
 
 /** The instrumentation scope name of Quiver's spans. */
 export const TRACER_NAME = "quiver-agents";

@@ -1,10 +1,10 @@
+import type { RunEvent } from "../contract/events.js";
 import { RunCancelled, UserError } from "../errors.js";
 import type { Message } from "../model/types.js";
-import type { ActiveRun } from "./active-run.js";
-import type { Approvals } from "./approvals.js";
-import type { EventQueue } from "./event-queue.js";
-import type { RunEvent } from "./events.js";
-import type { RunResult } from "./result.js";
+import type { ActiveRun } from "./state/active-run.js";
+import type { Approvals } from "./state/approval-channel.js";
+import type { EventQueue } from "./state/event-queue.js";
+import type { RunResult } from "./state/result.js";
 
 /**
  * A running agent: iterate it for events, await `result()` for the outcome, `cancel()` to stop,

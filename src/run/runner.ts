@@ -1,19 +1,19 @@
+import type { RunEvent } from "../contract/events.js";
 import { ProviderError, UserError } from "../errors.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
-import { ActiveRun, type RunOptions } from "./active-run.js";
-import type { Agent } from "./agent.js";
-import { EventQueue } from "./event-queue.js";
-import { type LeaseWait, leaseOwner } from "./event-writer.js";
-import type { RunEvent } from "./events.js";
+import type { Agent } from "./config/agent.js";
+import { assertRunInput } from "./config/run-input.js";
+import { type LeaseWait, leaseOwner } from "./durability/event-writer.js";
+import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
+import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./durability/resume.js";
+import { inputMessages, type RunInput, runLoop } from "./engine/loop.js";
 import { RunHandle } from "./handle.js";
-import { inputMessages, type RunInput, runLoop } from "./loop.js";
-import { type AgentsByName, recoverableRuns } from "./recover.js";
-import type { RunResult } from "./result.js";
-import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./resume.js";
-import { assertRunInput } from "./run-input.js";
 import { keepRunShapes } from "./shapes.js";
+import { ActiveRun, type RunOptions } from "./state/active-run.js";
+import { EventQueue } from "./state/event-queue.js";
+import type { RunResult } from "./state/result.js";
 
 /**
  * Starts runs. `stream()` returns a handle at once; `run()` is `stream()` drained.

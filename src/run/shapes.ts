@@ -1,16 +1,16 @@
 import { Stopper } from "../abort.js";
 import type { ToolCall } from "../model/types.js";
 import { Tool } from "../tool/tool.js";
-import { ActiveRun } from "./active-run.js";
-import type { Agent } from "./agent.js";
-import { attemptShapes } from "./attempts.js";
-import { CallContext } from "./call-context.js";
-import { enterRunContext, leaveRunContext } from "./context.js";
-import { EventQueue } from "./event-queue.js";
-import { turnShapes } from "./executor.js";
-import { turnRequest } from "./model-request.js";
-import { turnReaderShape } from "./model-turn.js";
-import { Toolset } from "./toolset.js";
+import type { Agent } from "./config/agent.js";
+import { attemptShapes } from "./engine/attempts.js";
+import { CallContext } from "./engine/call-context.js";
+import { enterRunContext, leaveRunContext } from "./engine/call-scope.js";
+import { turnShapes } from "./engine/executor.js";
+import { turnRequest } from "./engine/model-request.js";
+import { turnReaderShape } from "./engine/model-turn.js";
+import { Toolset } from "./engine/toolset.js";
+import { ActiveRun } from "./state/active-run.js";
+import { EventQueue } from "./state/event-queue.js";
 
 /**
  * One idle object of each shape a run makes per run or per call, kept for the life of the

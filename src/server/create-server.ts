@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
+import type { HumanChannel } from "../builtin-tools/ask-human.js";
 import { type Agent, type RunOptions, UserError } from "../index.js";
 import type { RunStore } from "../store/types.js";
-import type { HumanChannel } from "../tools/ask-human.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
 import { errorResponse, HttpError, optionalString, readJsonObject, stringField } from "./http.js";

@@ -1,5 +1,5 @@
+import type { HumanQuestion } from "../builtin-tools/ask-human.js";
 import type { Message, RunEvent, RunHandle, ToolCall } from "../index.js";
-import type { HumanQuestion } from "../tools/ask-human.js";
 
 /** Where a run stands, as the server's clients see it. */
 export type RunStatus =

@@ -1,3 +1,4 @@
+import type { HumanChannel, HumanQuestion } from "../builtin-tools/ask-human.js";
 import {
   type Agent,
   type Message,
@@ -9,7 +10,6 @@ import {
   UserError,
 } from "../index.js";
 import { LeaseConflict, type RunStore } from "../store/types.js";
-import type { HumanChannel, HumanQuestion } from "../tools/ask-human.js";
 import { askingAgent } from "./asking-agent.js";
 import { HttpError, notFound } from "./http.js";
 import { callKey, RunLog } from "./run-log.js";

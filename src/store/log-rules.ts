@@ -3,8 +3,8 @@
  * `seq` must continue a log, who may write (leases), and how a run's summary follows from
  * its events. The stores only differ in where rows live and how they lock.
  */
-import type { RunEvent } from "../run/events.js";
-import { serializeEvent } from "../run/serialize-event.js";
+import type { RunEvent } from "../contract/events.js";
+import { serializeEvent } from "../contract/serialize-event.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   extractPayloads,

@@ -13,7 +13,7 @@
  * defines, so no value a tool or model produced can be mistaken for a reference.
  */
 import { createHash } from "node:crypto";
-import type { RunEvent } from "../run/events.js";
+import type { RunEvent } from "../contract/events.js";
 import { StoreError } from "./types.js";
 
 /** Values whose JSON text is at least this long are stored once and referred to. */

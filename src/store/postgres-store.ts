@@ -1,6 +1,6 @@
 import type * as Pg from "pg";
+import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
-import type { RunEvent } from "../run/events.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   checkAfterSeq,

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
+import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
-import type { RunEvent } from "../run/events.js";
 import {
   checkAfterSeq,
   checkArtifact,

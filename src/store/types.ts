@@ -1,4 +1,4 @@
-import type { RunEvent } from "../run/events.js";
+import type { RunEvent } from "../contract/events.js";
 import { isTransientFailure } from "./transient.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { PermissionDecision } from "../run/permissions.js";
+import type { PermissionDecision } from "../run/config/permissions.js";
 
 /** One simple command of a compound command line, and whether it hides other commands. */
 export type CommandPart = {

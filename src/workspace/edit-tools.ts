@@ -1,5 +1,5 @@
-import { BUILTIN_EDIT_TOOLS } from "../run/approval-flow.js";
-import { CALL_REVIEWS } from "../run/permissions.js";
+import { CALL_REVIEWS } from "../run/config/permissions.js";
+import { BUILTIN_EDIT_TOOLS } from "../run/engine/approval-step.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 import type { EditArgs, FileEditor, WriteArgs } from "./file-edits.js";

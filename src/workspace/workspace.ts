@@ -1,6 +1,6 @@
 import path from "node:path";
 import { UserError } from "../errors.js";
-import { type Plugin, plugin } from "../run/plugin.js";
+import { type Plugin, plugin } from "../run/config/plugin.js";
 import type { Tool } from "../tool/tool.js";
 import { editFileTool, writeFileTool } from "./edit-tools.js";
 import { FileEditor } from "./file-edits.js";

@@ -14,7 +14,7 @@ import {
 import { type McpToolHost, mcpServer } from "quiver-agents/mcp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { FENCE_BEGIN, FENCE_NOTE } from "../../src/tools/fence.js";
+import { FENCE_BEGIN, FENCE_NOTE } from "../../src/builtin-tools/fence.js";
 import { everythingStdio, filesystemServer, gone, memoryServer } from "./servers.js";
 
 const allow = () => true as const;

@@ -4,7 +4,7 @@ import type { ElicitRequest, ElicitResult } from "@modelcontextprotocol/sdk/type
 import { isAborted, raceAbort, sleep } from "../../abort.js";
 import { UserError } from "../../errors.js";
 import type { JSONSchema } from "../../model/types.js";
-import type { RunContext } from "../../run/context.js";
+import type { RunContext } from "../../run/engine/call-scope.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
 import {
   DEFAULT_MAX_RESULT_BYTES,

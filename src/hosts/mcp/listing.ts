@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { FENCE_NOTE } from "../../builtin-tools/fence.js";
 import { UserError } from "../../errors.js";
 import type { JSONSchema } from "../../model/types.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
-import { FENCE_NOTE } from "../../tools/fence.js";
 import type { HostedTool, ToolHostChange } from "../tool-host.js";
 import { type McpServerOptions, matches } from "./config.js";
 import {

@@ -2,8 +2,9 @@
 // titles, parameter descriptions. None of it goes between fence markers (it is the tool's
 // own definition), so each piece is cleaned — invisible and control characters removed,
 // chat-template tokens and framing tags rewritten visibly — and kept to a bounded length.
+
+import { disarm } from "../../builtin-tools/fence.js";
 import { detached } from "../../tool/render.js";
-import { disarm } from "../../tools/fence.js";
 
 /** Longest tool description offered to a model; longer ones are cut with a note. */
 export const MAX_DESCRIPTION_CHARS = 4_000;

@@ -1,9 +1,9 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { fence } from "../../builtin-tools/fence.js";
 import { ToolError } from "../../errors.js";
 import type { ContentBlock } from "../../model/types.js";
 import { detached } from "../../tool/render.js";
 import type { ToolOutput } from "../../tool/types.js";
-import { fence } from "../../tools/fence.js";
 
 /**
  * Longest `isError` text passed on to the model. The runner cuts any error message at 10,000

@@ -3,9 +3,10 @@
  * model names, and (only when content capture is on) messages as the conventions' JSON
  * (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions`).
  */
+
+import type { TraceAttributes } from "../../contract/tracer.js";
 import type { ContentBlock, Message, ToolSpec, Usage } from "../../model/types.js";
 import { toJsonText } from "../../tool/render.js";
-import type { TraceAttributes } from "./types.js";
 
 /** Quiver provider prefixes whose convention name differs (`gen_ai.provider.name` well-known values). */
 const PROVIDER_NAMES: Record<string, string> = {

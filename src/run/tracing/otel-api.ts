@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
+import type { TracerLike, TraceSpan, TraceSpanContext } from "../../contract/tracer.js";
 import { UserError } from "../../errors.js";
-import type { TracerLike, TraceSpan, TraceSpanContext } from "./types.js";
 
 /** The functions of `@opentelemetry/api` a traced run calls. */
 export interface OtelApi {

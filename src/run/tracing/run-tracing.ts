@@ -8,10 +8,18 @@
  *
  * An untraced run has no `RunTracing` at all: the loop pays one `undefined` check per event.
  */
+
+import type { RunEvent } from "../../contract/events.js";
+import type {
+  TraceAttributes,
+  TracerLike,
+  TraceSpan,
+  TraceSpanContext,
+  TraceSpanOptions,
+} from "../../contract/tracer.js";
 import type { Model, ModelRequest, ToolCall } from "../../model/types.js";
-import type { ActiveRun } from "../active-run.js";
-import type { RunEvent } from "../events.js";
-import type { ModelTurn } from "../model-turn.js";
+import type { ModelTurn } from "../engine/model-turn.js";
+import type { ActiveRun } from "../state/active-run.js";
 import {
   argumentsJson,
   finalOutputJson,
@@ -23,7 +31,6 @@ import {
   usageAttributes,
 } from "./gen-ai.js";
 import { type OtelApi, otelApi, parseTraceparent, traceparentOf } from "./otel-api.js";
-import type { TraceAttributes, TracerLike, TraceSpan, TraceSpanContext, TraceSpanOptions } from "./types.js";
 
 /** What `instrument()` sets for every run that has no `tracer` of its own. */
 export type TracingDefaults = { tracer: TracerLike; captureContent: boolean };

@@ -1,0 +1,128 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { UserError } from "../../errors.js";
+import type { ToolHost } from "../../hosts/tool-host.js";
+import type { Model, ModelSettings, ToolCall } from "../../model/types.js";
+import type { TypedJsonSchema } from "../../tool/json-schema.js";
+import type { Tool } from "../../tool/tool.js";
+import type { ResultRenderer } from "../../tool/types.js";
+import type { CompactionOptions } from "../conversation/compaction.js";
+import type { RunContext } from "../engine/call-scope.js";
+import type { ApprovalAnswer } from "../state/approval-channel.js";
+import { type AgentToolOptions, agentTool } from "./agent-tool.js";
+import type { Handoff } from "./handoff.js";
+import type { Permissions } from "./permissions.js";
+import type { Plugin } from "./plugin.js";
+
+/** What instruction functions receive: the run's context, without the per-call fields. */
+export type InstructionContext<Deps = unknown> = Pick<
+  RunContext<Deps>,
+  "runId" | "parentRunId" | "path" | "sessionId" | "userId" | "deps" | "agent" | "signal"
+>;
+
+/** One piece of the system prompt: text, or a function evaluated at each run start. */
+export type InstructionFragment<Deps = unknown> =
+  | string
+  | ((ctx: InstructionContext<Deps>) => string | undefined | Promise<string | undefined>);
+export type Instructions<Deps = unknown> = InstructionFragment<Deps> | InstructionFragment<Deps>[];
+
+/**
+ * A schema for the final answer that types `RunResult.output`: a Zod 4 (or any Standard)
+ * schema, or `jsonSchema<T>({...})`.
+ */
+export type OutputSchema<Output> = StandardSchemaV1<any, Output> | TypedJsonSchema<Output>;
+
+/** What an agent's `tools` accepts: one tool, a host, or an array mixing both. */
+export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | ToolHost>;
+
+/** Everything an `Agent` is configured with. Only `name` is required. */
+export interface AgentConfig<Deps = unknown, Output = string> {
+  name: string;
+  /** A `Model`, or `"provider:model-id"` resolved by `quiver-agents/providers` (e.g. `"openai:gpt-4.1-mini"`). */
+  model?: Model | string;
+  instructions?: Instructions<Deps>;
+  tools?: AgentTools;
+  modelSettings?: ModelSettings;
+  /** Retries for tools that set none. Default 0. */
+  defaultToolRetries?: number;
+  /** Per-attempt timeout for tools that set none. Default: none. */
+  defaultToolTimeoutMs?: number;
+  /** Cap on each rendered tool result for tools that set none. Default 200,000. */
+  maxToolOutputChars?: number;
+  /** Cap on the image bytes of one tool result. Default 5 MB. */
+  maxImageBytes?: number;
+  /** Renders successful results of tools that have no `resultRenderer`. */
+  toolResultRenderer?: ResultRenderer;
+  /** At most this many calls of one turn run at once. Default: no limit. */
+  maxConcurrentToolCalls?: number;
+  /**
+   * A schema (Zod, any Standard Schema, or `jsonSchema()`) for the final answer: the model's
+   * last text is parsed as JSON and validated; one corrective turn is allowed.
+   */
+  outputType?: OutputSchema<Output>;
+  /**
+   * Decides calls that need approval when the stream consumer did not:
+   * `true | "allow"`, `false | "deny"`, or `"ask"` to wait for `handle.approvals`.
+   */
+  approvalHandler?: (call: ToolCall, ctx: RunContext<Deps>) => ApprovalAnswer | Promise<ApprovalAnswer>;
+  /** How long an approval may wait for a decision before it is denied. Default 600,000 (10 minutes). */
+  approvalTimeoutMs?: number;
+  /** Permission rules. Default: `new StandardPermissions()` ("default" mode: destructive tools ask). */
+  permissions?: Permissions;
+  /**
+   * `"ask"` (default): once untrusted output (web pages, MCP results) entered the run, destructive
+   * tools need approval even where permissions would let them pass. `"off"` disables that.
+   */
+  taintPolicy?: "ask" | "off";
+  /** Agents this one can hand the conversation to, as `transfer_to_<name>` tools. */
+  handoffs?: Array<Agent<any, any> | Handoff<any>>;
+  /** When one call of a turn fails, abort its still-running siblings (reported as cancelled). Default false. */
+  cancelSiblingsOnError?: boolean;
+  /**
+   * Keeps long conversations inside the model's window: over `maxInputTokens` the model sees old
+   * tool results as stubs (and, with `summarize`, older turns as a summary); the transcript keeps everything.
+   */
+  compaction?: CompactionOptions;
+  /** Tools packaged with their prompt text and lifecycle (`plugin()`). */
+  plugins?: ReadonlyArray<Plugin<Deps>>;
+}
+
+const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;
+
+/**
+ * An agent: a model, instructions and tools, plus the settings of its loop.
+ *
+ * @example
+ * const agent = new Agent({ name: "support", model: "openai:gpt-4.1-mini",
+ *   instructions: "You help customers with orders.", tools: [lookupOrder] });
+ * const result = await Runner.run(agent, "Where is order A123?");
+ */
+export class Agent<Deps = unknown, Output = string> {
+  readonly name: string;
+  readonly config: Readonly<AgentConfig<Deps, Output>>;
+
+  constructor(config: AgentConfig<Deps, Output>) {
+    if (typeof config.name !== "string" || !AGENT_NAME.test(config.name)) {
+      throw new UserError(
+        `invalid agent name ${JSON.stringify(config.name)}: use 1-64 letters, digits, " _.-"`,
+      );
+    }
+    this.name = config.name;
+    this.config = Object.freeze({ ...config });
+  }
+
+  /**
+   * This agent as a tool (`{ input: string }`) another agent can call: each call is a child run.
+   *
+   * @example
+   * const researcher = new Agent({ name: "researcher", model, tools: [webSearch(backend)] });
+   * const writer = new Agent({ name: "writer", model, tools: [researcher.asTool({ budget: new Budget({ maxToolCalls: 10 }) })] });
+   */
+  asTool(options: AgentToolOptions = {}): Tool<{ input: string }> {
+    return agentTool(this, options);
+  }
+
+  /** A copy of this agent with some settings changed. */
+  clone(overrides: Partial<AgentConfig<Deps, Output>>): Agent<Deps, Output> {
+    return new Agent<Deps, Output>({ ...this.config, ...overrides });
+  }
+}

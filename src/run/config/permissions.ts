@@ -1,0 +1,115 @@
+import { UserError } from "../../errors.js";
+import type { RunContext } from "../engine/call-scope.js";
+
+/** What a permission check concludes for one call. */
+export type PermissionDecision =
+  | { behavior: "allow" }
+  | { behavior: "ask"; reason: string }
+  | { behavior: "deny"; reason: string };
+
+/** The facts about a tool that permission rules look at. */
+export type PermissionSubject = {
+  name: string;
+  destructive?: boolean;
+  readOnly?: boolean;
+  /** A built-in file-edit tool (the workspace's write/edit), auto-approved in "acceptEdits". */
+  editTool?: boolean;
+  /**
+   * The tool's own verdict on this call's arguments, when it has rules of its own (the workspace
+   * shell's `allow` / `deny` command prefixes). `undefined` leaves the decision to the mode.
+   */
+  rule?: (args: unknown) => PermissionDecision | undefined;
+};
+
+/** What a tool adds to permission checks and approval prompts for each of its calls. */
+export interface CallReview {
+  /** See `PermissionSubject.rule`. */
+  rule?(args: unknown): PermissionDecision | undefined;
+  /** What an approval prompt shows besides the reason: a one-line description and, e.g., a diff. */
+  describe?(
+    args: unknown,
+    ctx: RunContext,
+  ): { description: string; details?: unknown } | Promise<{ description: string; details?: unknown }>;
+}
+
+/**
+ * Per-tool reviews, keyed by the tool object (the workspace registers its tools here; the
+ * approval step reads it). A weak map: a tool that is dropped takes its review with it.
+ */
+export const CALL_REVIEWS = new WeakMap<object, CallReview>();
+
+/** Decides, per call, whether a tool may run, must ask a human, or is refused. */
+export interface Permissions {
+  check(
+    tool: PermissionSubject,
+    args: unknown,
+    ctx: RunContext,
+  ): PermissionDecision | Promise<PermissionDecision>;
+  /** Whether the model is shown the tool at all. Tools it would always deny are not offered. */
+  offers?(tool: PermissionSubject): boolean;
+}
+
+export type PermissionMode = "default" | "acceptEdits" | "bypass";
+
+export type StandardPermissionsOptions = {
+  mode?: PermissionMode;
+  /** Destructive tools that "acceptEdits" approves without asking (besides the built-in edit tools). */
+  editTools?: string[];
+  /** When set, only these tools may run; any other call is denied. */
+  allowedTools?: string[];
+  /** Never offered to the model, and denied if called anyway. */
+  deniedTools?: string[];
+};
+
+/**
+ * The standard permission rules.
+ *
+ * - `"default"`: destructive tools ask.
+ * - `"acceptEdits"`: the `editTools` (and the built-in workspace edit tools) pass; every other
+ *   destructive tool — a shell, a delete — still asks.
+ * - `"bypass"`: everything passes, except a tool's explicit `needsApproval`. For CI and
+ *   sandboxes only.
+ *
+ * @example
+ * new Agent({ name: "coder", tools, permissions: new StandardPermissions({ mode: "acceptEdits", editTools: ["apply_patch"] }) });
+ */
+export class StandardPermissions implements Permissions {
+  readonly mode: PermissionMode;
+  readonly #editTools: ReadonlySet<string>;
+  readonly #allowed: ReadonlySet<string> | undefined;
+  readonly #denied: ReadonlySet<string>;
+
+  constructor(options: StandardPermissionsOptions = {}) {
+    const mode = options.mode ?? "default";
+    if (!["default", "acceptEdits", "bypass"].includes(mode)) {
+      throw new UserError(
+        `unknown permission mode ${JSON.stringify(mode)}: use "default", "acceptEdits" or "bypass"`,
+      );
+    }
+    this.mode = mode;
+    this.#editTools = new Set(options.editTools ?? []);
+    this.#allowed = options.allowedTools ? new Set(options.allowedTools) : undefined;
+    this.#denied = new Set(options.deniedTools ?? []);
+  }
+
+  offers(tool: PermissionSubject): boolean {
+    return !this.#denied.has(tool.name) && (this.#allowed === undefined || this.#allowed.has(tool.name));
+  }
+
+  check(tool: PermissionSubject, args?: unknown): PermissionDecision {
+    if (this.#denied.has(tool.name))
+      return { behavior: "deny", reason: `${tool.name} is denied by this agent's permissions` };
+    if (this.#allowed && !this.#allowed.has(tool.name)) {
+      return { behavior: "deny", reason: `${tool.name} is not among this agent's allowed tools` };
+    }
+    // A tool's own rule: its "deny" holds in every mode (bypass too); its "allow" stands in for
+    // the human a destructive call would otherwise ask; its "ask" only refines the reason.
+    const ruled = tool.rule?.(args);
+    if (ruled?.behavior === "deny") return ruled;
+    if (this.mode === "bypass" || !tool.destructive) return { behavior: "allow" };
+    if (ruled?.behavior === "allow") return ruled;
+    if (this.mode === "acceptEdits" && (tool.editTool || this.#editTools.has(tool.name)))
+      return { behavior: "allow" };
+    return ruled ?? { behavior: "ask", reason: `${tool.name} is destructive` };
+  }
+}

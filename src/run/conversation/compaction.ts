@@ -1,0 +1,321 @@
+import type { EventOf } from "../../contract/events.js";
+import { UserError } from "../../errors.js";
+import type { Message, Model, ModelRequest, ToolSpec, Usage } from "../../model/types.js";
+import type { ActiveRun } from "../state/active-run.js";
+import { costOf } from "../state/pricing.js";
+import { type CompactionChange, type ContextView, type ElidedResult, ensureView } from "./context-view.js";
+import { Calibration, charsToTokens, fixedChars } from "./estimate.js";
+import { summarizeTurns } from "./summarize.js";
+
+/**
+ * Keeps a long conversation inside the model's context window without losing any of it: the
+ * transcript, the log and `result.messages` keep everything; only what the model is shown
+ * changes (see docs/compaction.md).
+ */
+export interface CompactionOptions {
+  /** The most input tokens one request may carry: system prompt, tool definitions and messages. */
+  maxInputTokens: number;
+  /** The last turns the model always sees whole (a turn: the user's message, the model's reply, its tool results). Default 4. */
+  keepRecentTurns?: number;
+  /**
+   * Writes the summary that replaces the oldest turns once eliding tool results is not enough: a
+   * `Model`, or `"provider:model-id"` (a small, cheap model does this well).
+   */
+  summarize?: Model | string;
+}
+
+/** Settings checked and defaulted. */
+export type Compaction = { maxInputTokens: number; keepRecentTurns: number; summarize?: Model };
+
+export const DEFAULT_KEEP_RECENT_TURNS = 4;
+/**
+ * A compaction goes down to this share of the limit, not just under it: the next turns then fit
+ * without another change, so the prompt prefix (and the provider's cache of it) stays the same.
+ */
+const TARGET_SHARE = 0.7;
+/** A summary request that takes longer than this gives up (the run goes on with elisions only). */
+const SUMMARY_TIMEOUT_MS = 120_000;
+const RECALL = "recall_tool_result";
+
+/** Checks an agent's `compaction` setting (a bad one is a `UserError` naming the agent) and resolves its summarizer. */
+export async function resolveCompaction(
+  options: CompactionOptions | undefined,
+  agent: string,
+  resolveModel: (id: string) => Promise<Model>,
+): Promise<Compaction | undefined> {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== "object")
+    throw new UserError(
+      `agent "${agent}": compaction must be an object: { maxInputTokens, keepRecentTurns?, summarize? }`,
+    );
+  const { maxInputTokens, keepRecentTurns = DEFAULT_KEEP_RECENT_TURNS, summarize } = options;
+  if (!Number.isInteger(maxInputTokens) || maxInputTokens < 1) {
+    throw new UserError(
+      `agent "${agent}": compaction.maxInputTokens must be a positive integer (the model's input limit in tokens), got ${String(maxInputTokens)}`,
+    );
+  }
+  if (!Number.isInteger(keepRecentTurns) || keepRecentTurns < 1) {
+    throw new UserError(
+      `agent "${agent}": compaction.keepRecentTurns must be an integer of at least 1, got ${String(keepRecentTurns)}`,
+    );
+  }
+  if (summarize === undefined) return { maxInputTokens, keepRecentTurns };
+  if (typeof summarize === "string")
+    return { maxInputTokens, keepRecentTurns, summarize: await resolveModel(summarize) };
+  if (typeof summarize?.stream !== "function") {
+    throw new UserError(
+      `agent "${agent}": compaction.summarize must be a Model (an object with stream()) or "provider:model-id"`,
+    );
+  }
+  return { maxInputTokens, keepRecentTurns, summarize };
+}
+
+/** Per-run bookkeeping beside the view: the estimate's correction and what was last sent. */
+type RunContextState = {
+  view: ContextView;
+  calibration: Calibration;
+  /** The uncorrected estimate of the last request sent, in tokens. */
+  sent: number;
+  /** From a resumed log: what the provider counted for the last request, to correct the first estimate. */
+  reported?: { inputTokens: number; messages: number };
+  fixed?: { system: string | undefined; tools: readonly ToolSpec[]; chars: number };
+  offered?: { from: ToolSpec[]; specs: ToolSpec[] };
+};
+
+const states = new WeakMap<ActiveRun, RunContextState>();
+
+function stateOf(run: ActiveRun): RunContextState {
+  let state = states.get(run);
+  if (!state) {
+    state = { view: ensureView(run.transcript), calibration: new Calibration(), sent: 0 };
+    states.set(run, state);
+  }
+  return state;
+}
+
+/**
+ * Views of stored conversations, keyed by their last message: a run that continues one (a
+ * session, or `loadSession()` history passed as input) starts from the view its last run
+ * ended with instead of compacting afresh — no second summary, and the prompt prefix stays.
+ */
+const conversationViews = new WeakMap<Message, { length: number; logged: LoggedCompaction }>();
+
+/** Remembers the view a stored conversation ended with (`loadSession` calls this). */
+export function rememberView(messages: readonly Message[], logged: LoggedCompaction | undefined): void {
+  const last = messages[messages.length - 1];
+  if (last && logged) conversationViews.set(last, { length: messages.length, logged });
+}
+
+/** A fresh run whose transcript begins with a remembered conversation takes over its view, as its own compaction event. */
+function adoptConversationView(
+  run: ActiveRun,
+  state: RunContextState,
+  config: Compaction,
+  request: ModelRequest,
+): void {
+  const transcript = run.transcript;
+  for (let index = transcript.length - 1; index >= 0; index--) {
+    const known = conversationViews.get(transcript[index]!);
+    if (!known || known.length !== index + 1) continue;
+    const { view } = state;
+    const fixed = fixedChars(request.system, request.tools);
+    const before = state.calibration.tokens(fixed + view.chars);
+    for (const change of known.logged.changes) view.apply(change);
+    if (known.logged.lastRequest) state.reported = known.logged.lastRequest;
+    if (!view.compacted) return;
+    // This run's own log must rebuild its view: one event that says where the conversation stood.
+    const summary = view.summary === undefined ? undefined : { text: view.summary, messages: view.cut };
+    const after = state.calibration.tokens(fixed + view.chars);
+    emitCompaction(run, view.elided(), summary, before, after, config.maxInputTokens);
+    return;
+  }
+}
+
+/** What a log says about a run's view: its compaction changes and the provider's last count. */
+export type LoggedCompaction = {
+  changes: CompactionChange[];
+  lastRequest?: { inputTokens: number; messages: number };
+};
+
+/** A resumed run continues with the view its log describes (call after its transcript is restored). */
+export function restoreView(run: ActiveRun, logged: LoggedCompaction | undefined): void {
+  if (!logged) return;
+  const state = stateOf(run);
+  state.view.sync();
+  for (const change of logged.changes) state.view.apply(change);
+  if (logged.lastRequest) state.reported = logged.lastRequest;
+}
+
+/** A handoff's `inputFilter` rewrote the transcript: the view starts over from it. */
+export function resetView(run: ActiveRun): void {
+  states.get(run)?.view.reset();
+}
+
+/**
+ * Before a model request: keeps the view in step with the transcript (O(new messages)),
+ * compacts it when the request would exceed `maxInputTokens`, and points the request at it.
+ * Returns a promise only when a summary must be written.
+ */
+export function compactRequest(
+  run: ActiveRun,
+  config: Compaction,
+  request: ModelRequest & { tools: ToolSpec[] },
+): Promise<void> | undefined {
+  const fresh = !states.has(run);
+  const state = stateOf(run);
+  const { view } = state;
+  view.sync();
+  if (fresh) adoptConversationView(run, state, config, request);
+  const allTools = request.tools;
+  request.tools = offered(state, allTools, run);
+  let fixed = fixedOf(state, request.system, request.tools);
+  if (state.reported) {
+    state.calibration.observe(
+      charsToTokens(fixed + view.charsBefore(state.reported.messages)),
+      state.reported.inputTokens,
+    );
+    state.reported = undefined;
+  }
+  if (state.calibration.tokens(fixed + view.chars) <= config.maxInputTokens) {
+    request.messages = view.messages;
+    state.sent = charsToTokens(fixed + view.chars);
+    return undefined;
+  }
+  const finish = () => {
+    // The recall tool appears with the first elision (a change of view anyway).
+    const tools = offered(state, allTools, run);
+    if (tools !== request.tools) {
+      request.tools = tools;
+      fixed = fixedOf(state, request.system, tools);
+    }
+    request.messages = view.messages;
+    state.sent = charsToTokens(fixed + view.chars);
+  };
+  const compacting = compact(run, state, config, () => fixed);
+  if (!compacting) {
+    finish();
+    return undefined;
+  }
+  return compacting.then(finish);
+}
+
+/** The provider's count for the request just sent corrects the next estimates. */
+export function observeUsage(run: ActiveRun, usage: Partial<Usage>): void {
+  const state = states.get(run);
+  if (state) state.calibration.observe(state.sent, usage.inputTokens);
+}
+
+function compact(
+  run: ActiveRun,
+  state: RunContextState,
+  config: Compaction,
+  fixed: () => number,
+): Promise<void> | undefined {
+  const { view, calibration } = state;
+  const tokens = () => calibration.tokens(fixed() + view.chars);
+  const before = tokens();
+  const target = Math.floor(config.maxInputTokens * TARGET_SHARE);
+  const keepFrom = view.windowStart(config.keepRecentTurns);
+  const elided = view.elideOldest(keepFrom, () => tokens() <= target);
+  const done = (summary?: { text: string; messages: number }) => {
+    // Results elided and then summarised in the same change are only in the summary.
+    const shown = summary ? elided.filter((entry) => entry.index >= summary.messages) : elided;
+    if (elided.length || summary)
+      emitCompaction(run, shown, summary, before, tokens(), config.maxInputTokens);
+    const after = tokens();
+    if (after > config.maxInputTokens) {
+      run.emit({
+        type: "warning",
+        code: "compaction_insufficient",
+        message:
+          `the next request needs about ${after.toLocaleString("en-US")} input tokens, over compaction.maxInputTokens ` +
+          `(${config.maxInputTokens.toLocaleString("en-US")}), even with old tool results elided` +
+          `${config.summarize ? " and older turns summarised" : ""}: the last ${config.keepRecentTurns} turns are kept whole. ` +
+          `${config.summarize ? "Lower keepRecentTurns" : "Give compaction a summarize model, or lower keepRecentTurns"}, or raise the limit.`,
+      });
+    }
+  };
+  if (!config.summarize || tokens() <= target || keepFrom <= view.cut) {
+    done();
+    return undefined;
+  }
+  return summarizeOlder(run, state, config.summarize, config, keepFrom).then(done);
+}
+
+async function summarizeOlder(
+  run: ActiveRun,
+  state: RunContextState,
+  model: Model,
+  config: Compaction,
+  upTo: number,
+): Promise<{ text: string; messages: number } | undefined> {
+  const { view } = state;
+  const range = run.transcript.slice(view.cut, upTo);
+  const signal = AbortSignal.any([run.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]);
+  try {
+    const { text, usage } = await summarizeTurns(
+      model,
+      view.summary,
+      range,
+      config.maxInputTokens * 3,
+      signal,
+    );
+    if (Object.keys(usage).length) {
+      const costUsd = costOf(model.name, usage);
+      run.addUsage(costUsd === undefined ? usage : { ...usage, costUsd });
+    }
+    // A summary is a digest: one that would crowd the window is cut to a quarter of it.
+    const clipped =
+      text.length > config.maxInputTokens ? `${text.slice(0, config.maxInputTokens)} […]` : text;
+    view.summarize(upTo, clipped);
+    return { text: clipped, messages: upTo };
+  } catch (error) {
+    if (run.signal.aborted) return undefined;
+    run.emit({
+      type: "warning",
+      code: "compaction_summary_failed",
+      message: `the summarizer "${model.name}" failed, so older turns stay as they are: ${(error as Error)?.message ?? String(error)}`,
+    });
+    return undefined;
+  }
+}
+
+function emitCompaction(
+  run: ActiveRun,
+  elided: ElidedResult[],
+  summary: { text: string; messages: number } | undefined,
+  tokensBefore: number,
+  tokensAfter: number,
+  maxInputTokens: number,
+): void {
+  const event: EventOf<"compaction"> = {
+    type: "compaction",
+    elided,
+    tokensBefore,
+    tokensAfter,
+    maxInputTokens,
+    runId: "",
+    seq: 0,
+    at: 0,
+    agent: "",
+  };
+  if (summary) event.summary = summary;
+  run.emit(event);
+}
+
+/** The tools offered: `recall_tool_result` only once something can be recalled (or the run has a store). */
+function offered(state: RunContextState, specs: ToolSpec[], run: ActiveRun): ToolSpec[] {
+  if (run.store || state.view.compacted) return specs;
+  if (state.offered?.from !== specs) {
+    state.offered = { from: specs, specs: specs.filter((spec) => spec.name !== RECALL) };
+  }
+  return state.offered.specs.length === specs.length ? specs : state.offered.specs;
+}
+
+function fixedOf(state: RunContextState, system: string | undefined, tools: readonly ToolSpec[]): number {
+  const fixed = state.fixed;
+  if (fixed && fixed.system === system && fixed.tools === tools) return fixed.chars;
+  const chars = fixedChars(system, tools);
+  state.fixed = { system, tools, chars };
+  return chars;
+}

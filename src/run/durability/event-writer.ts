@@ -1,0 +1,352 @@
+import type { RunEvent } from "../../contract/events.js";
+import { leaseOwner } from "../../store/lease-owner.js";
+import type { Lease, RunStore } from "../../store/types.js";
+import { APPENDS_IN_CALL_ORDER, LeaseConflict, StoreError } from "../../store/types.js";
+import type { EventQueue } from "../state/event-queue.js";
+
+export { leaseOwner } from "../../store/lease-owner.js";
+
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+
+/** How a driver waits for a lease another process holds. */
+export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
+
+/**
+ * Where a run's events go: straight to the reader, or — with a store — to the store first and
+ * to the reader only once stored (write-ahead). One writer serves a root run and its child
+ * runs, so the reader sees every event in the order it was emitted.
+ *
+ * Events are batched per event-loop turn, and sent sooner when the run must wait for them to be
+ * stored (`flushed`, before a tool runs): a call's end, the next turn and the next call's start
+ * go in one append (one transaction, or one round trip). A store that applies appends in call
+ * order (`APPENDS_IN_CALL_ORDER`, a store that commits in groups) gets each batch at once,
+ * without waiting for the previous one. Any other store gets one append at a time; what is
+ * emitted while one is under way goes in the next.
+ */
+export class EventWriter {
+  readonly store: RunStore | undefined;
+  readonly #queue: EventQueue;
+  readonly #leases = new Map<string, Lease>();
+  readonly #leaseTtlMs: number;
+  readonly #inCallOrder: boolean;
+  #batch: RunEvent[] = [];
+  #chain: Promise<void> = Promise.resolve();
+  #scheduled = false;
+  #failure: Error | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  readonly #onFailure: (error: Error) => void;
+
+  constructor(
+    queue: EventQueue,
+    store: RunStore | undefined,
+    onFailure: (error: Error) => void,
+    leaseTtlMs = DEFAULT_LEASE_TTL_MS,
+  ) {
+    this.#queue = queue;
+    this.store = store;
+    this.#onFailure = onFailure;
+    this.#leaseTtlMs = leaseTtlMs;
+    this.#inCallOrder =
+      (store as { [APPENDS_IN_CALL_ORDER]?: boolean } | undefined)?.[APPENDS_IN_CALL_ORDER] === true;
+  }
+
+  /** Store operations the run is waiting for right now (appends, the final release). */
+  #storeWaits = 0;
+
+  /** True while the run waits for its store: a stopped run that does not end is held by the store. */
+  get waitingOnStore(): boolean {
+    return this.#storeWaits > 0;
+  }
+
+  /** The error that stopped the store, if one did. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  write(event: RunEvent): void {
+    if (!this.store) {
+      this.#queue.push(event);
+      return;
+    }
+    // After a failure events are no longer stored, but they still pass through the chain:
+    // the reader sees them after the batch that failed, in seq order.
+    this.#batch.push(event);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      // The event-loop turn, not the tick: a call's events are emitted over several ticks, and
+      // one append per call instead of three was a fifth of a durable call's time (a round trip
+      // fewer per call for a remote store).
+      setImmediate(this.#scheduledFlush);
+    }
+  }
+
+  /**
+   * Resolves once every event written so far is stored (at once without a store: `undefined`,
+   * so the hot path pays no await).
+   */
+  flushed(): Promise<void> | undefined {
+    if (!this.store) return undefined;
+    if (this.#batch.length) this.#flush();
+    return this.#chain;
+  }
+
+  readonly #scheduledFlush = (): void => {
+    this.#scheduled = false;
+    this.#flush();
+  };
+
+  /** Sends the batch (an earlier `flushed` may have sent it already; a scheduled flush stays scheduled). */
+  #flush(): void {
+    const batch = this.#batch;
+    if (!batch.length) return;
+    this.#batch = [];
+    if (this.#inCallOrder && this.#failure === undefined) {
+      // Sent now; the chain only keeps the reader's order.
+      const stored = this.#store(batch);
+      this.#chain = this.#chain.then(() => stored).then(() => this.#deliver(batch));
+    } else if (this.#waiting !== undefined) {
+      // An append is under way: what was emitted since joins the one waiting behind it, so the
+      // store sees at most two appends per round trip, however many ticks the run took.
+      for (const event of batch) this.#waiting.push(event);
+    } else {
+      const next = batch;
+      this.#waiting = next;
+      this.#chain = this.#chain.then(async () => {
+        if (this.#waiting === next) this.#waiting = undefined;
+        if (this.#failure === undefined) await this.#store(next);
+        this.#deliver(next);
+      });
+    }
+  }
+
+  /** The batch chained behind an append under way, still open to later events (one-at-a-time stores). */
+  #waiting: RunEvent[] | undefined;
+
+  #deliver(batch: RunEvent[]): void {
+    for (const event of batch) this.#queue.push(event);
+  }
+
+  /** Appends `batch`, one append per run; never rejects: a failure stops the run instead. */
+  async #store(batch: RunEvent[]): Promise<void> {
+    const store = this.store!;
+    let runId = batch[0]!.runId;
+    this.#storeWaits++;
+    try {
+      // The common batch: one run's events, appended as they are.
+      if (oneRun(batch)) {
+        await store.append(this.#leaseOf(runId), batch);
+        return;
+      }
+      const runs = [...byRun(batch)].map(([id, events]) => {
+        runId = id;
+        return { lease: this.#leaseOf(id), events };
+      });
+      // Made together (child runs interleave with their parent): a store that commits in
+      // groups stores them in one transaction.
+      const outcomes = await Promise.allSettled(
+        runs.map(({ lease, events }) => appendTo(store, lease, events)),
+      );
+      const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
+      if (failed !== -1) {
+        runId = runs[failed]!.lease.runId;
+        throw (outcomes[failed] as PromiseRejectedResult).reason;
+      }
+    } catch (error) {
+      // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
+      // the run stops with a StoreError, so it fails instead of reading as cancelled.
+      this.#fail(
+        error instanceof StoreError
+          ? error
+          : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, {
+              runId,
+              cause: error,
+            }),
+      );
+    } finally {
+      this.#storeWaits--;
+    }
+  }
+
+  #leaseOf(runId: string): Lease {
+    const lease = this.#leases.get(runId);
+    if (!lease) throw new StoreError(`run ${runId} has no lease in this process`, { runId });
+    return lease;
+  }
+
+  /** This driver's identity: two drivers of one run in the same process conflict too. */
+  readonly #owner = leaseOwner();
+  /** By when (this machine's clock) each lease must have been renewed: past it, the run stops. */
+  readonly #deadlines = new Map<string, number>();
+  #renewing = false;
+
+  /**
+   * Takes the run's lease (one writer per run) and keeps it renewed until `release`. While
+   * another live process holds it, waits up to `waitMs` (polling, so a holder that dies or
+   * lets go is noticed at once), then throws its `LeaseConflict`.
+   */
+  async acquire(runId: string, wait: LeaseWait = {}): Promise<void> {
+    if (!this.store) return;
+    const requestedAt = Date.now();
+    const lease = await this.#acquire(runId, wait);
+    this.#leases.set(runId, lease);
+    this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
+    if (!this.#renewTimer) {
+      this.#renewTimer = setInterval(
+        () => void this.#renew(),
+        Math.max(50, Math.floor(this.#leaseTtlMs / 3)),
+      );
+      this.#renewTimer.unref?.();
+    }
+  }
+
+  async #acquire(runId: string, { waitMs = 0, signal }: LeaseWait): Promise<Lease> {
+    const store = this.store!;
+    const giveUpAt = Date.now() + Math.max(0, waitMs);
+    let pause = 50;
+    while (true) {
+      try {
+        return await store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
+      } catch (error) {
+        const left = giveUpAt - Date.now();
+        if (!(error instanceof LeaseConflict) || left <= 0 || signal?.aborted) throw error;
+        // Wake when the lease expires, or sooner to notice a holder that died or released it.
+        const until = Math.max(10, Math.min(pause, left, error.expiresAt - Date.now() + 10));
+        pause = Math.min(pause * 2, 1_000);
+        await pauseFor(until, signal);
+      }
+    }
+  }
+
+  async #renew(): Promise<void> {
+    const store = this.store!;
+    // A renewal that hangs must not pile up others behind it; the deadline check still runs.
+    if (this.#failure === undefined) this.#checkDeadlines();
+    if (this.#renewing || this.#failure !== undefined) return;
+    this.#renewing = true;
+    try {
+      for (const [runId, lease] of this.#leases) {
+        const requestedAt = Date.now();
+        try {
+          const renewed = await store.renewLease(lease, this.#leaseTtlMs);
+          if (this.#leases.has(runId)) {
+            this.#leases.set(runId, renewed);
+            this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
+          }
+        } catch (error) {
+          this.#fail(
+            error instanceof StoreError
+              ? error
+              : new StoreError(`renewing the lease of run ${runId} failed: ${describe(error)}`, {
+                  runId,
+                  cause: error,
+                }),
+          );
+          return;
+        }
+      }
+    } finally {
+      this.#renewing = false;
+    }
+  }
+
+  /** A lease whose renewal did not come back before it expired: another process may take the run now. */
+  #checkDeadlines(): void {
+    const now = Date.now();
+    for (const [runId, deadline] of this.#deadlines) {
+      if (now < deadline) continue;
+      this.#fail(
+        new StoreError(
+          `run ${runId}: its lease expired before the store confirmed a renewal (no answer for ${now - deadline + this.#leaseTtlMs} ms); ` +
+            "the run stopped so that no two processes drive it; resume it once the store answers",
+          { runId, retryable: true },
+        ),
+      );
+      return;
+    }
+  }
+
+  #fail(error: Error): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#onFailure(error);
+  }
+
+  /**
+   * Stores what is pending, then gives the run's lease back. After the store failed, nothing
+   * waits for it: the lease is let go in the background (it expires anyway).
+   */
+  async release(runId: string): Promise<void> {
+    const flushed = this.#failure === undefined ? this.flushed()?.catch(() => {}) : undefined;
+    const lease = this.#leases.get(runId);
+    // A store that applies calls in order gets the release at once, behind the last events:
+    // one that commits in groups stores both in one commit.
+    let released =
+      lease && this.store && this.#inCallOrder && this.#failure === undefined
+        ? this.store.releaseLease(lease).catch(() => {})
+        : undefined;
+    if (released) this.#forget(runId);
+    await flushed;
+    this.#forget(runId);
+    if (!lease || !this.store) return;
+    released ??= this.store.releaseLease(lease).catch(() => {});
+    if (this.#failure !== undefined) return;
+    this.#storeWaits++;
+    await released;
+    this.#storeWaits--;
+  }
+
+  /** Stops renewing the run's lease (its release is under way). */
+  #forget(runId: string): void {
+    this.#leases.delete(runId);
+    this.#deadlines.delete(runId);
+    if (this.#leases.size === 0) {
+      clearInterval(this.#renewTimer);
+      this.#renewTimer = undefined;
+    }
+  }
+}
+
+/** True when every event of the batch is of its first event's run. */
+function oneRun(batch: RunEvent[]): boolean {
+  const first = batch[0]!.runId;
+  for (let i = batch.length - 1; i > 0; i--) if (batch[i]!.runId !== first) return false;
+  return true;
+}
+
+/** A batch's events grouped by run (a batch of several runs: see `oneRun`), each run's in order. */
+function byRun(batch: RunEvent[]): Map<string, RunEvent[]> {
+  const runs = new Map<string, RunEvent[]>();
+  for (const event of batch) {
+    const events = runs.get(event.runId);
+    if (events) events.push(event);
+    else runs.set(event.runId, [event]);
+  }
+  return runs;
+}
+
+/** `store.append`, with a custom store's synchronous throw turned into a rejection. */
+async function appendTo(store: RunStore, lease: Lease, events: RunEvent[]): Promise<void> {
+  await store.append(lease, events);
+}
+
+/** Resolves after `ms`, or early when `signal` aborts. */
+function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** A thrown value's message, without trusting it (a getter may throw). */
+function describe(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "an error that cannot be described";
+  }
+}

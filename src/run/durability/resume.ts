@@ -1,0 +1,192 @@
+import { UserError } from "../../errors.js";
+import type { Message } from "../../model/types.js";
+import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
+import type { RunStore } from "../../store/types.js";
+import type { Agent } from "../config/agent.js";
+import { Handoff } from "../config/handoff.js";
+import { teardownPlugins } from "../config/plugin.js";
+import { rememberView, restoreView } from "../conversation/compaction.js";
+import type { PriorTurn, RequestedCall } from "../engine/executor.js";
+import { type AgentSetup, finishRun, prepareAgent, turns } from "../engine/loop.js";
+import type { CallResult } from "../engine/tool-result.js";
+import type { ActiveRun } from "../state/active-run.js";
+import type { RunResult } from "../state/result.js";
+import { type RunState, replay } from "./replay.js";
+
+/** Reads a stored run and rebuilds its state; a run the store does not know is a `UserError`. */
+export async function loadRun(store: RunStore, runId: string): Promise<RunState> {
+  const events = await store.read(runId);
+  if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
+  return replay(events);
+}
+
+/**
+ * True for a run whose log ends with a failure of its store (disk full, lost connection, no
+ * answer), not of the run: it is unfinished, and resuming continues it from what was stored.
+ */
+export function resumesAfterFailure(state: RunState): boolean {
+  return state.status === "failed" && state.error?.kind === STORE_UNAVAILABLE;
+}
+
+/** The result a finished stored run ended with, rebuilt from its log. */
+export function storedResult(state: RunState, agent: Agent<any, any>): RunResult<any> {
+  if (state.status === "failed") {
+    const error = new Error(state.error?.message ?? "the run failed");
+    error.name = state.error?.name ?? "Error";
+    throw error;
+  }
+  return {
+    runId: state.runId!,
+    output: state.output ?? "",
+    messages: state.messages,
+    toolCalls: state.toolCalls,
+    usage: state.usage,
+    stopReason: state.stopReason ?? "completed",
+    lastAgent: findAgent(agent, state.agent) ?? agent,
+  };
+}
+
+/**
+ * Continues a stored run in `run` (a fresh ActiveRun with the same id): restores its transcript,
+ * records, usage, turn and seq from the log, finishes the turn it stopped in — completed calls
+ * are never run again; a call that had started re-runs only if its tool is idempotent, else it
+ * gets an `interrupted` result; stored approval decisions stand; undecided ones are asked again
+ * — and then goes on like any run.
+ */
+export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunResult<any>> {
+  try {
+    return await continueRun(run, state);
+  } finally {
+    // As a fresh run's loop does: plugins set up for this run are torn down, host watches end.
+    const ending = teardownPlugins(run);
+    if (ending) await ending;
+    run.close();
+  }
+}
+
+async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<any>> {
+  const speaker = findAgent(run.agent, state.agent);
+  if (!speaker) {
+    throw new UserError(
+      `run ${run.runId} was last driven by agent "${state.agent}", which is neither "${run.agent.name}" nor reachable through its handoffs`,
+    );
+  }
+  run.agent = speaker;
+  const assistantCallIds = state.openTurn?.assistant?.toolCalls?.map((c) => c.id) ?? [];
+  run.restore(state.lastSeq, [...state.callIds, ...assistantCallIds]);
+  run.transcript.push(...state.messages);
+  restoreView(run, state.compaction);
+  Object.assign(run.usage, state.usage);
+  if (state.tainted) run.tainted = state.tainted;
+  const open = state.openTurn;
+  const openIds = new Set(open?.calls.map((c) => c.id) ?? []);
+  run.records.push(...state.toolCalls.filter((r) => !openIds.has(r.call.id)));
+  run.turn = state.turn;
+  const lastText = [...state.messages]
+    .reverse()
+    .find((m) => m.role === "assistant" && typeof m.content === "string" && m.content);
+  if (lastText && typeof lastText.content === "string") run.lastText = lastText.content;
+  const own = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+  if (own) {
+    own.turns = state.turn;
+    own.toolCalls = state.toolCalls.length + (open ? open.started.size + open.decisions.size : 0);
+  }
+  run.tracing?.linkTo(state.traceparent);
+  run.emit({ type: "run_resumed", fromSeq: state.lastSeq });
+
+  const setup = await prepareAgent(run, run.agent);
+  if (!open) {
+    // Between turns. If the model's last word was its final answer, only run_completed was lost.
+    const last = state.messages.at(-1);
+    if (last?.role === "assistant" && !last.toolCalls?.length && !state.parked) {
+      return finalAnswer(run, setup, typeof last.content === "string" ? last.content : run.lastText);
+    }
+    return turns(run, setup);
+  }
+  if (!open.assistant) {
+    // The model turn itself was cut off: ask again, under the same turn number.
+    run.turn = open.turn - 1;
+    return turns(run, setup);
+  }
+  const assistantAt = state.messages.lastIndexOf(open.assistant);
+  const appended = new Set(
+    state.messages.slice(assistantAt + 1).flatMap((m) => (m.role === "tool" ? [m.toolCallId] : [])),
+  );
+  const prior: PriorTurn = { results: new Map(), started: open.started, decisions: open.decisions, appended };
+  for (const [id, logged] of open.completed) {
+    const { record } = logged;
+    const result: CallResult = {
+      record,
+      message: {
+        role: "tool",
+        toolCallId: record.call.id,
+        name: record.call.name,
+        content: logged.content ?? record.output,
+        isError: !record.ok,
+        ...(logged.details !== undefined && { details: logged.details }),
+      },
+    };
+    prior.results.set(id, result);
+  }
+  // The assistant message is the authority on what was requested: a crash may have come before
+  // its tool_call_requested events were stored.
+  const calls = open.assistant.toolCalls ?? [];
+  if (calls.length === 0) {
+    // The model had given its final answer; only the closing events were lost.
+    run.emit({ type: "turn_completed", turn: run.turn });
+    return finalAnswer(
+      run,
+      setup,
+      typeof open.assistant.content === "string" ? open.assistant.content : run.lastText,
+    );
+  }
+  for (const call of calls) {
+    if (!open.calls.some((c) => c.id === call.id))
+      run.emit({ type: "tool_call_requested", call, index: calls.indexOf(call) });
+  }
+  const requested: RequestedCall[] = calls.map((call) =>
+    call.rawArgs !== undefined ? { call, parseError: "the arguments were not valid JSON" } : { call },
+  );
+  const text = typeof open.assistant.content === "string" ? open.assistant.content : "";
+  return turns(run, setup, { text, requested, prior });
+}
+
+/** Ends a resumed run whose model had already answered (checked against `outputType` if set). */
+async function finalAnswer(run: ActiveRun, setup: AgentSetup, text: string): Promise<RunResult<any>> {
+  const checked = setup.contract ? await setup.contract.check(text) : undefined;
+  if (!checked) return finishRun(run, "completed", text);
+  if (checked.ok) return finishRun(run, "completed", checked.value);
+  return turns(run, setup);
+}
+
+/** The agent named `name`: `root` or one reachable through handoffs. */
+function findAgent(root: Agent<any, any>, name: string | undefined): Agent<any, any> | undefined {
+  if (name === undefined) return root;
+  const seen = new Set<Agent<any, any>>();
+  const queue = [root];
+  while (queue.length) {
+    const agent = queue.shift()!;
+    if (seen.has(agent)) continue;
+    seen.add(agent);
+    if (agent.name === name) return agent;
+    for (const h of agent.config.handoffs ?? []) queue.push(h instanceof Handoff ? h.target : h);
+  }
+  return undefined;
+}
+
+/**
+ * The conversation so far of a session: the transcript of its latest stored run.
+ *
+ * @example
+ * const history = await loadSession(store, "chat-42");
+ */
+export async function loadSession(store: RunStore, sessionId: string): Promise<Message[]> {
+  const runs = await store.listRuns({ sessionId });
+  // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
+  for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
+    const state = replay(await store.read(summary.runId));
+    rememberView(state.messages, state.compaction);
+    if (state.messages.length) return state.messages;
+  }
+  return [];
+}

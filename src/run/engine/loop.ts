@@ -1,0 +1,551 @@
+import type { EventOf, StopReason } from "../../contract/events.js";
+import { BudgetExceeded, UserError } from "../../errors.js";
+import type {
+  AssistantMessage,
+  ContentBlock,
+  FinishReason,
+  Message,
+  Model,
+  ModelRequest,
+  ModelSettings,
+  ToolCall,
+  ToolSpec,
+  Usage,
+} from "../../model/types.js";
+import { StoreError } from "../../store/types.js";
+import type { Agent } from "../config/agent.js";
+import { handoffTools } from "../config/handoff.js";
+import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
+import type { Permissions } from "../config/permissions.js";
+import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "../config/plugin.js";
+import {
+  type Compaction,
+  compactRequest,
+  observeUsage,
+  resetView,
+  resolveCompaction,
+} from "../conversation/compaction.js";
+import { sharedRecallTool } from "../conversation/recall.js";
+import type { ActiveRun } from "../state/active-run.js";
+import { costOf } from "../state/pricing.js";
+import type { RunResult } from "../state/result.js";
+import {
+  executeTurn,
+  markTainted,
+  type PriorTurn,
+  type RequestedCall,
+  type TurnExecution,
+} from "./executor.js";
+import { turnRequest } from "./model-request.js";
+import { streamModelTurn, toToolCall } from "./model-turn.js";
+import { resolveInstructions } from "./system-prompt.js";
+import { type CallResult, errorResult } from "./tool-result.js";
+import { type ToolGroup, Toolset } from "./toolset.js";
+
+/** What a run starts from: a user message, or a whole transcript (e.g. `previous.messages` plus a new turn). */
+export type RunInput = string | Message | readonly Message[];
+
+export function inputMessages(input: RunInput): Message[] {
+  if (typeof input === "string") return [{ role: "user", content: input }];
+  if (Array.isArray(input)) return [...input];
+  return [input as Message];
+}
+
+/** Everything that changes when the run switches agents (handoffs). */
+export type AgentSetup = {
+  model: Model;
+  toolset: Toolset;
+  system: string | undefined;
+  settings: ModelSettings;
+  permissions: Permissions | undefined;
+  contract: OutputContract | undefined;
+  offered?: { from: ToolSpec[]; specs: ToolSpec[] };
+  compaction?: Compaction;
+};
+
+/**
+ * The loop: model turn → tool calls → results → next turn, until the model answers without
+ * calls, a tool ends the turn, the run is cancelled, a budget runs out, or it runs out of turns.
+ */
+export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+  try {
+    const setup = start(run, input);
+    return await turns(run, setup instanceof Promise ? await setup : setup);
+  } finally {
+    const ending = teardownPlugins(run);
+    if (ending) await ending;
+    run.close();
+  }
+}
+
+/** `run_started`, the input into the transcript, and the first agent's setup. */
+function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
+  const messages = inputMessages(input);
+  run.emit({
+    type: "run_started",
+    input: messages,
+    ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
+    ...(run.userId !== undefined && { userId: run.userId }),
+    ...(run.parent && { parentCallId: run.parent.callId }),
+  });
+  run.transcript.push(...messages);
+  // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
+  // before destructive calls in every run that continues it (sessions, `result.messages`).
+  const inherited = messages.find((m) => m.role === "tool" && m.untrusted);
+  if (inherited && !run.tainted) {
+    markTainted(
+      run,
+      `earlier untrusted output in the conversation (${(inherited as { name: string }).name})`,
+    );
+  }
+  return prepareAgent(run, run.agent);
+}
+
+/** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
+export type UnfinishedTurn = { text: string; requested: RequestedCall[]; prior: PriorTurn };
+
+/**
+ * The turns of a run, from wherever it is: a fresh run starts with a model request; a resumed
+ * run may first finish a turn whose calls were under way.
+ */
+export async function turns(
+  run: ActiveRun,
+  firstSetup: AgentSetup,
+  unfinished?: UnfinishedTurn,
+): Promise<RunResult<any>> {
+  // Every field in the literal: one added later makes a hidden class that a full GC can drop (shapes.ts).
+  const state: LoopState = { setup: firstSetup, corrected: false, ended: undefined };
+  if (unfinished) {
+    const { text, requested, prior } = unfinished;
+    const execution = await executeTurn(run, state.setup.toolset, requested, prior);
+    const closed = closeTurn(run, state, text, execution, prior);
+    const outcome = closed instanceof Promise ? await closed : closed;
+    if (outcome) return outcome;
+  }
+
+  while (true) {
+    if (run.stopper.aborted) return stopOnAbort(run);
+    const overBudget = run.budgetExceeded();
+    if (overBudget) return finishRun(run, "budget", run.lastText, overBudget);
+    if (run.turn >= run.maxTurns) return finishRun(run, "max_turns", run.lastText);
+    const ownBudget = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+    if (ownBudget && !ownBudget.turnsLeft()) {
+      const error = new BudgetExceeded(
+        run.runId,
+        "maxTurns",
+        `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
+      );
+      return finishRun(run, "budget", run.lastText, error);
+    }
+    deliverInbox(run);
+    const { setup } = state;
+    run.turn++;
+    for (const tracker of run.budgets) tracker.turns++;
+    run.emit({
+      type: "turn_started",
+      turn: run.turn,
+      model: setup.model.name,
+      runId: "",
+      seq: 0,
+      at: 0,
+      agent: "",
+    });
+    if (run.turn > 1) {
+      const relisted = setup.toolset.refresh();
+      if (relisted) await relisted;
+    }
+
+    const request = modelRequest(run, setup);
+    if (setup.compaction) {
+      const compacting = compactRequest(run, setup.compaction, request);
+      if (compacting) await compacting;
+    }
+    const turn = await streamModelTurn(run, setup.model, request);
+    if (!turn) {
+      if (run.stopper.aborted) return stopOnAbort(run);
+      // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
+      run.emit({
+        type: "warning",
+        code: "turn_interrupted",
+        message: "the model turn was interrupted by a new user message",
+      });
+      completeTurn(run);
+      continue;
+    }
+
+    state.ended = { finish: turn.finish, usage: undefined };
+    if (Object.keys(turn.usage).length) {
+      const costUsd = costOf(setup.model.name, turn.usage);
+      const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
+      state.ended.usage = usage;
+      run.addUsage(usage);
+      if (setup.compaction) observeUsage(run, turn.usage);
+    }
+
+    const requested: RequestedCall[] = turn.calls.map((raw) => toToolCall(run, raw));
+    append(run, assistantMessage(turn.text, turn.reasoning, requested, turn.providerData));
+    if (turn.text) run.lastText = turn.text;
+
+    if (requested.length === 0) {
+      completeTurn(run, state);
+      if (setup.contract) {
+        const checked = await setup.contract.check(turn.text);
+        if (!checked.ok) {
+          if (state.corrected) {
+            throw new OutputValidationError(
+              `the final output of agent "${run.agent.name}" does not match its outputType:\n${checked.problems.slice(0, 10).join("\n")}`,
+            );
+          }
+          state.corrected = true;
+          const problems = checked.problems
+            .slice(0, 10)
+            .map((p) => `- ${p}`)
+            .join("\n");
+          append(run, {
+            role: "user",
+            content: `Your answer does not match the required output schema:\n${problems}\nReply again with only a JSON value that matches the schema.`,
+          });
+          continue;
+        }
+        if (!run.inbox.length && !run.followUps.length) return finishRun(run, "completed", checked.value);
+      }
+      // A message injected during this last turn, or a queued follow-up, keeps the run going.
+      if (run.inbox.length) continue;
+      if (run.followUps.length) {
+        run.inbox.push(...run.followUps.splice(0));
+        continue;
+      }
+      return finishRun(run, "completed", run.lastText);
+    }
+
+    for (let index = 0; index < requested.length; index++) {
+      const { call, repairs } = requested[index]!;
+      const requestedEvent: EventOf<"tool_call_requested"> = {
+        type: "tool_call_requested",
+        call,
+        index,
+        runId: "",
+        seq: 0,
+        at: 0,
+        agent: "",
+      };
+      if (repairs) requestedEvent.repairs = repairs;
+      run.emit(requestedEvent);
+    }
+    // Awaited here, not inside a helper: an async helper would cost two promises per turn.
+    const execution =
+      turn.finish === "length"
+        ? truncatedCalls(run, requested)
+        : await executeTurn(run, setup.toolset, requested);
+    const closed = closeTurn(run, state, turn.text, execution);
+    const outcome = closed instanceof Promise ? await closed : closed;
+    if (outcome) return outcome;
+  }
+}
+
+type LoopState = {
+  setup: AgentSetup;
+  corrected: boolean;
+  /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
+  ended: { finish: FinishReason; usage: Partial<Usage> | undefined } | undefined;
+};
+
+/** The request of one model turn (see `turnRequest`). */
+function modelRequest(run: ActiveRun, setup: AgentSetup): ModelRequest & { signal: AbortSignal } {
+  return turnRequest(run.transcript, offeredSpecs(setup), setup.settings, run.modelStopper(), setup.system);
+}
+
+/** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */
+function completeTurn(run: ActiveRun, state?: LoopState): void {
+  const ended = state?.ended;
+  if (!ended) {
+    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+    return;
+  }
+  state.ended = undefined;
+  // One literal per shape (see shapes.ts): the same fields, in the same order, as before.
+  const { finish, usage } = ended;
+  if (usage)
+    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish, usage });
+  else run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish });
+}
+
+/**
+ * Closes a turn whose calls have run: tool messages in request order, then whatever the calls
+ * decided (stop, end the turn, hand off, park). Returns the result when the run stops; a
+ * promise only when a handoff's new agent needs one to be prepared.
+ */
+function closeTurn(
+  run: ActiveRun,
+  state: LoopState,
+  text: string,
+  execution: TurnExecution,
+  prior?: PriorTurn,
+): RunResult<any> | undefined | Promise<undefined> {
+  const { results } = execution;
+  if (execution.parked) return park(run, execution.parked, results);
+  for (const result of results) {
+    run.records.push(result.record);
+    if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
+  }
+  completeTurn(run, state);
+
+  if (execution.stop) {
+    return execution.stop.reason === "budget"
+      ? finishRun(run, "budget", run.lastText, execution.stop.error)
+      : stopOnAbort(run);
+  }
+  const { endedBy } = execution;
+  if (endedBy) {
+    const ended = results.find((r) => r.record.ok && r.record.call.name === endedBy.name);
+    return finishRun(run, "ends_turn", text || ended?.record.output || "");
+  }
+  if (execution.handoff) {
+    const { handoff, call } = execution.handoff;
+    const from = run.agent.name;
+    run.agent = handoff.target;
+    let transcript: Message[] | undefined;
+    if (handoff.inputFilter) {
+      transcript = handoff.inputFilter([...run.transcript]);
+      run.transcript.splice(0, run.transcript.length, ...transcript);
+      resetView(run);
+    }
+    run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
+    state.corrected = false;
+    const next = prepareAgent(run, handoff.target);
+    if (next instanceof Promise) {
+      return next.then((setup) => {
+        state.setup = setup;
+        return undefined;
+      });
+    }
+    state.setup = next;
+  }
+  return undefined;
+}
+
+/** A stored run waiting for approval leaves memory: its log says where to pick it up. */
+function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunResult<any> {
+  run.emit({ type: "run_parked", pending });
+  return {
+    runId: run.runId,
+    output: run.lastText,
+    messages: run.transcript,
+    toolCalls: [...run.records, ...finished.map((r) => r.record)],
+    usage: { ...run.usage },
+    stopReason: "awaiting_approval",
+    lastAgent: run.agent,
+    pending,
+  };
+}
+
+/** A turn cut off by the output-token limit: running calls with truncated arguments is unsafe. */
+function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecution {
+  const results = requested.map(({ call }) => {
+    const result = errorResult(
+      call,
+      "truncated_arguments",
+      `the response hit the output token limit while writing the arguments for ${call.name}, so the call was not run`,
+      "Make the call again with shorter arguments, or split the work into smaller calls.",
+    );
+    run.emit({
+      type: "tool_call_completed",
+      call,
+      ok: false,
+      output: result.record.output,
+      error: result.record.error!,
+      durationMs: 0,
+    });
+    return result;
+  });
+  return { results };
+}
+
+/** Messages `handle.inject()` queued go in before the next model request. */
+function deliverInbox(run: ActiveRun): void {
+  if (run.inbox.length === 0) return;
+  for (const message of run.inbox.splice(0)) append(run, message);
+}
+
+/**
+ * What the run needs of `agent`: its model, tools, system prompt and settings. Without a model
+ * id to resolve, compaction, plugins, hosts or instruction functions there is nothing to wait
+ * for: it returns the setup itself, not a promise (most runs start here).
+ */
+export function prepareAgent(run: ActiveRun, agent: Agent<any, any>): AgentSetup | Promise<AgentSetup> {
+  const config = agent.config;
+  const given = config.model;
+  if (typeof given !== "object" || given === null || config.compaction !== undefined)
+    return prepareResolving(run, agent);
+  const plugins = checkPlugins(config.plugins, agent.name);
+  if (plugins.length) return prepareResolving(run, agent);
+  const toolset = agentToolset(run, agent, plugins, undefined);
+  if (toolset.hasHosts) return prepareResolving(run, agent, toolset);
+  return finishSetup(run, agent, plugins, given, toolset, undefined);
+}
+
+/** `prepareAgent` with its waits: a model id, compaction, plugins' setup, hosts' listings. */
+async function prepareResolving(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  built?: Toolset,
+): Promise<AgentSetup> {
+  const model = await resolveModel(agent.config.model, agent.name);
+  const compaction = await resolveCompaction(agent.config.compaction, agent.name, (id) =>
+    resolveModel(id, agent.name),
+  );
+  const plugins = checkPlugins(agent.config.plugins, agent.name);
+  const toolset = built ?? agentToolset(run, agent, plugins, compaction);
+  // Before hosts are listed and instructions evaluated (either may need what setup prepares),
+  // and so before the first model request. The run's end tears them down (`teardownPlugins`).
+  if (plugins.length) await setupPlugins(run, plugins);
+  const listed = toolset.refresh();
+  if (listed) await listed;
+  return finishSetup(run, agent, plugins, model, toolset, compaction);
+}
+
+/** The agent's tools, its plugins', its handoffs and the recall tool, with names checked. */
+function agentToolset(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  plugins: readonly Plugin<any>[],
+  compaction: Compaction | undefined,
+): Toolset {
+  const groups: ToolGroup[] = [{ from: "the agent's tools", tools: agent.config.tools }];
+  for (const entry of plugins) groups.push({ from: `plugin "${entry.name}"`, tools: entry.tools });
+  groups.push({ from: "the agent's handoffs", tools: handoffTools(agent) });
+  // Recall reads what the store kept of truncated results and what compaction elided.
+  if (run.store || compaction)
+    groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.store) });
+  const toolset = Toolset.forRun(agent, groups, run.stopper);
+  if (toolset.hasHosts) {
+    run.onClose(() => toolset.close());
+    toolset.checkNames();
+  }
+  return toolset;
+}
+
+/** The rest of the setup, once tools are listed: warnings, the system prompt, the output contract. */
+function finishSetup(
+  run: ActiveRun,
+  agent: Agent<any, any>,
+  plugins: readonly Plugin<any>[],
+  model: Model,
+  toolset: Toolset,
+  compaction: Compaction | undefined,
+): AgentSetup | Promise<AgentSetup> {
+  for (const message of toolset.warnings) run.emit({ type: "warning", code: "strict_unsupported", message });
+  const system = resolveInstructions(
+    agent.config.instructions,
+    () => ({ ...run.baseContext(), agent: agent.name, signal: run.signal }),
+    plugins.length ? plugins.map((entry) => entry.instructions) : undefined,
+  );
+  if (system instanceof Promise)
+    return system.then((text) => setupOf(agent, model, toolset, text, compaction));
+  return setupOf(agent, model, toolset, system, compaction);
+}
+
+function setupOf(
+  agent: Agent<any, any>,
+  model: Model,
+  toolset: Toolset,
+  system: string | undefined,
+  compaction: Compaction | undefined,
+): AgentSetup {
+  const config = agent.config;
+  const contract = config.outputType ? outputContract(config.outputType, agent.name) : undefined;
+  let settings = config.modelSettings ?? {};
+  if (contract && !settings.responseFormat) {
+    settings = {
+      ...settings,
+      responseFormat: { type: "json_schema", name: "output", schema: contract.jsonSchema },
+    };
+  }
+  const setup: AgentSetup = {
+    model,
+    toolset,
+    system,
+    settings,
+    permissions: config.permissions,
+    contract,
+  };
+  if (compaction) setup.compaction = compaction;
+  return setup;
+}
+
+async function resolveModel(model: Model | string | undefined, agentName: string): Promise<Model> {
+  if (model === undefined)
+    throw new UserError(`agent "${agentName}" has no model: pass { model } to new Agent()`);
+  if (typeof model !== "string") return model;
+  // Loaded on demand so `import "quiver-agents"` never pulls in provider code.
+  const registry: { resolveModel(id: string): Model } = await import(PROVIDERS_MODULE);
+  return registry.resolveModel(model);
+}
+const PROVIDERS_MODULE = "../../providers/index.js";
+
+/** The tools the model is shown: permissions may hide tools they would always deny. */
+function offeredSpecs(setup: AgentSetup): ToolSpec[] {
+  const offers = setup.permissions?.offers?.bind(setup.permissions);
+  if (!offers) return setup.toolset.specs;
+  if (setup.offered?.from !== setup.toolset.specs) {
+    const specs = setup.toolset.specs.filter((spec) => {
+      const tool = setup.toolset.get(spec.name)!;
+      return offers({
+        name: tool.name,
+        destructive: tool.destructive ?? false,
+        readOnly: tool.readOnly ?? false,
+      });
+    });
+    setup.offered = { from: setup.toolset.specs, specs };
+  }
+  return setup.offered.specs;
+}
+
+function assistantMessage(
+  text: string,
+  reasoning: ContentBlock[],
+  requested: RequestedCall[],
+  providerData: Record<string, unknown> | undefined,
+): AssistantMessage {
+  const content: string | ContentBlock[] = reasoning.length
+    ? [...reasoning, ...(text ? [{ type: "text" as const, text }] : [])]
+    : text;
+  // One literal per usual shape (see shapes.ts): the same fields, in the same order, as before.
+  const message: AssistantMessage = requested.length
+    ? { role: "assistant", content, toolCalls: requested.map((r) => r.call) }
+    : { role: "assistant", content };
+  if (providerData) message.providerData = providerData;
+  return message;
+}
+
+function append(run: ActiveRun, message: Message): void {
+  run.transcript.push(message);
+  run.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
+}
+
+function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
+  const reason = run.stopper.reason;
+  // The store failed: the run cannot go on without losing its log.
+  if (reason instanceof StoreError) throw reason;
+  if (reason instanceof BudgetExceeded && run.owns(reason)) return finishRun(run, "budget", output, reason);
+  return finishRun(run, "cancelled", output);
+}
+
+export function finishRun(
+  run: ActiveRun,
+  stopReason: StopReason,
+  output: unknown,
+  budgetError?: BudgetExceeded,
+): RunResult<any> {
+  if (budgetError) run.budgetStop = budgetError;
+  run.emit({ type: "run_completed", output, stopReason, usage: { ...run.usage } });
+  return {
+    runId: run.runId,
+    output,
+    messages: run.transcript,
+    toolCalls: run.records,
+    usage: { ...run.usage },
+    stopReason,
+    lastAgent: run.agent,
+  };
+}

@@ -1,0 +1,332 @@
+import type { Stopper } from "../../abort.js";
+import type { EventOf } from "../../contract/events.js";
+import { ProviderError } from "../../errors.js";
+import type {
+  ContentBlock,
+  FinishReason,
+  Model,
+  ModelRequest,
+  ModelStreamEvent,
+  ToolCall,
+  Usage,
+} from "../../model/types.js";
+import type { ActiveRun } from "../state/active-run.js";
+import type { ChatTrace } from "../tracing/run-tracing.js";
+
+/**
+ * A requested call as the model sent it, before the runner gives it a run-unique id. Its
+ * fields are always present (`undefined` when unknown): one shape for every call.
+ */
+export type RawCall = {
+  providerId: string | undefined;
+  /** The run-unique id claimed when the call's first argument delta streamed. */
+  claimedId: string | undefined;
+  name: string;
+  args: string;
+  repairs: string[] | undefined;
+};
+
+/** One model turn, assembled from its stream. */
+export type ModelTurn = {
+  text: string;
+  reasoning: ContentBlock[];
+  calls: RawCall[];
+  usage: Partial<Usage>;
+  finish: FinishReason;
+  providerData: Record<string, unknown> | undefined;
+};
+
+/** A call while it streams; every field present, so every call has one shape. */
+type PartialCall = {
+  id: string | undefined;
+  claimedId: string | undefined;
+  name: string | undefined;
+  args: string;
+  complete: boolean;
+  repairs: string[] | undefined;
+};
+
+/**
+ * Streams one model turn, forwarding deltas as events, and assembles text, reasoning and
+ * tool calls. A complete `tool_call` replaces the deltas with the same index; `reset` discards
+ * what the turn streamed so far. Returns `undefined` when `request.signal` aborted meanwhile
+ * (the run was cancelled, or a steering message interrupted the turn).
+ */
+export function streamModelTurn(
+  run: ActiveRun,
+  model: Model,
+  request: ModelRequest & { signal: AbortSignal },
+): Promise<ModelTurn | undefined> {
+  // The whole turn races the signal once (not every stream event): a model that ignores its
+  // signal is abandoned at once, and the abandoned reader stops emitting.
+  const stopper = run.modelStopper();
+  if (stopper.aborted) return Promise.resolve(undefined);
+  run.modelStreaming = true;
+  const chat = run.tracing?.startChat(model, request);
+  return new Promise<ModelTurn | undefined>((resolve, reject) => {
+    const reader = new TurnReader(run, model, stopper, chat, resolve, reject);
+    stopper.watch(reader.stop);
+    if (chat) chat.within(() => reader.start(request));
+    else reader.start(request);
+  });
+}
+
+/**
+ * Reads one model stream into a turn. Driven by the stream's promises (`then`), not an async
+ * function: an `await` allocates two closures and a context each time, per event; here the
+ * two handlers are made once per turn. It never rejects; it reports through `resolve` /
+ * `reject`, once, unless the turn was abandoned first.
+ */
+class TurnReader {
+  turn = freshTurn();
+  calls = new Map<number, PartialCall>();
+  finished = false;
+  /** The run stopped the turn: the reader reports nothing more and closes the stream. */
+  abandoned = false;
+  iterator: AsyncIterator<ModelStreamEvent> | undefined = undefined;
+  readonly run: ActiveRun;
+  readonly model: Model;
+  readonly stopper: Stopper;
+  readonly chat: ChatTrace | undefined;
+  readonly resolve: (turn: ModelTurn | undefined) => void;
+  readonly reject: (error: unknown) => void;
+
+  constructor(
+    run: ActiveRun,
+    model: Model,
+    stopper: Stopper,
+    chat: ChatTrace | undefined,
+    resolve: (turn: ModelTurn | undefined) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.run = run;
+    this.model = model;
+    this.stopper = stopper;
+    this.chat = chat;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  /** The stop came first: the turn reads as abandoned at once, whatever the model does. */
+  readonly stop = (): void => {
+    this.abandoned = true;
+    this.run.modelStreaming = false;
+    this.chat?.abandon();
+    this.resolve(undefined);
+  };
+
+  readonly #onStep = (step: IteratorResult<ModelStreamEvent>): void => this.#step(step);
+  readonly #onError = (error: unknown): void => this.#failed(error);
+
+  start(request: ModelRequest): void {
+    try {
+      this.iterator = this.model.stream(request)[Symbol.asyncIterator]();
+      this.#pull();
+    } catch (error) {
+      this.#failed(error);
+    }
+  }
+
+  /** Asks for the next event; `Promise.resolve` takes a native promise as it is, and anything else as `await` would. */
+  #pull(): void {
+    Promise.resolve(this.iterator!.next()).then(this.#onStep, this.#onError);
+  }
+
+  #step(step: IteratorResult<ModelStreamEvent>): void {
+    if (this.abandoned) {
+      this.#close();
+      return;
+    }
+    try {
+      if (step.done) this.#ended();
+      else {
+        this.#apply(step.value);
+        this.#pull();
+      }
+    } catch (error) {
+      this.#failed(error);
+    }
+  }
+
+  #apply(event: ModelStreamEvent): void {
+    switch (event.type) {
+      case "text_delta":
+        this.turn.text += event.delta;
+        this.run.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        break;
+      case "reasoning_delta": {
+        const last = this.turn.reasoning.at(-1);
+        if (last?.type === "reasoning" && !event.providerData && !last.providerData) last.text += event.delta;
+        else
+          this.turn.reasoning.push({
+            type: "reasoning",
+            text: event.delta,
+            ...(event.providerData && { providerData: event.providerData }),
+          });
+        this.run.emit({ type: "reasoning_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        break;
+      }
+      case "tool_call_delta": {
+        const call = this.calls.get(event.index) ?? {
+          id: undefined,
+          claimedId: undefined,
+          name: undefined,
+          args: "",
+          complete: false,
+          repairs: undefined,
+        };
+        this.calls.set(event.index, call);
+        if (call.complete) break;
+        if (event.id) call.id = event.id;
+        if (event.name) call.name = (call.name ?? "") + event.name;
+        call.args += event.argsDelta;
+        // Claimed now, so a UI can key the streamed input by the id the call's later events carry.
+        call.claimedId ??= this.run.claimCallId(call.id);
+        const delta: EventOf<"tool_call_input_delta"> = {
+          type: "tool_call_input_delta",
+          index: event.index,
+          callId: call.claimedId,
+          delta: event.argsDelta,
+          runId: "",
+          seq: 0,
+          at: 0,
+          agent: "",
+        };
+        if (call.name !== undefined) delta.name = call.name;
+        this.run.emit(delta);
+        break;
+      }
+      case "tool_call": {
+        const index = event.index ?? nextFreeIndex(this.calls);
+        this.calls.set(index, {
+          id: event.id,
+          claimedId: this.calls.get(index)?.claimedId,
+          name: event.name,
+          args: event.args,
+          complete: true,
+          repairs: event.repairs?.length ? event.repairs : undefined,
+        });
+        break;
+      }
+      case "warning":
+        this.run.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
+        break;
+      case "usage":
+        Object.assign(this.turn.usage, event.usage);
+        break;
+      case "reset":
+        this.turn = freshTurn();
+        this.calls = new Map();
+        this.run.emit({
+          type: "warning",
+          code: "model_reset",
+          message: `model output restarted: ${event.reason}`,
+        });
+        break;
+      case "finish":
+        this.turn.finish = event.reason;
+        if (event.providerData) this.turn.providerData = event.providerData;
+        this.finished = true;
+        break;
+    }
+  }
+
+  #failed(error: unknown): void {
+    if (this.abandoned) {
+      this.#close();
+      return;
+    }
+    this.stopper.unwatch(this.stop);
+    this.run.modelStreaming = false;
+    this.chat?.fail(error);
+    this.reject(error);
+  }
+
+  /** An abandoned stream is told to stop (a provider then releases its connection). */
+  #close(): void {
+    try {
+      this.iterator?.return?.()?.catch?.(() => {});
+    } catch {
+      // A stream that throws on return() has nothing left to release.
+    }
+  }
+
+  #ended(): void {
+    const { turn, calls } = this;
+    if (!this.finished) {
+      this.#failed(
+        new ProviderError(`model "${this.model.name}" ended its stream without a finish event`, {
+          provider: this.model.name,
+          retryable: true,
+        }),
+      );
+      return;
+    }
+    // Calls in index order (providers number them; deltas may interleave).
+    const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
+    for (const index of indexes) {
+      const call = calls.get(index)!;
+      turn.calls.push({
+        providerId: call.id,
+        claimedId: call.claimedId,
+        name: call.name ?? "",
+        args: call.args,
+        repairs: call.repairs,
+      });
+    }
+    this.stopper.unwatch(this.stop);
+    this.run.modelStreaming = false;
+    this.chat?.end(turn);
+    this.resolve(turn);
+  }
+}
+
+/** An idle reader (never started), kept so its hidden class outlives a full GC (see shapes.ts). */
+export function turnReaderShape(run: ActiveRun, model: Model): unknown {
+  return new TurnReader(
+    run,
+    model,
+    run.stopper,
+    undefined,
+    () => {},
+    () => {},
+  );
+}
+
+/** `text.trim() === ""`, without trimming (a copy) when the first character cannot be white space. */
+function isBlank(text: string): boolean {
+  if (text.length === 0) return true;
+  const first = text.charCodeAt(0);
+  return (first <= 0x20 || first >= 0xa0) && text.trim() === "";
+}
+
+function freshTurn(): ModelTurn {
+  return { text: "", reasoning: [], calls: [], usage: {}, finish: "stop", providerData: undefined };
+}
+
+function nextFreeIndex(calls: Map<number, PartialCall>): number {
+  let index = calls.size;
+  while (calls.has(index)) index++;
+  return index;
+}
+
+/**
+ * Turns the model's raw call into a stored `ToolCall`: a run-unique id, and arguments that
+ * replay safely to any provider (`{}` plus `rawArgs` when the JSON did not parse).
+ */
+export function toToolCall(
+  run: ActiveRun,
+  raw: RawCall,
+): { call: ToolCall; parseError?: string; repairs?: string[] } {
+  const id = raw.claimedId ?? run.claimCallId(raw.providerId);
+  const call: ToolCall = { id, name: raw.name, args: undefined };
+  if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
+  try {
+    call.args = JSON.parse(isBlank(raw.args) ? "{}" : raw.args);
+  } catch (error) {
+    call.args = {};
+    call.rawArgs = raw.args;
+    return { call, parseError: (error as Error).message };
+  }
+  return raw.repairs ? { call, repairs: raw.repairs } : { call };
+}

@@ -1,0 +1,149 @@
+import type { ToolErrorKind } from "../../errors.js";
+import type { ContentBlock, ToolCall, ToolMessage } from "../../model/types.js";
+import { thrownMessage } from "../../thrown.js";
+import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../../tool/render.js";
+import type { Tool } from "../../tool/tool.js";
+import type { ResultRenderer } from "../../tool/types.js";
+import { recallNote } from "../conversation/recall.js";
+import type { ToolCallRecord } from "../state/result.js";
+import type { RunContext } from "./call-scope.js";
+
+export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
+export const DEFAULT_MAX_IMAGE_BYTES = 5_000_000;
+
+/** A finished call: the record for results and events, and the message for the transcript. */
+export type CallResult = {
+  record: ToolCallRecord;
+  message: ToolMessage;
+  details?: unknown;
+  /** The whole rendered text of a truncated result, for the store's artifacts. */
+  fullText?: string;
+};
+
+/** The text the model reads for a failed call. No stack traces, ever. */
+export function errorText(message: string, hint?: string): string {
+  return `Tool error: ${message}${hint ? `\nHint: ${hint}` : ""}`;
+}
+
+export function errorResult(call: ToolCall, kind: ToolErrorKind, message: string, hint?: string): CallResult {
+  const output = errorText(message, hint);
+  return {
+    record: { call, ok: false, output, error: { kind, message } },
+    message: { role: "tool", toolCallId: call.id, name: call.name, content: output, isError: true },
+  };
+}
+
+export type RenderSettings = {
+  agentRenderer?: ResultRenderer;
+  maxOutputChars: number;
+  maxImageBytes: number;
+  /**
+   * With a store: the call whose full output is kept, so the truncation marker says how to
+   * recall the rest. An id, not a note function made per call: a closure made in the executor
+   * holds the executor's whole context (the call, its turn, the run), and V8 kept such closures
+   * alive through young-generation GCs (see docs/architecture.md, "Closures in the hot path").
+   */
+  recallCallId?: string;
+};
+
+/**
+ * Renders a successful value (tool renderer → agent renderer → default), caps its text
+ * head + tail, and caps its images. A throwing renderer gives a `renderer_error` result.
+ */
+export function successResult(
+  tool: Tool,
+  call: ToolCall,
+  value: unknown,
+  ctx: RunContext,
+  settings: RenderSettings,
+): CallResult {
+  const renderer = tool.resultRenderer ?? settings.agentRenderer;
+  let rendered: string | ContentBlock[];
+  let details: unknown = isToolOutput(value) ? value.details : undefined;
+  try {
+    const out = renderer ? renderer(value, ctx) : defaultRender(value);
+    if (isToolOutput(out)) {
+      rendered = out.content;
+      if (out.details !== undefined) details = out.details;
+    } else rendered = typeof out === "string" || Array.isArray(out) ? out : defaultRender(out);
+  } catch (error) {
+    return errorResult(
+      call,
+      "renderer_error",
+      `the result renderer of ${tool.name} failed: ${messageOf(error)}`,
+    );
+  }
+  const capped = capContent(rendered, settings);
+  const output = contentText(capped.content);
+  // One literal per shape, not a field added later (see run/shapes.ts).
+  const record: ToolCallRecord =
+    capped.originalChars !== undefined
+      ? { call, ok: true, output, truncated: { originalChars: capped.originalChars } }
+      : { call, ok: true, output, value };
+  const message: ToolMessage = {
+    role: "tool",
+    toolCallId: call.id,
+    name: call.name,
+    content: capped.content,
+    isError: false,
+  };
+  if (details !== undefined) message.details = details;
+  const result: CallResult = { record, message };
+  if (details !== undefined) result.details = details;
+  if (capped.fullText !== undefined) result.fullText = capped.fullText;
+  return result;
+}
+
+/** `text` cut to the cap (with the recall note when the run has a store); `undefined` when it fits. */
+function truncated(text: string, settings: RenderSettings): ReturnType<typeof truncateMiddle> {
+  if (text.length <= settings.maxOutputChars) return undefined;
+  const callId = settings.recallCallId;
+  return truncateMiddle(
+    text,
+    settings.maxOutputChars,
+    callId === undefined ? undefined : (keptHead) => recallNote(callId, keptHead),
+  );
+}
+
+function capContent(
+  content: string | ContentBlock[],
+  settings: RenderSettings,
+): { content: string | ContentBlock[]; originalChars?: number; fullText?: string } {
+  if (typeof content === "string") {
+    const cut = truncated(content, settings);
+    return cut ? { content: cut.text, originalChars: cut.originalChars, fullText: content } : { content };
+  }
+  const blocks: ContentBlock[] = [];
+  let imageBytes = 0;
+  for (const block of content) {
+    if (block.type !== "image") {
+      blocks.push(block);
+      continue;
+    }
+    const bytes = Math.floor((block.data.length * 3) / 4);
+    if (imageBytes + bytes > settings.maxImageBytes) {
+      blocks.push({
+        type: "text",
+        text: `[image omitted: ${block.mimeType}, ${bytes.toLocaleString("en-US")} bytes would exceed the ${settings.maxImageBytes.toLocaleString("en-US")}-byte image limit of one result]`,
+      });
+      continue;
+    }
+    imageBytes += bytes;
+    blocks.push(block);
+  }
+  const text = blocks.filter((b) => b.type === "text").map((b) => (b as { text: string }).text);
+  const totalText = text.join("\n");
+  const cut = truncated(totalText, settings);
+  if (!cut) return { content: blocks };
+  // Over the cap: the text blocks become one truncated block, images stay after it.
+  return {
+    content: [{ type: "text", text: cut.text }, ...blocks.filter((b) => b.type !== "text")],
+    originalChars: cut.originalChars,
+    fullText: totalText,
+  };
+}
+
+/** What a thrown value says, never throwing (see `thrownMessage`). */
+export function messageOf(error: unknown): string {
+  return thrownMessage(error);
+}

@@ -1,0 +1,275 @@
+import type { Stopper } from "../../abort.js";
+import { ToolError, UserError } from "../../errors.js";
+import { type HostedTool, isToolHost, type ToolHost } from "../../hosts/tool-host.js";
+import type { ToolSpec } from "../../model/types.js";
+import { thrownMessage } from "../../thrown.js";
+import { jsonSchema } from "../../tool/json-schema.js";
+import { Tool } from "../../tool/tool.js";
+import type { AgentTools } from "../config/agent.js";
+import type { PluginTools } from "../config/plugin.js";
+import type { RunContext } from "./call-scope.js";
+
+/** A host failed to carry out a call (transport, crash): reported as `host_error`. */
+export class HostCallError extends Error {
+  override name = "HostCallError";
+}
+
+/** A tool listed by a `ToolHost`: validated against the listed schema, run by `host.call`. */
+class HostedToolAdapter extends Tool {
+  readonly #host: ToolHost;
+  constructor(host: ToolHost, listed: HostedTool) {
+    const { name, description, parameters, strict: _strict, ...hints } = listed;
+    super({ ...hints, name, description, parameters: jsonSchema(parameters) });
+    this.#host = host;
+  }
+  override async execute(args: unknown, ctx: RunContext): Promise<unknown> {
+    try {
+      return await this.#host.call(this.name, args, ctx);
+    } catch (error) {
+      // A ToolError is the tool speaking (MCP `isError`); anything else is the host failing.
+      if (error instanceof ToolError || ctx.signal.aborted) throw error;
+      throw new HostCallError(thrownMessage(error), { cause: error });
+    }
+  }
+}
+
+type HostEntry = { tools: Tool[]; key: string; dirty: boolean; watching: boolean };
+
+/** Tools from one place, and how a name clash names that place ("the agent's tools", `plugin "web"`). */
+export type ToolGroup = { from: string; tools: AgentTools | PluginTools | undefined };
+type Source = { source: Tool | ToolHost; from: string };
+
+/**
+ * The tools one agent offers in one run: its own tools plus what its hosts list, with names
+ * unique across every source. Hosts are listed at run start and re-listed before a model
+ * request when they have no `watch`, or when their `watch` reported a change.
+ */
+export class Toolset {
+  readonly #sources: Source[];
+  readonly #hasHosts: boolean;
+  #listed = false;
+  readonly #hosts = new Map<ToolHost, HostEntry>();
+  /** Ends host listings and watches when the run ends (not only when it is cancelled); made only when there are hosts. */
+  #lifetime: AbortController | undefined;
+  /** The run's stop; kept only when there are hosts (a toolset without is shared by runs). */
+  readonly #run: Stopper | undefined;
+  /** The `strict` warnings of the tools, found once per listing. */
+  #warnings: string[] = [];
+  #byName = new Map<string, Tool>();
+  #specs: ToolSpec[] = [];
+
+  /** `tools` is one list (the agent's tools), or groups whose names a clash reports. */
+  constructor(tools: AgentTools | ToolGroup[] | undefined, run: Stopper) {
+    this.#sources = [];
+    const groups = isGroupList(tools) ? tools : [{ from: "the agent's tools", tools }];
+    for (const group of groups) {
+      const list = group.tools === undefined ? [] : isList(group.tools) ? group.tools : [group.tools];
+      for (const source of list) {
+        if (!(source instanceof Tool) && !isToolHost(source)) {
+          throw new UserError(
+            `${group.from} must be tools (tool(), new Tool) or ToolHosts; got ${describe(source)}`,
+          );
+        }
+        this.#sources.push({ source, from: group.from });
+      }
+    }
+    this.#hasHosts = this.#sources.some(({ source }) => !(source instanceof Tool));
+    this.#run = this.#hasHosts ? run : undefined;
+  }
+
+  /**
+   * The toolset of `owner` (an agent) for `groups`: one without hosts has nothing per run —
+   * the same tools give the same names, specs and warnings — so it is built, checked and
+   * listed once and shared by every run of that agent while its tools stay the same ones
+   * (compared by identity, in order). With hosts, a fresh one per run.
+   */
+  static forRun(owner: object, groups: ToolGroup[], run: Stopper): Toolset {
+    const cached = shared.get(owner);
+    if (cached !== undefined && Toolset.#same(cached, groups)) return cached;
+    const toolset = new Toolset(groups, run);
+    if (toolset.#hasHosts) return toolset;
+    toolset.#listed = true;
+    toolset.#reindex();
+    shared.set(owner, toolset);
+    return toolset;
+  }
+
+  /** True when `groups` hold exactly the sources of `toolset`, in order. */
+  static #same(toolset: Toolset, groups: ToolGroup[]): boolean {
+    const sources = toolset.#sources;
+    let i = 0;
+    for (const group of groups) {
+      const tools = group.tools;
+      if (tools === undefined) continue;
+      if (isList(tools)) {
+        for (const source of tools) if (sources[i++]?.source !== source) return false;
+      } else if (sources[i++]?.source !== tools) return false;
+    }
+    return i === sources.length;
+  }
+
+  /** Whether tools come from hosts (listed per run), or only from tools given directly. */
+  get hasHosts(): boolean {
+    return this.#hasHosts;
+  }
+
+  /** Warnings about tools that asked for `strict` where their schema cannot be strict. */
+  get warnings(): readonly string[] {
+    return this.#warnings;
+  }
+
+  /** Lists what needs listing and rebuilds the name index. Throws `UserError` on a name clash. */
+  /** Resolves at once (no promise) when there are no hosts: the common case costs nothing per turn. */
+  refresh(): Promise<void> | undefined {
+    if (this.#listed && !this.#hasHosts) return undefined;
+    return this.#refresh();
+  }
+
+  async #refresh(): Promise<void> {
+    let changed = !this.#listed;
+    this.#listed = true;
+    for (const { source } of this.#sources) {
+      if (source instanceof Tool) continue;
+      if (await this.#listHost(source)) changed = true;
+    }
+    if (changed) this.#reindex();
+  }
+
+  /** Indexes every tool by name (a clash is a `UserError`), and their specs and warnings. */
+  #reindex(): void {
+    const byName = this.#index(true);
+    this.#byName = byName;
+    this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+    this.#warnings = [];
+    for (const tool of byName.values()) if (tool.strictWarning) this.#warnings.push(tool.strictWarning);
+  }
+
+  /**
+   * Checks the names of the tools given directly (not those hosts will list): a clash among
+   * them is a `UserError` before anything else of the run happens (a plugin's setup).
+   */
+  checkNames(): void {
+    this.#index(false);
+  }
+
+  #index(withHosts: boolean): Map<string, Tool> {
+    const byName = new Map<string, Tool>();
+    const fromOf = new Map<string, string>();
+    const add = (tool: Tool, from: string) => {
+      const existing = fromOf.get(tool.name);
+      if (existing !== undefined) {
+        const where = existing === from ? `both in ${from}` : `one in ${existing}, one in ${from}`;
+        throw new UserError(
+          `two tools are named "${tool.name}" (${where}): tool names must be unique across an agent's tools, ` +
+            "tool hosts, plugins, workspace and handoffs; rename one, leave one out, or give the host a prefix",
+        );
+      }
+      byName.set(tool.name, tool);
+      fromOf.set(tool.name, from);
+    };
+    for (const { source, from } of this.#sources) {
+      if (source instanceof Tool) add(source, from);
+      else if (withHosts)
+        for (const tool of this.#hosts.get(source)!.tools) add(tool, `a tool host of ${from}`);
+    }
+    return byName;
+  }
+
+  async #listHost(host: ToolHost): Promise<boolean> {
+    let entry = this.#hosts.get(host);
+    if (entry?.watching && !entry.dirty) return false;
+    const listed = await host.listTools(this.#signal);
+    // A Tool is keyed by identity: one replaced under the same name must not stay cached.
+    const key = JSON.stringify(listed.map((t) => (t instanceof Tool ? `tool#${identity(t)}` : t)));
+    if (entry && entry.key === key) {
+      entry.dirty = false;
+      return false;
+    }
+    const tools = listed.map((t) => (t instanceof Tool ? t : new HostedToolAdapter(host, t)));
+    const watching = entry?.watching ?? this.#watch(host);
+    entry = { tools, key, dirty: false, watching };
+    this.#hosts.set(host, entry);
+    return true;
+  }
+
+  #watch(host: ToolHost): boolean {
+    if (typeof host.watch !== "function") return false;
+    const changes = host.watch(this.#signal);
+    void (async () => {
+      try {
+        for await (const _change of changes) {
+          const entry = this.#hosts.get(host);
+          if (entry) entry.dirty = true;
+        }
+      } catch {
+        // A broken watch degrades to listing before every request.
+      }
+      const entry = this.#hosts.get(host);
+      if (entry) entry.watching = false;
+    })();
+    return true;
+  }
+
+  get #signal(): AbortSignal {
+    if (!this.#lifetime) {
+      const lifetime = new AbortController();
+      const run = this.#run!;
+      if (run.aborted) lifetime.abort(run.reason);
+      else run.watch(() => lifetime.abort(run.reason));
+      this.#lifetime = lifetime;
+    }
+    return this.#lifetime.signal;
+  }
+
+  /** Stops watching hosts: the run that used this toolset is over. */
+  close(): void {
+    this.#lifetime?.abort(new Error("the run ended"));
+  }
+
+  get(name: string): Tool | undefined {
+    return this.#byName.get(name);
+  }
+
+  get specs(): ToolSpec[] {
+    return this.#specs;
+  }
+
+  get tools(): Iterable<Tool> {
+    return this.#byName.values();
+  }
+}
+
+function isList<T>(value: T | ReadonlyArray<T>): value is ReadonlyArray<T> {
+  return Array.isArray(value);
+}
+
+function isGroupList(value: AgentTools | ToolGroup[] | undefined): value is ToolGroup[] {
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every(
+      (entry) => entry !== null && typeof entry === "object" && "from" in entry && !(entry instanceof Tool),
+    )
+  );
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "function")
+    return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
+  return typeof value;
+}
+
+/** The shared toolset of each agent whose tools are all given directly (see `Toolset.forRun`). */
+const shared = new WeakMap<object, Toolset>();
+
+const identities = new WeakMap<Tool, number>();
+let nextIdentity = 0;
+function identity(tool: Tool): number {
+  let id = identities.get(tool);
+  if (id === undefined) {
+    id = ++nextIdentity;
+    identities.set(tool, id);
+  }
+  return id;
+}
