@@ -1,6 +1,9 @@
 // The public surface of "quiver-agents": re-exports only.
 
+export type { ApprovalAnswer, ApprovalDecider, ApprovalOutcome } from "./contract/approvals.js";
 export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./contract/events.js";
+export type { InstructionContext, InstructionFragment, Instructions } from "./contract/instructions.js";
+export type { RunContext } from "./contract/run-context.js";
 export { serializeEvent } from "./contract/serialize-event.js";
 export {
   type ArgumentIssue,
@@ -35,16 +38,10 @@ export type {
   Usage,
   UserMessage,
 } from "./model/types.js";
-export {
-  Agent,
-  type AgentConfig,
-  type AgentTools,
-  type InstructionContext,
-  type InstructionFragment,
-  type Instructions,
-} from "./run/config/agent.js";
+export { Agent, type AgentConfig, type AgentTools } from "./run/config/agent.js";
 export type { AgentToolOptions } from "./run/config/agent-tool.js";
 export { Budget, type BudgetLimits } from "./run/config/budget.js";
+export type { CompactionOptions } from "./run/config/compaction-options.js";
 export { Handoff, type HandoffArgs, type HandoffOptions, handoff } from "./run/config/handoff.js";
 export { OutputValidationError } from "./run/config/output-type.js";
 export {
@@ -64,22 +61,16 @@ export {
   type PluginTools,
   plugin,
 } from "./run/config/plugin.js";
-export type { CompactionOptions } from "./run/conversation/compaction.js";
 export { RECALL_TOOL_NAME, recallTool } from "./run/conversation/recall.js";
 export type { AgentsByName } from "./run/durability/recover.js";
 export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/durability/replay.js";
 export { loadSession } from "./run/durability/resume.js";
-export { getRunContext, type RunContext } from "./run/engine/call-scope.js";
+export { getRunContext } from "./run/engine/call-scope.js";
 export type { RunInput } from "./run/engine/loop.js";
 export { RunHandle } from "./run/handle.js";
 export { type ResumeOptions, Runner } from "./run/runner.js";
 export type { RunOptions } from "./run/state/active-run.js";
-export {
-  type ApprovalAnswer,
-  type ApprovalDecider,
-  type ApprovalOutcome,
-  Approvals,
-} from "./run/state/approval-channel.js";
+export { Approvals } from "./run/state/approval-channel.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/state/pricing.js";
 export type { RunResult, ToolCallRecord } from "./run/state/result.js";
 export { jsonSchema, type TypedJsonSchema } from "./tool/json-schema.js";

@@ -1,5 +1,5 @@
+import type { InstructionContext } from "../contract/instructions.js";
 import { ToolError, UserError } from "../errors.js";
-import type { InstructionContext } from "../run/config/agent.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { tool } from "../tool/tool.js";
 

@@ -1,3 +1,5 @@
+import type { ApprovalAnswer } from "../contract/approvals.js";
+import type { RunContext } from "../contract/run-context.js";
 import type { ToolCall } from "../model/types.js";
 import type { Agent } from "../run/config/agent.js";
 import {
@@ -6,8 +8,6 @@ import {
   type Permissions,
   StandardPermissions,
 } from "../run/config/permissions.js";
-import type { RunContext } from "../run/engine/call-scope.js";
-import type { ApprovalAnswer } from "../run/state/approval-channel.js";
 import type { ModeName } from "./options.js";
 
 /**

@@ -1,4 +1,4 @@
-import { toPlainJson } from "../tool/render.js";
+import { toPlainJson } from "../plain-json.js";
 import type { RunEvent } from "./events.js";
 
 /**

@@ -1,5 +1,5 @@
+import type { RunContext } from "../contract/run-context.js";
 import { InvalidToolArguments, ToolError, UserError } from "../errors.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 import { Tool } from "../tool/tool.js";
 import { ChangeFeed } from "./change-feed.js";
 import type { ToolHost, ToolHostChange } from "./tool-host.js";

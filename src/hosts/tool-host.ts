@@ -1,5 +1,5 @@
+import type { RunContext } from "../contract/run-context.js";
 import type { ToolSpec } from "../model/types.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 import type { ToolOptions } from "../tool/types.js";
 
 /** A tool as a host lists it: its spec plus the hints the runner schedules and guards it by. */

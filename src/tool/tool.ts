@@ -1,6 +1,6 @@
+import type { RunContext } from "../contract/run-context.js";
 import { UserError } from "../errors.js";
 import type { JSONSchema, ToolSpec } from "../model/types.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 import { coerce } from "./coerce.js";
 import {
   type InferArgs,

@@ -1,5 +1,5 @@
+import type { RunContext } from "../contract/run-context.js";
 import type { ContentBlock } from "../model/types.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 
 /**
  * What `execute` may return. Strings pass through; `{ content, details }` sends `content`

@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
+import type { RunContext } from "../contract/run-context.js";
 import { ToolError } from "../errors.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 
 /**
  * Runs a tool's `execute` on its own worker thread, so a CPU-heavy tool neither blocks the

@@ -1,6 +1,6 @@
 import { readFile, stat } from "node:fs/promises";
+import type { RunContext } from "../contract/run-context.js";
 import { ToolError } from "../errors.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 import { atomicWrite } from "./atomic-write.js";
 import { unifiedDiff } from "./diff.js";
 import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import type { RunContext } from "../contract/run-context.js";
 import type { Message } from "../model/types.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 
 /**
  * What a file tool puts in its result's `details` so the read ledger can be rebuilt from the

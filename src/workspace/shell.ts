@@ -1,6 +1,6 @@
+import type { RunContext } from "../contract/run-context.js";
 import { ToolError, UserError } from "../errors.js";
 import { CALL_REVIEWS } from "../run/config/permissions.js";
-import type { RunContext } from "../run/engine/call-scope.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 import { shellRule } from "./command-rules.js";

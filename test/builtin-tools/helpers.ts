@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RunContext } from "../../src/run/engine/call-scope.js";
+import type { RunContext } from "../../src/contract/run-context.js";
 
 /** Small pages written for the tests, in the shape real sites serve. */
 export const HAND_MADE_PAGES = path.resolve(

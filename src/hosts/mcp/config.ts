@@ -1,5 +1,5 @@
+import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
-import type { RunContext } from "../../run/engine/call-scope.js";
 
 /** An MCP server Quiver starts as a child process and talks to over stdin/stdout. */
 export type McpStdioServer = {

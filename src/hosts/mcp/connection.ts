@@ -2,9 +2,9 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ElicitRequest, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { isAborted, raceAbort, sleep } from "../../abort.js";
+import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
 import type { JSONSchema } from "../../model/types.js";
-import type { RunContext } from "../../run/engine/call-scope.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
 import {
   DEFAULT_MAX_RESULT_BYTES,

@@ -1,8 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { raceAbort } from "../../abort.js";
 import { fence } from "../../builtin-tools/fence.js";
+import type { RunContext } from "../../contract/run-context.js";
 import { ToolError } from "../../errors.js";
-import type { RunContext } from "../../run/engine/call-scope.js";
 import { ChangeFeed } from "../change-feed.js";
 import type { HostedTool, ToolHost, ToolHostChange } from "../tool-host.js";
 import { checkConfig, type McpServerConfig, type McpServerOptions } from "./config.js";

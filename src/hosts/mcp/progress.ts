@@ -1,5 +1,5 @@
 import type { Progress } from "@modelcontextprotocol/sdk/types.js";
-import type { RunContext } from "../../run/engine/call-scope.js";
+import type { RunContext } from "../../contract/run-context.js";
 import { cleanPeerText } from "./peer-text.js";
 
 /** The least time between two progress updates of one call that reach the run's events. */

@@ -1,7 +1,7 @@
 import { BudgetExceeded, ToolError, UserError } from "../../errors.js";
+import { toJsonText } from "../../plain-json.js";
 import { asError } from "../../thrown.js";
 import { jsonSchema } from "../../tool/json-schema.js";
-import { toJsonText } from "../../tool/render.js";
 import { type Tool, tool } from "../../tool/tool.js";
 import type { ToolOptions } from "../../tool/types.js";
 import { runOf } from "../engine/attempts.js";

@@ -1,29 +1,18 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { ApprovalAnswer } from "../../contract/approvals.js";
+import type { Instructions } from "../../contract/instructions.js";
+import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
 import type { ToolHost } from "../../hosts/tool-host.js";
 import type { Model, ModelSettings, ToolCall } from "../../model/types.js";
 import type { TypedJsonSchema } from "../../tool/json-schema.js";
 import type { Tool } from "../../tool/tool.js";
 import type { ResultRenderer } from "../../tool/types.js";
-import type { CompactionOptions } from "../conversation/compaction.js";
-import type { RunContext } from "../engine/call-scope.js";
-import type { ApprovalAnswer } from "../state/approval-channel.js";
 import { type AgentToolOptions, agentTool } from "./agent-tool.js";
+import type { CompactionOptions } from "./compaction-options.js";
 import type { Handoff } from "./handoff.js";
 import type { Permissions } from "./permissions.js";
 import type { Plugin } from "./plugin.js";
-
-/** What instruction functions receive: the run's context, without the per-call fields. */
-export type InstructionContext<Deps = unknown> = Pick<
-  RunContext<Deps>,
-  "runId" | "parentRunId" | "path" | "sessionId" | "userId" | "deps" | "agent" | "signal"
->;
-
-/** One piece of the system prompt: text, or a function evaluated at each run start. */
-export type InstructionFragment<Deps = unknown> =
-  | string
-  | ((ctx: InstructionContext<Deps>) => string | undefined | Promise<string | undefined>);
-export type Instructions<Deps = unknown> = InstructionFragment<Deps> | InstructionFragment<Deps>[];
 
 /**
  * A schema for the final answer that types `RunResult.output`: a Zod 4 (or any Standard)

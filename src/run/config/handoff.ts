@@ -1,8 +1,8 @@
+import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
 import type { Message } from "../../model/types.js";
 import { jsonSchema } from "../../tool/json-schema.js";
 import { Tool } from "../../tool/tool.js";
-import type { RunContext } from "../engine/call-scope.js";
 import type { Agent } from "./agent.js";
 
 export type HandoffArgs = { reason?: string };

@@ -1,5 +1,5 @@
+import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
-import type { RunContext } from "../engine/call-scope.js";
 
 /** What a permission check concludes for one call. */
 export type PermissionDecision =

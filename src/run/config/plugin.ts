@@ -1,8 +1,8 @@
+import type { InstructionContext, InstructionFragment } from "../../contract/instructions.js";
 import { UserError } from "../../errors.js";
 import type { ToolHost } from "../../hosts/tool-host.js";
 import type { Tool } from "../../tool/tool.js";
 import type { ActiveRun } from "../state/active-run.js";
-import type { InstructionContext, InstructionFragment } from "./agent.js";
 
 /** What a plugin's `setup` receives: the run's context (its `signal` ends with the run or the setup's timeout). */
 export type PluginContext<Deps = unknown> = InstructionContext<Deps>;

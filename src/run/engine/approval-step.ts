@@ -1,9 +1,9 @@
+import type { ApprovalAnswer, ApprovalOutcome } from "../../contract/approvals.js";
+import type { RunContext } from "../../contract/run-context.js";
 import type { ToolCall } from "../../model/types.js";
 import type { Tool } from "../../tool/tool.js";
 import { CALL_REVIEWS, type Permissions, StandardPermissions } from "../config/permissions.js";
 import type { ActiveRun } from "../state/active-run.js";
-import type { ApprovalAnswer, ApprovalOutcome } from "../state/approval-channel.js";
-import type { RunContext } from "./call-scope.js";
 import { messageOf } from "./tool-result.js";
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;

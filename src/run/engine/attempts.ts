@@ -1,4 +1,5 @@
 import { isAborted, type Stopper, sleep } from "../../abort.js";
+import type { RunContext } from "../../contract/run-context.js";
 import {
   BudgetExceeded,
   InvalidToolArguments,
@@ -13,7 +14,7 @@ import type { RetryBackoff } from "../../tool/types.js";
 import { runInWorker } from "../../tool/worker.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { CallContext } from "./call-context.js";
-import { enterRunContext, leaveRunContext, type RunContext } from "./call-scope.js";
+import { enterRunContext, leaveRunContext } from "./call-scope.js";
 import { toolSemaphore } from "./semaphore.js";
 import { messageOf } from "./tool-result.js";
 import { HostCallError } from "./toolset.js";

@@ -1,7 +1,7 @@
 import type { Stopper } from "../../abort.js";
+import type { RunContext } from "../../contract/run-context.js";
 import type { Message, ToolCall, Usage } from "../../model/types.js";
 import type { ActiveRun } from "../state/active-run.js";
-import type { RunContext } from "./call-scope.js";
 
 /**
  * The context of one attempt of one call. Its `signal` is created only when a tool reads it —

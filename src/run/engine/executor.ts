@@ -1,4 +1,5 @@
 import { type Aborted, isAborted, Stopper } from "../../abort.js";
+import type { ApprovalOutcome } from "../../contract/approvals.js";
 import type { EventOf } from "../../contract/events.js";
 import { BudgetExceeded, InvalidToolArguments } from "../../errors.js";
 import type { ToolCall } from "../../model/types.js";
@@ -8,7 +9,6 @@ import type { AgentConfig } from "../config/agent.js";
 import { type Handoff, HandoffTool } from "../config/handoff.js";
 import { resultArtifactKey } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
-import type { ApprovalOutcome } from "../state/approval-channel.js";
 import type { ToolCallRecord } from "../state/result.js";
 import { approveCall } from "./approval-step.js";
 import { type AttemptSettings, type AttemptsOutcome, type AttemptsSink, runAttempts } from "./attempts.js";

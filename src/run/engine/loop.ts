@@ -14,17 +14,12 @@ import type {
 } from "../../model/types.js";
 import { StoreError } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
+import { type Compaction, resolveCompaction } from "../config/compaction-options.js";
 import { handoffTools } from "../config/handoff.js";
 import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
 import type { Permissions } from "../config/permissions.js";
 import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "../config/plugin.js";
-import {
-  type Compaction,
-  compactRequest,
-  observeUsage,
-  resetView,
-  resolveCompaction,
-} from "../conversation/compaction.js";
+import { compactRequest, observeUsage, resetView } from "../conversation/compaction.js";
 import { sharedRecallTool } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { costOf } from "../state/pricing.js";

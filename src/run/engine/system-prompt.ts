@@ -1,4 +1,4 @@
-import type { InstructionContext, InstructionFragment, Instructions } from "../config/agent.js";
+import type { InstructionContext, InstructionFragment, Instructions } from "../../contract/instructions.js";
 
 type AnyInstructions<Deps> = Instructions<Deps> | ReadonlyArray<InstructionFragment<Deps>>;
 

@@ -1,3 +1,4 @@
+import type { RunContext } from "../../contract/run-context.js";
 import type { ToolErrorKind } from "../../errors.js";
 import type { ContentBlock, ToolCall, ToolMessage } from "../../model/types.js";
 import { thrownMessage } from "../../thrown.js";
@@ -6,7 +7,6 @@ import type { Tool } from "../../tool/tool.js";
 import type { ResultRenderer } from "../../tool/types.js";
 import { recallNote } from "../conversation/recall.js";
 import type { ToolCallRecord } from "../state/result.js";
-import type { RunContext } from "./call-scope.js";
 
 export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
 export const DEFAULT_MAX_IMAGE_BYTES = 5_000_000;

@@ -1,4 +1,5 @@
 import type { Stopper } from "../../abort.js";
+import type { RunContext } from "../../contract/run-context.js";
 import { ToolError, UserError } from "../../errors.js";
 import { type HostedTool, isToolHost, type ToolHost } from "../../hosts/tool-host.js";
 import type { ToolSpec } from "../../model/types.js";
@@ -7,7 +8,6 @@ import { jsonSchema } from "../../tool/json-schema.js";
 import { Tool } from "../../tool/tool.js";
 import type { AgentTools } from "../config/agent.js";
 import type { PluginTools } from "../config/plugin.js";
-import type { RunContext } from "./call-scope.js";
 
 /** A host failed to carry out a call (transport, crash): reported as `host_error`. */
 export class HostCallError extends Error {

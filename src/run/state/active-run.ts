@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Stopper } from "../../abort.js";
 import type { EventBase, EventBody, RunEvent } from "../../contract/events.js";
+import type { RunContext } from "../../contract/run-context.js";
 import type { TracerLike } from "../../contract/tracer.js";
 import { BudgetExceeded } from "../../errors.js";
 import type { Message, Usage } from "../../model/types.js";
@@ -8,7 +9,7 @@ import type { RunStore } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { type Budget, BudgetTracker } from "../config/budget.js";
 import { EventWriter } from "../durability/event-writer.js";
-import { type RunContext, runEnded } from "../engine/call-scope.js";
+import { runEnded } from "../engine/call-scope.js";
 import { openTracing, type RunTracing } from "../tracing/run-tracing.js";
 import { Approvals } from "./approval-channel.js";
 import type { EventQueue } from "./event-queue.js";

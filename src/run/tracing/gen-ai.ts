@@ -6,7 +6,7 @@
 
 import type { TraceAttributes } from "../../contract/tracer.js";
 import type { ContentBlock, Message, ToolSpec, Usage } from "../../model/types.js";
-import { toJsonText } from "../../tool/render.js";
+import { toJsonText } from "../../plain-json.js";
 
 /** Quiver provider prefixes whose convention name differs (`gen_ai.provider.name` well-known values). */
 const PROVIDER_NAMES: Record<string, string> = {
