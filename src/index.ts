@@ -38,11 +38,18 @@ export type {
   Usage,
   UserMessage,
 } from "./model/types.js";
-export { Agent, type AgentConfig, type AgentTools } from "./run/config/agent.js";
-export type { AgentToolOptions } from "./run/config/agent-tool.js";
+export type { AgentToolOptions } from "./run/config/agent.js";
+export {
+  Agent,
+  type AgentConfig,
+  type AgentTools,
+  Handoff,
+  type HandoffArgs,
+  type HandoffOptions,
+  handoff,
+} from "./run/config/agent.js";
 export { Budget, type BudgetLimits } from "./run/config/budget.js";
 export type { CompactionOptions } from "./run/config/compaction-options.js";
-export { Handoff, type HandoffArgs, type HandoffOptions, handoff } from "./run/config/handoff.js";
 export { OutputValidationError } from "./run/config/output-type.js";
 export {
   type PermissionDecision,
@@ -61,15 +68,15 @@ export {
   type PluginTools,
   plugin,
 } from "./run/config/plugin.js";
+export type { RunInput } from "./run/config/run-input.js";
+export type { RunOptions } from "./run/config/run-options.js";
 export { RECALL_TOOL_NAME, recallTool } from "./run/conversation/recall.js";
 export type { AgentsByName } from "./run/durability/recover.js";
 export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/durability/replay.js";
 export { loadSession } from "./run/durability/resume.js";
 export { getRunContext } from "./run/engine/call-scope.js";
-export type { RunInput } from "./run/engine/loop.js";
 export { RunHandle } from "./run/handle.js";
 export { type ResumeOptions, Runner } from "./run/runner.js";
-export type { RunOptions } from "./run/state/active-run.js";
 export { Approvals } from "./run/state/approval-channel.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/state/pricing.js";
 export type { RunResult, ToolCallRecord } from "./run/state/result.js";

@@ -18,12 +18,12 @@ import type { RunEvent, StopReason } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { Agent } from "../run/config/agent.js";
+import type { RunInput } from "../run/config/run-input.js";
+import type { RunOptions } from "../run/config/run-options.js";
 import type { AgentsByName } from "../run/durability/recover.js";
 import { replay } from "../run/durability/replay.js";
-import type { RunInput } from "../run/engine/loop.js";
 import type { RunHandle } from "../run/handle.js";
 import { Runner } from "../run/runner.js";
-import type { RunOptions } from "../run/state/active-run.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { provideAnswers, questionCallIds } from "./ask-human.js";
 

@@ -51,12 +51,12 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
 
   /** Stops the run: running calls are abandoned and get `cancelled` results; it resolves with `stopReason: "cancelled"`. */
   cancel(reason = "cancelled by the caller"): void {
-    if (!this.#run.stopper.aborted) this.#run.abort(new RunCancelled(reason));
+    if (!this.#run.control.stopper.aborted) this.#run.control.abort(new RunCancelled(reason));
   }
 
   /** True once `cancel()` was called or the run's signal aborted. */
   get cancelled(): boolean {
-    return this.#run.stopper.aborted;
+    return this.#run.control.stopper.aborted;
   }
 
   /**
@@ -69,14 +69,14 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
    */
   inject(message: string | Message, options: { interrupt?: boolean } = {}): void {
     this.#assertRunning("inject");
-    this.#run.inbox.push(toMessage(message));
-    if (options.interrupt) this.#run.interruptModel(new Error("interrupted by a new user message"));
+    this.#run.mailbox.inbox.push(toMessage(message));
+    if (options.interrupt) this.#run.control.interruptModel(new Error("interrupted by a new user message"));
   }
 
   /** Queues a user message for when the run would otherwise stop: it then goes on with it. */
   followUp(message: string | Message): void {
     this.#assertRunning("followUp");
-    this.#run.followUps.push(toMessage(message));
+    this.#run.mailbox.followUps.push(toMessage(message));
   }
 
   #assertRunning(what: string): void {

@@ -3,17 +3,21 @@ import { ProviderError, UserError } from "../errors.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
+import { runChild } from "./child-run.js";
 import type { Agent } from "./config/agent.js";
-import { assertRunInput } from "./config/run-input.js";
-import { type LeaseWait, leaseOwner } from "./durability/event-writer.js";
+import { assertRunInput, inputMessages, type RunInput } from "./config/run-input.js";
+import type { RunOptions } from "./config/run-options.js";
+import { EventWriter, leaseOwner } from "./durability/event-writer.js";
 import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
 import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./durability/resume.js";
-import { inputMessages, type RunInput, runLoop } from "./engine/loop.js";
+import { runLoop } from "./engine/loop.js";
 import { RunHandle } from "./handle.js";
 import { keepRunShapes } from "./shapes.js";
-import { ActiveRun, type RunOptions } from "./state/active-run.js";
+import { ActiveRun } from "./state/active-run.js";
 import { EventQueue } from "./state/event-queue.js";
+import type { LeaseWait } from "./state/event-sink.js";
 import type { RunResult } from "./state/result.js";
+import { openTracing } from "./tracing/run-tracing.js";
 
 /**
  * Starts runs. `stream()` returns a handle at once; `run()` is `stream()` drained.
@@ -218,8 +222,13 @@ function start<Deps, Output>(
   const queue = new EventQueue();
   // Runner.run() has no reader: its events go to the store (if any), never to a buffer.
   if (!hasChannel) queue.detach();
-  const run = new ActiveRun(agent, options, queue);
-  run.hasChannel = hasChannel;
+  // The writer stops the run when its store fails; the run exists by the time it writes.
+  let run: ActiveRun | undefined;
+  const sink = options.store
+    ? new EventWriter(queue, options.store, (error) => run?.control.abort(error), options.leaseTtlMs)
+    : undefined;
+  run = new ActiveRun(agent, options, { queue, sink, trace: openTracing, childRuns: runChild });
+  run.control.hasChannel = hasChannel;
   const result = new Promise<RunResult<Output>>((resolve, reject) => {
     let settled = false;
     let grace: NodeJS.Timeout | undefined;
@@ -234,25 +243,25 @@ function start<Deps, Output>(
         queue.end(failure, true);
         reject(failure);
       });
-    if (run.store) {
+    if (run.events.store) {
       // Once the run stops, its last events get STORE_GRACE_MS to be stored; a store that does
       // not answer by then no longer holds the handle (the run goes on settling behind it).
       // Only the store: a run held up by anything else is checked again later.
       const onStop = () => {
         grace = setTimeout(function check() {
-          if (run.writer!.waitingOnStore) fail(storeStalled(run));
+          if (run.events.sink!.waitingOnStore) fail(storeStalled(run));
           else grace = setTimeout(check, STORE_GRACE_MS / 4).unref();
         }, STORE_GRACE_MS);
         grace.unref?.();
       };
-      if (run.signal.aborted) onStop();
-      else run.signal.addEventListener("abort", onStop, { once: true });
+      if (run.control.signal.aborted) onStop();
+      else run.control.signal.addEventListener("abort", onStop, { once: true });
     }
     // The run starts once the caller's synchronous code is done (it can still attach to the
     // handle or cancel first), without waiting a whole event-loop turn as setImmediate would.
     queueMicrotask(() => {
       // Only a stored run waits for a lease (and so needs the run's signal).
-      drive(run, body, run.store ? { ...lease, signal: run.signal } : lease).then(
+      drive(run, body, run.events.store ? { ...lease, signal: run.control.signal } : lease).then(
         (value) =>
           settle(() => {
             queue.end();
@@ -267,7 +276,7 @@ function start<Deps, Output>(
 
 /** The error a stopped run's handle settles with when its store did not take its last events in time. */
 function storeStalled(run: ActiveRun): Error {
-  const reason = run.stopper.reason;
+  const reason = run.control.stopper.reason;
   if (reason instanceof StoreError) return reason;
   const why = reason instanceof Error ? reason.message : "it was stopped";
   return new StoreError(
@@ -279,7 +288,7 @@ function storeStalled(run: ActiveRun): Error {
 
 /** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
 function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
-  if (run.store) return driveLeased(run, body, lease);
+  if (run.events.store) return driveLeased(run, body, lease);
   // No store, no lease: one reaction instead of an async frame around the body.
   let running: ReturnType<Body>;
   try {
@@ -295,13 +304,13 @@ function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<
 async function driveLeased(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
   let leased = false;
   try {
-    await run.writer!.acquire(run.runId, lease);
+    await run.events.sink!.acquire(run.runId, lease);
     leased = true;
     return unwrap(await body(run));
   } catch (error) {
     throw runFailed(run, error);
   } finally {
-    if (leased) await run.writer!.release(run.runId);
+    if (leased) await run.events.sink!.release(run.runId);
   }
 }
 
@@ -312,7 +321,7 @@ function unwrap(outcome: RunResult<any> | { finished: RunResult<any> }): RunResu
 /** Emits `run_failed` for what stopped the run, and returns it as an Error to throw. */
 function runFailed(run: ActiveRun, error: unknown): Error {
   const failure = asError(error);
-  run.emit({
+  run.events.emit({
     type: "run_failed",
     name: failure.name,
     message: failure.message,

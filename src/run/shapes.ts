@@ -28,9 +28,9 @@ export function keepRunShapes(): void {
   if (kept) return;
   kept = [];
   const agent = { name: "shape", config: {} } as unknown as Agent<any, any>;
-  const run = new ActiveRun(agent, { tracer: false }, new EventQueue());
+  const run = new ActiveRun(agent, { tracer: false }, { queue: new EventQueue() });
   const call: ToolCall = { id: "shape", name: "shape", args: {} };
-  const context = new CallContext(run, run.stopper, call, 1, 1);
+  const context = new CallContext(run, run.control.stopper, call, 1, 1);
   // A promise made while the call context is tracked carries async-id fields (and the store):
   // its map is the one every promise of a run that made calls has.
   let tracked: Promise<void> | undefined;
@@ -45,7 +45,7 @@ export function keepRunShapes(): void {
   leaveRunContext(false);
   // The objects of a turn's calls: the tool's own class and what it is called with do not matter.
   const sample = new Tool({ name: "shape", parameters: { type: "object", properties: {} } });
-  const toolset = new Toolset([sample], run.stopper);
+  const toolset = new Toolset([sample], run.control.stopper);
   kept.push(
     run,
     context,
@@ -53,8 +53,8 @@ export function keepRunShapes(): void {
     tracked,
     ...turnShapes(run, toolset, sample),
     ...attemptShapes(run, sample, call),
-    turnRequest([], [], {}, run.stopper, undefined),
-    turnRequest([], [], {}, run.stopper, ""),
+    turnRequest([], [], {}, run.control.stopper, undefined),
+    turnRequest([], [], {}, run.control.stopper, ""),
     turnReaderShape(run, {
       name: "shape",
       stream: () => ({

@@ -4,13 +4,12 @@ import type { Instructions } from "../../contract/instructions.js";
 import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
 import type { ToolHost } from "../../hosts/tool-host.js";
-import type { Model, ModelSettings, ToolCall } from "../../model/types.js";
-import type { TypedJsonSchema } from "../../tool/json-schema.js";
-import type { Tool } from "../../tool/tool.js";
-import type { ResultRenderer } from "../../tool/types.js";
-import { type AgentToolOptions, agentTool } from "./agent-tool.js";
+import type { Message, Model, ModelSettings, ToolCall } from "../../model/types.js";
+import { jsonSchema, type TypedJsonSchema } from "../../tool/json-schema.js";
+import { type Tool, tool } from "../../tool/tool.js";
+import type { ResultRenderer, ToolOptions } from "../../tool/types.js";
+import type { Budget } from "./budget.js";
 import type { CompactionOptions } from "./compaction-options.js";
-import type { Handoff } from "./handoff.js";
 import type { Permissions } from "./permissions.js";
 import type { Plugin } from "./plugin.js";
 
@@ -114,4 +113,120 @@ export class Agent<Deps = unknown, Output = string> {
   clone(overrides: Partial<AgentConfig<Deps, Output>>): Agent<Deps, Output> {
     return new Agent<Deps, Output>({ ...this.config, ...overrides });
   }
+}
+
+export type HandoffArgs = { reason?: string };
+
+export type HandoffOptions<Deps = any> = {
+  /** The tool's name. Default `transfer_to_<agent name>`. */
+  name?: string;
+  description?: string;
+  /** Rewrites the transcript the target agent sees (e.g. drop tool chatter). */
+  inputFilter?: (messages: readonly Message[]) => Message[];
+  /** Runs when the handoff is taken, before the target agent's first turn. Throwing cancels the handoff. */
+  onHandoff?: (ctx: RunContext<Deps>, args: HandoffArgs) => void | Promise<void>;
+};
+
+/** A transfer of the conversation to another agent, offered to the model as a tool. */
+export class Handoff<Deps = any> {
+  readonly target: Agent<any, any>;
+  readonly toolName: string;
+  readonly description: string;
+  readonly inputFilter: HandoffOptions<Deps>["inputFilter"];
+  readonly onHandoff: HandoffOptions<Deps>["onHandoff"];
+
+  constructor(target: Agent<any, any>, options: HandoffOptions<Deps> = {}) {
+    this.target = target;
+    this.toolName = options.name ?? `transfer_to_${sanitize(target.name)}`;
+    this.description =
+      options.description ??
+      `Hand the conversation over to the ${target.name} agent, which takes it from here.`;
+    this.inputFilter = options.inputFilter;
+    this.onHandoff = options.onHandoff;
+  }
+}
+
+/**
+ * A handoff with options. A bare agent in `handoffs` is the same as `handoff(agent)`.
+ *
+ * @example
+ * const triage = new Agent({ name: "triage", model, handoffs: [billing, handoff(refunds, { onHandoff: (ctx) => audit(ctx.runId) })] });
+ */
+export function handoff<Deps = any>(
+  target: Agent<any, any>,
+  options: HandoffOptions<Deps> = {},
+): Handoff<Deps> {
+  return new Handoff(target, options);
+}
+
+function sanitize(name: string): string {
+  const clean = name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "_")
+    .replace(/^_+|_+$/g, "");
+  if (!clean)
+    throw new UserError(`cannot name a handoff tool after agent ${JSON.stringify(name)}: pass { name }`);
+  return clean.slice(0, 64 - "transfer_to_".length);
+}
+
+/** How `agent.asTool()` exposes an agent. */
+export type AgentToolOptions = ToolOptions<{ input: string }> & {
+  /** Default: the agent's name. */
+  name?: string;
+  description?: string;
+  /** The child run's own budget; running out of it is a recoverable error for the parent. */
+  budget?: Budget;
+  /** The child run's own turn limit. Default 50. */
+  maxTurns?: number;
+};
+
+/** What an agent tool asks of the run its call belongs to: run `agent` on `input` as a child run. */
+export type ChildRunRequest = {
+  agent: Agent<any, any>;
+  input: string;
+  toolName: string;
+  budget?: Budget | undefined;
+  maxTurns?: number | undefined;
+};
+
+/**
+ * The key under which a call's context offers to start a child run. The engine's call context
+ * implements it, so an agent — defined here, below the engine — can become a tool without
+ * importing the loop that will run it.
+ */
+export const START_CHILD_RUN: unique symbol = Symbol("quiver.startChildRun");
+
+/** A call context that can start child runs (every context the engine makes for a call). */
+export type ChildRunStarter = { [START_CHILD_RUN]?: (request: ChildRunRequest) => Promise<string> };
+
+/**
+ * An agent as a tool: each call runs a child run with its own `runId`, whose events reach the
+ * root handle (with `path` and `parentRunId`), whose approvals are answered through the root
+ * handle, whose usage counts toward every ancestor's budget, and which is cancelled with its
+ * parent.
+ */
+export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}): Tool<{ input: string }> {
+  const { name, description, budget, maxTurns, ...toolOptions } = options;
+  const toolName = name ?? agent.name.replace(/[^a-zA-Z0-9_-]+/g, "_").slice(0, 64);
+  return tool({
+    ...toolOptions,
+    name: toolName,
+    description: description ?? `Delegate a task to the ${agent.name} agent and get its answer.`,
+    parameters: jsonSchema<{ input: string }>({
+      type: "object",
+      properties: {
+        input: {
+          type: "string",
+          description: "The task or question for the agent, with all the context it needs.",
+        },
+      },
+      required: ["input"],
+      additionalProperties: false,
+    }),
+    execute: ({ input }, ctx: RunContext) => {
+      const start = (ctx as ChildRunStarter)[START_CHILD_RUN];
+      if (!start) throw new UserError(`${toolName} (an agent as a tool) can only run inside a run`);
+      return start({ agent, input, toolName, budget, maxTurns });
+    },
+  });
 }

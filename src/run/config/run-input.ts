@@ -1,5 +1,14 @@
 import { UserError } from "../../errors.js";
-import type { RunInput } from "../engine/loop.js";
+import type { Message } from "../../model/types.js";
+
+/** What a run starts from: a user message, or a whole transcript (e.g. `previous.messages` plus a new turn). */
+export type RunInput = string | Message | readonly Message[];
+
+export function inputMessages(input: RunInput): Message[] {
+  if (typeof input === "string") return [{ role: "user", content: input }];
+  if (Array.isArray(input)) return [...input];
+  return [input as Message];
+}
 
 const ROLES = new Set(["system", "user", "assistant", "tool"]);
 

@@ -170,7 +170,7 @@ function compact(
       emitCompaction(run, shown, summary, before, tokens(), config.maxInputTokens);
     const after = tokens();
     if (after > config.maxInputTokens) {
-      run.emit({
+      run.events.emit({
         type: "warning",
         code: "compaction_insufficient",
         message:
@@ -197,7 +197,7 @@ async function summarizeOlder(
 ): Promise<{ text: string; messages: number } | undefined> {
   const { view } = state;
   const range = run.transcript.slice(view.cut, upTo);
-  const signal = AbortSignal.any([run.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]);
+  const signal = AbortSignal.any([run.control.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]);
   try {
     const { text, usage } = await summarizeTurns(
       model,
@@ -216,8 +216,8 @@ async function summarizeOlder(
     view.summarize(upTo, clipped);
     return { text: clipped, messages: upTo };
   } catch (error) {
-    if (run.signal.aborted) return undefined;
-    run.emit({
+    if (run.control.signal.aborted) return undefined;
+    run.events.emit({
       type: "warning",
       code: "compaction_summary_failed",
       message: `the summarizer "${model.name}" failed, so older turns stay as they are: ${(error as Error)?.message ?? String(error)}`,
@@ -246,12 +246,12 @@ function emitCompaction(
     agent: "",
   };
   if (summary) event.summary = summary;
-  run.emit(event);
+  run.events.emit(event);
 }
 
 /** The tools offered: `recall_tool_result` only once something can be recalled (or the run has a store). */
 function offered(state: RunContextState, specs: ToolSpec[], run: ActiveRun): ToolSpec[] {
-  if (run.store || state.view.compacted) return specs;
+  if (run.events.store || state.view.compacted) return specs;
   if (state.offered?.from !== specs) {
     state.offered = { from: specs, specs: specs.filter((spec) => spec.name !== RECALL) };
   }

@@ -3,13 +3,11 @@ import { leaseOwner } from "../../store/lease-owner.js";
 import type { Lease, RunStore } from "../../store/types.js";
 import { APPENDS_IN_CALL_ORDER, LeaseConflict, StoreError } from "../../store/types.js";
 import type { EventQueue } from "../state/event-queue.js";
+import type { EventSink, LeaseWait } from "../state/event-sink.js";
 
 export { leaseOwner } from "../../store/lease-owner.js";
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
-
-/** How a driver waits for a lease another process holds. */
-export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
 
 /**
  * Where a run's events go: straight to the reader, or — with a store — to the store first and
@@ -23,7 +21,7 @@ export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
  * without waiting for the previous one. Any other store gets one append at a time; what is
  * emitted while one is under way goes in the next.
  */
-export class EventWriter {
+export class EventWriter implements EventSink {
   readonly store: RunStore | undefined;
   readonly #queue: EventQueue;
   readonly #leases = new Map<string, Lease>();

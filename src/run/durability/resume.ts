@@ -3,11 +3,11 @@ import type { Message } from "../../model/types.js";
 import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
 import type { RunStore } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
-import { Handoff } from "../config/handoff.js";
-import { teardownPlugins } from "../config/plugin.js";
+import { Handoff } from "../config/agent.js";
 import { rememberView, restoreView } from "../conversation/compaction.js";
 import type { PriorTurn, RequestedCall } from "../engine/executor.js";
-import { type AgentSetup, finishRun, prepareAgent, turns } from "../engine/loop.js";
+import { type AgentSetup, closeRun, finishRun, prepareAgent, turns } from "../engine/loop.js";
+import { teardownPlugins } from "../engine/plugin-lifecycle.js";
 import type { CallResult } from "../engine/tool-result.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { RunResult } from "../state/result.js";
@@ -60,7 +60,7 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
     // As a fresh run's loop does: plugins set up for this run are torn down, host watches end.
     const ending = teardownPlugins(run);
     if (ending) await ending;
-    run.close();
+    closeRun(run);
   }
 }
 
@@ -71,9 +71,10 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
       `run ${run.runId} was last driven by agent "${state.agent}", which is neither "${run.agent.name}" nor reachable through its handoffs`,
     );
   }
-  run.agent = speaker;
+  run.switchAgent(speaker);
   const assistantCallIds = state.openTurn?.assistant?.toolCalls?.map((c) => c.id) ?? [];
-  run.restore(state.lastSeq, [...state.callIds, ...assistantCallIds]);
+  run.events.restore(state.lastSeq);
+  run.callIds.restore([...state.callIds, ...assistantCallIds]);
   run.transcript.push(...state.messages);
   restoreView(run, state.compaction);
   Object.assign(run.usage, state.usage);
@@ -86,13 +87,13 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
     .reverse()
     .find((m) => m.role === "assistant" && typeof m.content === "string" && m.content);
   if (lastText && typeof lastText.content === "string") run.lastText = lastText.content;
-  const own = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+  const own = run.limits.budgets[0]?.runId === run.runId ? run.limits.budgets[0] : undefined;
   if (own) {
     own.turns = state.turn;
     own.toolCalls = state.toolCalls.length + (open ? open.started.size + open.decisions.size : 0);
   }
   run.tracing?.linkTo(state.traceparent);
-  run.emit({ type: "run_resumed", fromSeq: state.lastSeq });
+  run.events.emit({ type: "run_resumed", fromSeq: state.lastSeq });
 
   const setup = await prepareAgent(run, run.agent);
   if (!open) {
@@ -133,7 +134,7 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   const calls = open.assistant.toolCalls ?? [];
   if (calls.length === 0) {
     // The model had given its final answer; only the closing events were lost.
-    run.emit({ type: "turn_completed", turn: run.turn });
+    run.events.emit({ type: "turn_completed", turn: run.turn });
     return finalAnswer(
       run,
       setup,
@@ -142,7 +143,7 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   }
   for (const call of calls) {
     if (!open.calls.some((c) => c.id === call.id))
-      run.emit({ type: "tool_call_requested", call, index: calls.indexOf(call) });
+      run.events.emit({ type: "tool_call_requested", call, index: calls.indexOf(call) });
   }
   const requested: RequestedCall[] = calls.map((call) =>
     call.rawArgs !== undefined ? { call, parseError: "the arguments were not valid JSON" } : { call },

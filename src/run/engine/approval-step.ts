@@ -116,7 +116,7 @@ async function ask(
 ): Promise<ApprovalOutcome> {
   const config = run.agent.config;
   const { decision, settle } = run.approvals.wait(call, run.runId);
-  const event = run.emit({
+  const event = run.events.emit({
     type: "approval_required",
     call,
     reason,
@@ -133,7 +133,7 @@ async function ask(
     },
   });
   // Stored before anyone waits on it, so a decision can come from another process.
-  const stored = run.flushed();
+  const stored = run.events.flushed();
   if (stored) await stored;
   const timeoutMs = config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   const timer = setTimeout(
@@ -141,15 +141,15 @@ async function ask(
     timeoutMs,
   );
   const onAbort = () => settle({ approved: false, by: "cancelled", reason: "the run was cancelled" });
-  run.signal.addEventListener("abort", onAbort, { once: true });
-  if (run.signal.aborted) onAbort();
+  run.control.signal.addEventListener("abort", onAbort, { once: true });
+  if (run.control.signal.aborted) onAbort();
   let settled = false;
   void decision.then(() => {
     settled = true;
   });
   try {
     // 1. The stream consumer may decide before it pulls the next event.
-    if (run.hasChannel) await Promise.race([decision, run.whenPassed(event)]);
+    if (run.control.hasChannel) await Promise.race([decision, run.events.whenPassed(event)]);
     if (!settled) {
       // 2. Pulling on without deciding passes the decision to the agent's handler (the channel
       //    or a timeout may still decide first).
@@ -167,11 +167,11 @@ async function ask(
         //    A child run (an agent used as a tool) does not park: its parent would take the
         //    parked child for a finished call and go on without the approved work ever running.
         //    It waits like a run without a store, answered through the root handle.
-        if (run.store && !run.parent) settle({ approved: false, by: "parked", parked: true });
-        else if (answer === "unanswered" || !run.hasChannel) {
+        if (run.events.store && !run.parent) settle({ approved: false, by: "parked", parked: true });
+        else if (answer === "unanswered" || !run.control.hasChannel) {
           // Nobody will answer: deny now and say how to answer, instead of a silent
           // `approvalTimeoutMs` wait. Only an explicit "ask" waits for `handle.approvals`.
-          run.emit({ type: "warning", code: "approval_unanswered", message: unansweredMessage(call) });
+          run.events.emit({ type: "warning", code: "approval_unanswered", message: unansweredMessage(call) });
           settle({
             approved: false,
             by: "no_channel",
@@ -182,7 +182,7 @@ async function ask(
     }
     const outcome = await decision;
     if (outcome.parked) return outcome;
-    run.emit({
+    run.events.emit({
       type: "approval_resolved",
       call,
       decision: outcome.approved ? "approved" : "denied",
@@ -192,7 +192,7 @@ async function ask(
     return outcome;
   } finally {
     clearTimeout(timer);
-    run.signal.removeEventListener("abort", onAbort);
+    run.control.signal.removeEventListener("abort", onAbort);
   }
 }
 
@@ -238,7 +238,7 @@ function preflightContext(run: ActiveRun, call: ToolCall): RunContext {
   return {
     ...run.baseContext(),
     turn: run.turn,
-    signal: run.signal,
+    signal: run.control.signal,
     toolCallId: call.id,
     attempt: 0,
     idempotencyKey: `${run.runId}:${call.id}`,

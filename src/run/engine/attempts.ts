@@ -39,11 +39,6 @@ export type AttemptSettings = {
 
 const DEFAULT_BACKOFF: Required<RetryBackoff> = { initialMs: 200, factor: 2, maxMs: 5_000, jitter: true };
 
-/** The run a tool call belongs to, for code that starts child runs from inside a call (agents as tools). */
-export function runOf(ctx: RunContext): ActiveRun | undefined {
-  return CallContext.runOf(ctx);
-}
-
 class AttemptTimeout extends Error {
   override name = "TimeoutError";
 }
@@ -109,7 +104,7 @@ class Retries implements AttemptsSink {
       return;
     }
     const delayMs = backoffDelay(this.#backoff, attempt);
-    this.run.emit({
+    this.run.events.emit({
       type: "tool_call_retry",
       call: this.call,
       attempt: attempt + 1,
@@ -188,7 +183,7 @@ class Attempt {
     const { run } = this;
     let stored: Promise<void> | undefined;
     try {
-      run.emit({
+      run.events.emit({
         type: "tool_call_started",
         call: this.call,
         attempt: this.ctx.attempt,
@@ -197,7 +192,7 @@ class Attempt {
         at: 0,
         agent: "",
       });
-      stored = run.flushed();
+      stored = run.events.flushed();
     } catch (error) {
       this.#failed(error);
       return;
@@ -242,13 +237,13 @@ class Attempt {
   }
 
   #succeeded(value: unknown): void {
-    leaveRunContext(!this.run.closed);
+    leaveRunContext(!this.run.control.closed);
     this.#release();
     this.#report(isAborted(value) ? CANCELLED : { kind: "value", value, ctx: this.ctx });
   }
 
   #threw(error: unknown): void {
-    leaveRunContext(!this.run.closed);
+    leaveRunContext(!this.run.control.closed);
     this.#release();
     this.#report(classify(this.run, error, this.settings.stopper));
   }
@@ -298,7 +293,7 @@ class Attempt {
 
 /** An idle attempt and its settings (see shapes.ts), kept so their hidden classes outlive a full GC. */
 export function attemptShapes(run: ActiveRun, tool: Tool, call: ToolCall): unknown[] {
-  const settings: AttemptSettings = { retries: 0, turn: 1, stopper: run.stopper };
+  const settings: AttemptSettings = { retries: 0, turn: 1, stopper: run.control.stopper };
   const sink: AttemptsSink = { attemptsEnded() {} };
   return [new Attempt(run, tool, call, {}, 1, settings, sink), settings];
 }
@@ -360,12 +355,12 @@ function classify(run: ActiveRun, error: unknown, call: Stopper): OneAttempt {
 
 function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttempt {
   if (isInstance(error, RunCancelled)) {
-    run.abort(error);
+    run.control.abort(error);
     return { kind: "cancelled" };
   }
   if (call.aborted) return { kind: "cancelled" };
   if (isInstance(error, BudgetExceeded)) {
-    if (run.owns(error)) return { kind: "budget", error };
+    if (run.limits.owns(error)) return { kind: "budget", error };
     // A child run's own budget: a recoverable failure of the delegation.
     return { kind: "error", errorKind: "budget", message: error.message, retryable: false };
   }

@@ -1,6 +1,7 @@
 import type { Stopper } from "../../abort.js";
 import type { RunContext } from "../../contract/run-context.js";
 import type { Message, ToolCall, Usage } from "../../model/types.js";
+import { type ChildRunRequest, START_CHILD_RUN } from "../config/agent.js";
 import type { ActiveRun } from "../state/active-run.js";
 
 /**
@@ -25,10 +26,6 @@ export class CallContext implements RunContext<any> {
   readonly attempt: number;
   readonly idempotencyKey: string;
   readonly #run: ActiveRun;
-  /** The run a context belongs to (agents as tools start their child runs from it); hidden from tools. */
-  static runOf(ctx: RunContext<any>): ActiveRun | undefined {
-    return #run in ctx ? (ctx as CallContext).#run : undefined;
-  }
   /** The call's stop (the run's, or the call's own under `cancelSiblingsOnError`). */
   readonly #call: Stopper;
   #controller: AbortController | undefined;
@@ -90,8 +87,15 @@ export class CallContext implements RunContext<any> {
     this.#unlink = undefined;
   }
 
+  /** Starts a child run for this call (an agent used as a tool), when the run knows how. */
+  get [START_CHILD_RUN](): ((request: ChildRunRequest) => Promise<string>) | undefined {
+    const run = this.#run;
+    const childRuns = run.childRuns;
+    return childRuns && ((request) => childRuns(run, request, this));
+  }
+
   update(partial: unknown): void {
     if (this.#aborted || this.#call.aborted) return;
-    this.#run.emit({ type: "tool_call_update", call: this.#toolCall, partial });
+    this.#run.events.emit({ type: "tool_call_update", call: this.#toolCall, partial });
   }
 }

@@ -5,13 +5,14 @@ import { BudgetExceeded, InvalidToolArguments } from "../../errors.js";
 import type { ToolCall } from "../../model/types.js";
 import { StoreError } from "../../store/types.js";
 import type { Tool } from "../../tool/tool.js";
-import type { AgentConfig } from "../config/agent.js";
-import { type Handoff, HandoffTool } from "../config/handoff.js";
+import type { AgentConfig, Handoff } from "../config/agent.js";
 import { resultArtifactKey } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { ToolCallRecord } from "../state/result.js";
 import { approveCall } from "./approval-step.js";
 import { type AttemptSettings, type AttemptsOutcome, type AttemptsSink, runAttempts } from "./attempts.js";
+import { HandoffTool } from "./handoff-tool.js";
+import { markTainted } from "./taint.js";
 import {
   type CallResult,
   DEFAULT_MAX_IMAGE_BYTES,
@@ -142,7 +143,7 @@ class TurnCalls {
     if (this.skipReason) return STOP;
     const resumedStart = prior?.started.has(call.id) ?? false;
     const decided = prior?.decisions.get(call.id);
-    const overBudget = resumedStart || decided ? undefined : run.countToolCall();
+    const overBudget = resumedStart || decided ? undefined : run.limits.countToolCall();
     if (overBudget) {
       execution.stop = { reason: "budget", error: overBudget };
       this.skipReason = `the run's budget ran out (${overBudget.limit})`;
@@ -216,7 +217,7 @@ class TurnCalls {
     approval: ApprovalOutcome | undefined,
   ): Step | Promise<Step> {
     const { run, execution } = this;
-    if (run.stopper.aborted) return STOP;
+    if (run.control.stopper.aborted) return STOP;
     if (approval?.parked) {
       execution.parked = []; // filled in below, once the calls already running have finished
       return STOP;
@@ -239,12 +240,12 @@ class TurnCalls {
     // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
     const calm = this.idle();
     if (calm) await calm;
-    if (run.stopper.aborted) return STOP;
+    if (run.control.stopper.aborted) return STOP;
     this.start(index, tool, args);
     // It runs alone: the turn is idle again once it has ended.
     const alone = this.idle();
     if (alone) await alone;
-    if (run.stopper.aborted) return STOP;
+    if (run.control.stopper.aborted) return STOP;
     if (execution.handoff)
       this.skipReason = `the conversation was transferred to ${execution.handoff.handoff.target.name}`;
     return NEXT;
@@ -254,14 +255,14 @@ class TurnCalls {
   async #startBelowLimit(index: number, tool: Tool, args: unknown): Promise<Step> {
     const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
     while (this.inFlight >= limit) if (isAborted(await this.callEnded())) return STOP;
-    if (this.run.stopper.aborted) return STOP;
+    if (this.run.control.stopper.aborted) return STOP;
     this.start(index, tool, args);
     return NEXT;
   }
 
   /** Resolves with the turn's outcome once no call is running, or soon after the run stops. */
   #whenDone(): Promise<TurnExecution> {
-    const { stopper } = this.run;
+    const { stopper } = this.run.control;
     if (this.inFlight === 0 || stopper.aborted) return Promise.resolve(this.#conclude());
     return new Promise<TurnExecution>((resolve, reject) => {
       this.#done = { resolve, reject };
@@ -280,7 +281,7 @@ class TurnCalls {
     const done = this.#done;
     if (!done) return;
     this.#done = undefined;
-    if (this.#onStop) this.run.stopper.unwatch(this.#onStop);
+    if (this.#onStop) this.run.control.stopper.unwatch(this.#onStop);
     try {
       done.resolve(this.#conclude());
     } catch (error) {
@@ -291,7 +292,7 @@ class TurnCalls {
   /** The turn's outcome once its calls are done (or the run stopped). */
   #conclude(): TurnExecution {
     const { run, requested, results, execution } = this;
-    if (execution.parked && !run.stopper.aborted) {
+    if (execution.parked && !run.control.stopper.aborted) {
       // Calls still without a result wait for the resumed run; the transcript gets this turn's
       // tool messages only once every call has one.
       execution.parked = requested.filter((_, i) => !results[i]).map((r) => r.call);
@@ -299,10 +300,10 @@ class TurnCalls {
       return execution;
     }
 
-    if (run.stopper.aborted) {
-      const reason = run.stopper.reason;
+    if (run.control.stopper.aborted) {
+      const reason = run.control.stopper.reason;
       execution.stop =
-        reason instanceof BudgetExceeded && run.owns(reason)
+        reason instanceof BudgetExceeded && run.limits.owns(reason)
           ? { reason: "budget", error: reason }
           : { reason: "cancelled" };
     }
@@ -333,23 +334,23 @@ class TurnCalls {
   /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
   mustStop(): string | undefined {
     const { run } = this;
-    if (run.stopper.aborted) return "the run stopped";
+    if (run.control.stopper.aborted) return "the run stopped";
     if (this.skipReason) return this.skipReason;
-    if (run.inbox.length > 0) return "a new user message arrived";
+    if (run.mailbox.inbox.length > 0) return "a new user message arrived";
     return undefined;
   }
 
   /** Resolves once no call is running (at once if none is), or to `Aborted` when the run stops first. */
   idle(): Promise<undefined | Aborted> | undefined {
     if (this.inFlight === 0) return undefined;
-    return this.run.stopper.wait((wake) => {
+    return this.run.control.stopper.wait((wake) => {
       this.#waiter = { wake, untilIdle: true };
     });
   }
 
   /** Resolves when some running call ends (or the run stops: then to the Aborted marker). */
   callEnded(): Promise<undefined | Aborted> {
-    return this.run.stopper.wait((wake) => {
+    return this.run.control.stopper.wait((wake) => {
       this.#waiter = { wake, untilIdle: false };
     });
   }
@@ -369,7 +370,7 @@ class TurnCalls {
   finish(index: number, result: CallResult, durationMs: number, value?: unknown, synthesised = false): void {
     const { run, results } = this;
     // After a stop, a late completion is dropped: the call already has its synthesised result.
-    if (results[index] || (run.stopper.aborted && !synthesised)) return;
+    if (results[index] || (run.control.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
     if (!synthesised && carriesPeerText(record) && this.toolset.get(record.call.name)?.untrustedOutput) {
@@ -407,7 +408,7 @@ class TurnCalls {
     if (record.truncated) event.truncated = record.truncated;
     if (result.details !== undefined) event.details = result.details;
     if (typeof result.message.content !== "string") event.content = result.message.content;
-    run.emit(event);
+    run.events.emit(event);
   }
 
   cancelSiblings(failed: ToolCall): void {
@@ -439,16 +440,16 @@ class TurnCalls {
     this.inFlight++;
     const { call } = this.requested[index]!;
     // A call follows the run's signal, unless siblings may cancel it: then it gets its own.
-    let stopper = run.stopper;
+    let stopper = run.control.stopper;
     let unlink: (() => void) | undefined;
     if (config.cancelSiblingsOnError) {
       const own = new Stopper();
-      const onRunAbort = () => own.abort(run.stopper.reason);
-      run.stopper.watch(onRunAbort);
+      const onRunAbort = () => own.abort(run.control.stopper.reason);
+      run.control.stopper.watch(onRunAbort);
       this.running ??= new Map();
       this.running.set(index, own);
       stopper = own;
-      unlink = () => run.stopper.unwatch(onRunAbort);
+      unlink = () => run.control.stopper.unwatch(onRunAbort);
     }
     const timeoutMs = tool.timeoutMs ?? config.defaultToolTimeoutMs;
     const settings: AttemptSettings = {
@@ -481,7 +482,7 @@ class RunningCall implements AttemptsSink {
     try {
       pending = this.#conclude(outcome);
     } catch (error) {
-      calls.run.abort(error);
+      calls.run.control.abort(error);
     }
     if (!pending) {
       calls.settled();
@@ -490,7 +491,7 @@ class RunningCall implements AttemptsSink {
     pending.then(
       () => calls.settled(),
       (error) => {
-        calls.run.abort(error);
+        calls.run.control.abort(error);
         calls.settled();
       },
     );
@@ -509,14 +510,14 @@ class RunningCall implements AttemptsSink {
           maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         };
         if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
-        if (run.store) render.recallCallId = call.id;
+        if (run.events.store) render.recallCallId = call.id;
         const result = successResult(tool, call, outcome.value, outcome.ctx, render);
-        if (result.fullText === undefined || !run.store) {
+        if (result.fullText === undefined || !run.events.store) {
           this.#succeed(result, ms, outcome.value);
           return undefined;
         }
         // Kept before the model sees the truncated text, so the recall it offers works.
-        return run.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText).then(
+        return run.events.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText).then(
           () => this.#succeed(result, ms, outcome.value),
           (error) => {
             const failure =
@@ -533,7 +534,7 @@ class RunningCall implements AttemptsSink {
               recallCallId: undefined,
             });
             this.#succeed(unrecalled, ms, outcome.value);
-            run.abort(failure);
+            run.control.abort(failure);
           },
         );
       }
@@ -584,17 +585,9 @@ export function turnShapes(run: ActiveRun, toolset: Toolset, tool: Tool): unknow
   return [calls, new RunningCall(calls, 0, tool, call, undefined), { wake: () => {}, untilIdle: true }];
 }
 
-/** Records that untrusted output entered the run (and every run above it). */
 /** A success, or a failure whose text came from the tool (its error, its host's error). */
 function carriesPeerText(record: ToolCallRecord): boolean {
   return record.ok || record.error?.kind === "tool_error" || record.error?.kind === "host_error";
-}
-
-export function markTainted(run: ActiveRun, source: string, call?: ToolCall): void {
-  for (let r: ActiveRun | undefined = run; r && !r.tainted; r = r.parent?.run) {
-    r.tainted = source;
-    r.emit({ type: "run_tainted", source, ...(call && { call }) });
-  }
 }
 
 function handoffRefused(call: ToolCall): string {

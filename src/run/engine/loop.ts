@@ -15,36 +15,25 @@ import type {
 import { StoreError } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { type Compaction, resolveCompaction } from "../config/compaction-options.js";
-import { handoffTools } from "../config/handoff.js";
 import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
 import type { Permissions } from "../config/permissions.js";
-import { checkPlugins, type Plugin, setupPlugins, teardownPlugins } from "../config/plugin.js";
+import { checkPlugins, type Plugin } from "../config/plugin.js";
+import { inputMessages, type RunInput } from "../config/run-input.js";
 import { compactRequest, observeUsage, resetView } from "../conversation/compaction.js";
 import { sharedRecallTool } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { costOf } from "../state/pricing.js";
 import type { RunResult } from "../state/result.js";
-import {
-  executeTurn,
-  markTainted,
-  type PriorTurn,
-  type RequestedCall,
-  type TurnExecution,
-} from "./executor.js";
+import { runEnded } from "./call-scope.js";
+import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
+import { handoffTools } from "./handoff-tool.js";
 import { turnRequest } from "./model-request.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
+import { setupPlugins, teardownPlugins } from "./plugin-lifecycle.js";
 import { resolveInstructions } from "./system-prompt.js";
+import { markTainted } from "./taint.js";
 import { type CallResult, errorResult } from "./tool-result.js";
 import { type ToolGroup, Toolset } from "./toolset.js";
-
-/** What a run starts from: a user message, or a whole transcript (e.g. `previous.messages` plus a new turn). */
-export type RunInput = string | Message | readonly Message[];
-
-export function inputMessages(input: RunInput): Message[] {
-  if (typeof input === "string") return [{ role: "user", content: input }];
-  if (Array.isArray(input)) return [...input];
-  return [input as Message];
-}
 
 /** Everything that changes when the run switches agents (handoffs). */
 export type AgentSetup = {
@@ -69,14 +58,20 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
   } finally {
     const ending = teardownPlugins(run);
     if (ending) await ending;
-    run.close();
+    closeRun(run);
   }
+}
+
+/** The run has stopped: timers and watches go, and with no call left running the run context stops being tracked. */
+export function closeRun(run: ActiveRun): void {
+  run.control.close();
+  runEnded();
 }
 
 /** `run_started`, the input into the transcript, and the first agent's setup. */
 function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
   const messages = inputMessages(input);
-  run.emit({
+  run.events.emit({
     type: "run_started",
     input: messages,
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
@@ -119,11 +114,11 @@ export async function turns(
   }
 
   while (true) {
-    if (run.stopper.aborted) return stopOnAbort(run);
-    const overBudget = run.budgetExceeded();
+    if (run.control.stopper.aborted) return stopOnAbort(run);
+    const overBudget = run.limits.exceeded();
     if (overBudget) return finishRun(run, "budget", run.lastText, overBudget);
-    if (run.turn >= run.maxTurns) return finishRun(run, "max_turns", run.lastText);
-    const ownBudget = run.budgets[0]?.runId === run.runId ? run.budgets[0] : undefined;
+    if (run.turn >= run.limits.maxTurns) return finishRun(run, "max_turns", run.lastText);
+    const ownBudget = run.limits.budgets[0]?.runId === run.runId ? run.limits.budgets[0] : undefined;
     if (ownBudget && !ownBudget.turnsLeft()) {
       const error = new BudgetExceeded(
         run.runId,
@@ -135,8 +130,8 @@ export async function turns(
     deliverInbox(run);
     const { setup } = state;
     run.turn++;
-    for (const tracker of run.budgets) tracker.turns++;
-    run.emit({
+    for (const tracker of run.limits.budgets) tracker.turns++;
+    run.events.emit({
       type: "turn_started",
       turn: run.turn,
       model: setup.model.name,
@@ -157,9 +152,9 @@ export async function turns(
     }
     const turn = await streamModelTurn(run, setup.model, request);
     if (!turn) {
-      if (run.stopper.aborted) return stopOnAbort(run);
+      if (run.control.stopper.aborted) return stopOnAbort(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
-      run.emit({
+      run.events.emit({
         type: "warning",
         code: "turn_interrupted",
         message: "the model turn was interrupted by a new user message",
@@ -202,12 +197,13 @@ export async function turns(
           });
           continue;
         }
-        if (!run.inbox.length && !run.followUps.length) return finishRun(run, "completed", checked.value);
+        if (!run.mailbox.inbox.length && !run.mailbox.followUps.length)
+          return finishRun(run, "completed", checked.value);
       }
       // A message injected during this last turn, or a queued follow-up, keeps the run going.
-      if (run.inbox.length) continue;
-      if (run.followUps.length) {
-        run.inbox.push(...run.followUps.splice(0));
+      if (run.mailbox.inbox.length) continue;
+      if (run.mailbox.followUps.length) {
+        run.mailbox.inbox.push(...run.mailbox.followUps.splice(0));
         continue;
       }
       return finishRun(run, "completed", run.lastText);
@@ -225,7 +221,7 @@ export async function turns(
         agent: "",
       };
       if (repairs) requestedEvent.repairs = repairs;
-      run.emit(requestedEvent);
+      run.events.emit(requestedEvent);
     }
     // Awaited here, not inside a helper: an async helper would cost two promises per turn.
     const execution =
@@ -247,22 +243,38 @@ type LoopState = {
 
 /** The request of one model turn (see `turnRequest`). */
 function modelRequest(run: ActiveRun, setup: AgentSetup): ModelRequest & { signal: AbortSignal } {
-  return turnRequest(run.transcript, offeredSpecs(setup), setup.settings, run.modelStopper(), setup.system);
+  return turnRequest(
+    run.transcript,
+    offeredSpecs(setup),
+    setup.settings,
+    run.control.modelStopper(),
+    setup.system,
+  );
 }
 
 /** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */
 function completeTurn(run: ActiveRun, state?: LoopState): void {
   const ended = state?.ended;
   if (!ended) {
-    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
+    run.events.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "" });
     return;
   }
   state.ended = undefined;
   // One literal per shape (see shapes.ts): the same fields, in the same order, as before.
   const { finish, usage } = ended;
   if (usage)
-    run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish, usage });
-  else run.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish });
+    run.events.emit({
+      type: "turn_completed",
+      turn: run.turn,
+      runId: "",
+      seq: 0,
+      at: 0,
+      agent: "",
+      finish,
+      usage,
+    });
+  else
+    run.events.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish });
 }
 
 /**
@@ -298,14 +310,20 @@ function closeTurn(
   if (execution.handoff) {
     const { handoff, call } = execution.handoff;
     const from = run.agent.name;
-    run.agent = handoff.target;
+    run.switchAgent(handoff.target);
     let transcript: Message[] | undefined;
     if (handoff.inputFilter) {
       transcript = handoff.inputFilter([...run.transcript]);
       run.transcript.splice(0, run.transcript.length, ...transcript);
       resetView(run);
     }
-    run.emit({ type: "handoff", from, to: handoff.target.name, call, ...(transcript && { transcript }) });
+    run.events.emit({
+      type: "handoff",
+      from,
+      to: handoff.target.name,
+      call,
+      ...(transcript && { transcript }),
+    });
     state.corrected = false;
     const next = prepareAgent(run, handoff.target);
     if (next instanceof Promise) {
@@ -321,7 +339,7 @@ function closeTurn(
 
 /** A stored run waiting for approval leaves memory: its log says where to pick it up. */
 function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunResult<any> {
-  run.emit({ type: "run_parked", pending });
+  run.events.emit({ type: "run_parked", pending });
   return {
     runId: run.runId,
     output: run.lastText,
@@ -343,7 +361,7 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecuti
       `the response hit the output token limit while writing the arguments for ${call.name}, so the call was not run`,
       "Make the call again with shorter arguments, or split the work into smaller calls.",
     );
-    run.emit({
+    run.events.emit({
       type: "tool_call_completed",
       call,
       ok: false,
@@ -358,8 +376,8 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecuti
 
 /** Messages `handle.inject()` queued go in before the next model request. */
 function deliverInbox(run: ActiveRun): void {
-  if (run.inbox.length === 0) return;
-  for (const message of run.inbox.splice(0)) append(run, message);
+  if (run.mailbox.inbox.length === 0) return;
+  for (const message of run.mailbox.inbox.splice(0)) append(run, message);
 }
 
 /**
@@ -410,11 +428,11 @@ function agentToolset(
   for (const entry of plugins) groups.push({ from: `plugin "${entry.name}"`, tools: entry.tools });
   groups.push({ from: "the agent's handoffs", tools: handoffTools(agent) });
   // Recall reads what the store kept of truncated results and what compaction elided.
-  if (run.store || compaction)
-    groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.store) });
-  const toolset = Toolset.forRun(agent, groups, run.stopper);
+  if (run.events.store || compaction)
+    groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.events.store) });
+  const toolset = Toolset.forRun(agent, groups, run.control.stopper);
   if (toolset.hasHosts) {
-    run.onClose(() => toolset.close());
+    run.control.onClose(() => toolset.close());
     toolset.checkNames();
   }
   return toolset;
@@ -429,10 +447,11 @@ function finishSetup(
   toolset: Toolset,
   compaction: Compaction | undefined,
 ): AgentSetup | Promise<AgentSetup> {
-  for (const message of toolset.warnings) run.emit({ type: "warning", code: "strict_unsupported", message });
+  for (const message of toolset.warnings)
+    run.events.emit({ type: "warning", code: "strict_unsupported", message });
   const system = resolveInstructions(
     agent.config.instructions,
-    () => ({ ...run.baseContext(), agent: agent.name, signal: run.signal }),
+    () => ({ ...run.baseContext(), agent: agent.name, signal: run.control.signal }),
     plugins.length ? plugins.map((entry) => entry.instructions) : undefined,
   );
   if (system instanceof Promise)
@@ -515,14 +534,15 @@ function assistantMessage(
 
 function append(run: ActiveRun, message: Message): void {
   run.transcript.push(message);
-  run.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
+  run.events.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
 }
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
-  const reason = run.stopper.reason;
+  const reason = run.control.stopper.reason;
   // The store failed: the run cannot go on without losing its log.
   if (reason instanceof StoreError) throw reason;
-  if (reason instanceof BudgetExceeded && run.owns(reason)) return finishRun(run, "budget", output, reason);
+  if (reason instanceof BudgetExceeded && run.limits.owns(reason))
+    return finishRun(run, "budget", output, reason);
   return finishRun(run, "cancelled", output);
 }
 
@@ -532,8 +552,8 @@ export function finishRun(
   output: unknown,
   budgetError?: BudgetExceeded,
 ): RunResult<any> {
-  if (budgetError) run.budgetStop = budgetError;
-  run.emit({ type: "run_completed", output, stopReason, usage: { ...run.usage } });
+  if (budgetError) run.limits.stop = budgetError;
+  run.events.emit({ type: "run_completed", output, stopReason, usage: { ...run.usage } });
   return {
     runId: run.runId,
     output,

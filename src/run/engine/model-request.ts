@@ -53,7 +53,7 @@ class TurnRequest {
  * `stopper`, and `system` when there is one.
  *
  * @example
- * const request = turnRequest(run.transcript, specs, settings, run.modelStopper(), "Be brief.");
+ * const request = turnRequest(run.transcript, specs, settings, run.control.modelStopper(), "Be brief.");
  * for await (const event of model.stream(request)) console.log(event.type);
  */
 export function turnRequest(

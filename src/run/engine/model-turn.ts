@@ -1,40 +1,10 @@
 import type { Stopper } from "../../abort.js";
 import type { EventOf } from "../../contract/events.js";
 import { ProviderError } from "../../errors.js";
-import type {
-  ContentBlock,
-  FinishReason,
-  Model,
-  ModelRequest,
-  ModelStreamEvent,
-  ToolCall,
-  Usage,
-} from "../../model/types.js";
+import type { Model, ModelRequest, ModelStreamEvent, ToolCall } from "../../model/types.js";
 import type { ActiveRun } from "../state/active-run.js";
-import type { ChatTrace } from "../tracing/run-tracing.js";
-
-/**
- * A requested call as the model sent it, before the runner gives it a run-unique id. Its
- * fields are always present (`undefined` when unknown): one shape for every call.
- */
-export type RawCall = {
-  providerId: string | undefined;
-  /** The run-unique id claimed when the call's first argument delta streamed. */
-  claimedId: string | undefined;
-  name: string;
-  args: string;
-  repairs: string[] | undefined;
-};
-
-/** One model turn, assembled from its stream. */
-export type ModelTurn = {
-  text: string;
-  reasoning: ContentBlock[];
-  calls: RawCall[];
-  usage: Partial<Usage>;
-  finish: FinishReason;
-  providerData: Record<string, unknown> | undefined;
-};
+import type { ModelTurn, RawCall } from "../state/model-answer.js";
+import type { ChatTracer } from "../state/run-tracer.js";
 
 /** A call while it streams; every field present, so every call has one shape. */
 type PartialCall = {
@@ -59,9 +29,9 @@ export function streamModelTurn(
 ): Promise<ModelTurn | undefined> {
   // The whole turn races the signal once (not every stream event): a model that ignores its
   // signal is abandoned at once, and the abandoned reader stops emitting.
-  const stopper = run.modelStopper();
+  const stopper = run.control.modelStopper();
   if (stopper.aborted) return Promise.resolve(undefined);
-  run.modelStreaming = true;
+  run.control.modelStreaming = true;
   const chat = run.tracing?.startChat(model, request);
   return new Promise<ModelTurn | undefined>((resolve, reject) => {
     const reader = new TurnReader(run, model, stopper, chat, resolve, reject);
@@ -87,7 +57,7 @@ class TurnReader {
   readonly run: ActiveRun;
   readonly model: Model;
   readonly stopper: Stopper;
-  readonly chat: ChatTrace | undefined;
+  readonly chat: ChatTracer | undefined;
   readonly resolve: (turn: ModelTurn | undefined) => void;
   readonly reject: (error: unknown) => void;
 
@@ -95,7 +65,7 @@ class TurnReader {
     run: ActiveRun,
     model: Model,
     stopper: Stopper,
-    chat: ChatTrace | undefined,
+    chat: ChatTracer | undefined,
     resolve: (turn: ModelTurn | undefined) => void,
     reject: (error: unknown) => void,
   ) {
@@ -110,7 +80,7 @@ class TurnReader {
   /** The stop came first: the turn reads as abandoned at once, whatever the model does. */
   readonly stop = (): void => {
     this.abandoned = true;
-    this.run.modelStreaming = false;
+    this.run.control.modelStreaming = false;
     this.chat?.abandon();
     this.resolve(undefined);
   };
@@ -152,7 +122,7 @@ class TurnReader {
     switch (event.type) {
       case "text_delta":
         this.turn.text += event.delta;
-        this.run.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        this.run.events.emit({ type: "text_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
         break;
       case "reasoning_delta": {
         const last = this.turn.reasoning.at(-1);
@@ -163,7 +133,14 @@ class TurnReader {
             text: event.delta,
             ...(event.providerData && { providerData: event.providerData }),
           });
-        this.run.emit({ type: "reasoning_delta", delta: event.delta, runId: "", seq: 0, at: 0, agent: "" });
+        this.run.events.emit({
+          type: "reasoning_delta",
+          delta: event.delta,
+          runId: "",
+          seq: 0,
+          at: 0,
+          agent: "",
+        });
         break;
       }
       case "tool_call_delta": {
@@ -181,7 +158,7 @@ class TurnReader {
         if (event.name) call.name = (call.name ?? "") + event.name;
         call.args += event.argsDelta;
         // Claimed now, so a UI can key the streamed input by the id the call's later events carry.
-        call.claimedId ??= this.run.claimCallId(call.id);
+        call.claimedId ??= this.run.callIds.claim(call.id);
         const delta: EventOf<"tool_call_input_delta"> = {
           type: "tool_call_input_delta",
           index: event.index,
@@ -193,7 +170,7 @@ class TurnReader {
           agent: "",
         };
         if (call.name !== undefined) delta.name = call.name;
-        this.run.emit(delta);
+        this.run.events.emit(delta);
         break;
       }
       case "tool_call": {
@@ -209,7 +186,7 @@ class TurnReader {
         break;
       }
       case "warning":
-        this.run.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
+        this.run.events.emit({ type: "warning", message: event.message, code: event.code ?? "provider" });
         break;
       case "usage":
         Object.assign(this.turn.usage, event.usage);
@@ -217,7 +194,7 @@ class TurnReader {
       case "reset":
         this.turn = freshTurn();
         this.calls = new Map();
-        this.run.emit({
+        this.run.events.emit({
           type: "warning",
           code: "model_reset",
           message: `model output restarted: ${event.reason}`,
@@ -237,7 +214,7 @@ class TurnReader {
       return;
     }
     this.stopper.unwatch(this.stop);
-    this.run.modelStreaming = false;
+    this.run.control.modelStreaming = false;
     this.chat?.fail(error);
     this.reject(error);
   }
@@ -275,7 +252,7 @@ class TurnReader {
       });
     }
     this.stopper.unwatch(this.stop);
-    this.run.modelStreaming = false;
+    this.run.control.modelStreaming = false;
     this.chat?.end(turn);
     this.resolve(turn);
   }
@@ -286,7 +263,7 @@ export function turnReaderShape(run: ActiveRun, model: Model): unknown {
   return new TurnReader(
     run,
     model,
-    run.stopper,
+    run.control.stopper,
     undefined,
     () => {},
     () => {},
@@ -318,7 +295,7 @@ export function toToolCall(
   run: ActiveRun,
   raw: RawCall,
 ): { call: ToolCall; parseError?: string; repairs?: string[] } {
-  const id = raw.claimedId ?? run.claimCallId(raw.providerId);
+  const id = raw.claimedId ?? run.callIds.claim(raw.providerId);
   const call: ToolCall = { id, name: raw.name, args: undefined };
   if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
   try {

@@ -18,8 +18,8 @@ import type {
   TraceSpanOptions,
 } from "../../contract/tracer.js";
 import type { Model, ModelRequest, ToolCall } from "../../model/types.js";
-import type { ModelTurn } from "../engine/model-turn.js";
 import type { ActiveRun } from "../state/active-run.js";
+import type { ModelTurn } from "../state/model-answer.js";
 import {
   argumentsJson,
   finalOutputJson,

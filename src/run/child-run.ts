@@ -1,0 +1,74 @@
+import type { RunContext } from "../contract/run-context.js";
+import { BudgetExceeded, ToolError } from "../errors.js";
+import { toJsonText } from "../plain-json.js";
+import { asError } from "../thrown.js";
+import type { ChildRunRequest } from "./config/agent.js";
+import { DEFAULT_MAX_TURNS } from "./config/run-options.js";
+import { runLoop } from "./engine/loop.js";
+import { markTainted } from "./engine/taint.js";
+import { ActiveRun } from "./state/active-run.js";
+import { openTracing } from "./tracing/run-tracing.js";
+
+/**
+ * Runs an agent as a child run of `parent` for one of its calls (`agent.asTool()`): its own
+ * `runId`, the parent's event stream, store and approval channel, its usage counted toward
+ * every ancestor's budget, cancelled with the call. Its final output is the call's result; a
+ * stop that is not an answer becomes an error the parent's model can act on.
+ */
+export async function runChild(
+  parent: ActiveRun,
+  request: ChildRunRequest,
+  ctx: RunContext,
+): Promise<string> {
+  const { agent, input, budget, maxTurns } = request;
+  const options = {
+    deps: parent.options.deps,
+    ...(parent.options.sessionId !== undefined && { sessionId: parent.options.sessionId }),
+    ...(parent.options.userId !== undefined && { userId: parent.options.userId }),
+    maxTurns: maxTurns ?? DEFAULT_MAX_TURNS,
+    ...(budget && { budget }),
+    signal: ctx.signal,
+  };
+  const child = new ActiveRun(
+    agent,
+    options,
+    { queue: parent.events.queue, sink: parent.events.sink, trace: openTracing, childRuns: parent.childRuns },
+    { run: parent, callId: ctx.toolCallId },
+  );
+  const sink = child.events.sink;
+  let result: Awaited<ReturnType<typeof runLoop>>;
+  if (sink?.store) await sink.acquire(child.runId);
+  try {
+    result = await runLoop(child, input);
+  } catch (error) {
+    const failure = asError(error);
+    child.events.emit({ type: "run_failed", name: failure.name, message: failure.message, kind: "internal" });
+    throw error;
+  } finally {
+    if (sink?.store) await sink.release(child.runId);
+  }
+  if (child.tainted) markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
+  switch (result.stopReason) {
+    case "completed":
+    case "ends_turn":
+      return typeof result.output === "string" ? result.output : toJsonText(result.output);
+    case "budget": {
+      const error = child.limits.stop!;
+      // An ancestor's budget stops the ancestors too; the child's own is the parent's to handle.
+      if (parent.limits.owns(error)) throw error;
+      throw new BudgetExceeded(
+        child.runId,
+        error.limit,
+        `${agent.name} ran out of its budget (${error.message})`,
+      );
+    }
+    case "max_turns":
+      throw new ToolError(`${agent.name} did not finish within ${child.limits.maxTurns} turns`, {
+        hint: "Give it a narrower task, or do the rest yourself.",
+      });
+    default:
+      // "cancelled" (a child never parks: it waits for its approvals like a run without a store).
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      throw new ToolError(`${agent.name} was cancelled before it finished`);
+  }
+}

@@ -1,0 +1,37 @@
+import type { TracerLike } from "../../contract/tracer.js";
+import type { RunStore } from "../../store/types.js";
+import type { Budget } from "./budget.js";
+
+/** What `Runner.run()` and `Runner.stream()` accept besides the agent and input. */
+export interface RunOptions<Deps = unknown> {
+  /** Your dependencies (database handles, clients), reachable as `ctx.deps` in every tool. */
+  deps?: Deps;
+  sessionId?: string;
+  userId?: string;
+  /** Model turns across every agent of the run. Default 50. */
+  maxTurns?: number;
+  /** Further limits; exceeding them stops the run with `stopReason: "budget"`. */
+  budget?: Budget;
+  /** Aborting it cancels the run (`stopReason: "cancelled"`). */
+  signal?: AbortSignal;
+  /** Use this id instead of a fresh one. */
+  runId?: string;
+  /**
+   * Persist the run: every event is appended here before anyone sees it, so the run can be
+   * resumed after a crash (`Runner.resume`), approvals can wait across restarts, and a
+   * `sessionId` continues its conversation.
+   */
+  store?: RunStore;
+  /** How long this process's claim on the run lasts without renewal. Default 30,000. */
+  leaseTtlMs?: number;
+  /**
+   * An OpenTelemetry `Tracer` (needs `@opentelemetry/api`): the run emits GenAI spans
+   * (`invoke_agent`, `chat`, `execute_tool`). Default: the one `instrument()` from
+   * "quiver-agents/otel" set, if any; `false` turns tracing off for this run.
+   */
+  tracer?: TracerLike | false;
+  /** Record prompts, answers, tool arguments and results on spans. Default false (they may hold personal data). */
+  captureContent?: boolean;
+}
+
+export const DEFAULT_MAX_TURNS = 50;

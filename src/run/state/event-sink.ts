@@ -1,0 +1,22 @@
+import type { RunEvent } from "../../contract/events.js";
+import type { RunStore } from "../../store/types.js";
+
+/** How a driver waits for a lease another process holds. */
+export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
+
+/**
+ * Where a stored run's events go before its reader sees them, under the run's lease: the
+ * durability layer's `EventWriter`, given to the run by whoever starts it. One sink serves a
+ * root run and its child runs, so the reader sees every event in the order it was emitted.
+ */
+export interface EventSink {
+  readonly store: RunStore | undefined;
+  /** True while the run waits for its store: a stopped run that does not end is held by the store. */
+  readonly waitingOnStore: boolean;
+  write(event: RunEvent): void;
+  /** Resolves once every event written so far is stored (`undefined` when nothing needs waiting for). */
+  flushed(): Promise<void> | undefined;
+  /** Takes the run's lease and keeps it renewed until `release`. */
+  acquire(runId: string, wait?: LeaseWait): Promise<void>;
+  release(runId: string): Promise<void>;
+}
