@@ -11,7 +11,7 @@ import { RunHandle } from "./handle.js";
 import { inputMessages, type RunInput, runLoop } from "./loop.js";
 import { type AgentsByName, recoverableRuns } from "./recover.js";
 import type { RunResult } from "./result.js";
-import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./resume.js";
+import { loadRun, resumeLoop, resumesAfterFailure, sessionHistory, storedResult } from "./resume.js";
 import { assertRunInput } from "./run-input.js";
 import { keepRunShapes } from "./shapes.js";
 
@@ -195,9 +195,14 @@ async function continueSession(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const history = await loadSession(store, sessionId);
-  if (history.length) return runLoop(run, [...history, ...inputMessages(input)]);
-  return runLoop(run, input);
+  const { messages: history, userId } = await sessionHistory(store, sessionId);
+  if (!history.length) return runLoop(run, input);
+  // One user's conversation never reaches another user's run (nor one started without a user).
+  if (userId !== run.userId)
+    throw new UserError(
+      `session ${sessionId} belongs to another user: a run may continue only a session its userId started`,
+    );
+  return runLoop(run, [...history, ...inputMessages(input)]);
 }
 
 /** A started run: its state, its event buffer and its outcome. */
