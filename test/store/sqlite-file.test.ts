@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import Database from "better-sqlite3";
 import { Agent, Runner, ScriptedModel } from "quiver-agents";
 import { SqliteStore, StoreError } from "quiver-agents/store";
@@ -65,6 +66,18 @@ describe("a SqliteStore whose file is deleted under it", () => {
     const reopened = new SqliteStore({ path });
     expect(await reopened.listRuns()).toEqual([]);
     await reopened.close();
+  });
+
+  it("fails the same way when it is moved away, once the path is looked up again (within 0.1 s)", async () => {
+    const { path, store, lease } = await liveStore();
+    renameSync(path, join(dir, `moved-${count}.db`));
+    await sleep(150);
+    const failure = await runOn(store);
+    expect(failure).toBeInstanceOf(StoreError);
+    expect((failure as Error).message).toContain(path);
+    expect((failure as Error).message).toMatch(/was moved away/);
+    await expect(store.append(lease, [event("held", 2)])).rejects.toThrow(/was moved away/);
+    await store.close();
   });
 
   it("fails the same way when another file is moved over it", async () => {
