@@ -33,6 +33,11 @@ export async function chatCommand(args: string[]): Promise<number> {
   const c = colorsFor(process.stdout);
   const opened = await chatStore(text(parsed, "store"), (note) => process.stdout.write(`${c.dim(note)}\n`));
   const reader = new LineReader();
+  // SIGTERM ends the chat: a reply being written is cancelled and stored first (drive() does
+  // that), a wait for the next message ends at once; then the exit code is 143.
+  const terminate = new AbortController();
+  const onTerminate = () => terminate.abort();
+  process.on("SIGTERM", onTerminate);
   try {
     const approvals = { dismissed: new Set<string>(), stored: true };
     const cliAgent = agentForCli(agent, { mode, approvals });
@@ -49,9 +54,9 @@ export async function chatCommand(args: string[]): Promise<number> {
     });
     const sessionAllowed = new Set<string>();
     let parkedRun: string | undefined;
-    for (;;) {
-      const read = await reader.read(c.bold(c.cyan("› ")));
-      if ("eof" in read) break;
+    while (!terminate.signal.aborted) {
+      const read = await reader.read(c.bold(c.cyan("› ")), terminate.signal);
+      if ("eof" in read || "stopped" in read) break;
       if ("interrupt" in read) return EXIT.cancelled;
       const message = read.line.trim();
       if (!message) continue;
@@ -80,7 +85,8 @@ export async function chatCommand(args: string[]): Promise<number> {
       renderer.settle();
       if (outcome.code === EXIT.parked) parkedRun = handle.runId;
       if (outcome.error) renderer.note(renderer.colors.red(`error: ${outcome.error.message}`));
-      else if (outcome.code === EXIT.cancelled) renderer.note(renderer.colors.yellow("(cancelled)"));
+      else if (outcome.code === EXIT.cancelled || outcome.code === EXIT.terminated)
+        renderer.note(renderer.colors.yellow("(cancelled)"));
       process.stdout.write("\n");
     }
     process.stdout.write(
@@ -88,8 +94,9 @@ export async function chatCommand(args: string[]): Promise<number> {
         `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
       ),
     );
-    return EXIT.completed;
+    return terminate.signal.aborted ? EXIT.terminated : EXIT.completed;
   } finally {
+    process.off("SIGTERM", onTerminate);
     reader.close();
     await opened.store.close();
   }

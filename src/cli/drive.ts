@@ -33,24 +33,38 @@ export type DriveOutcome = { code: number; result?: RunResult<any>; error?: Erro
 
 /**
  * Reads a run's events to the end: renders them (or prints them as JSON lines), answers
- * approvals at the terminal, turns Ctrl+C into a cancel (a second one exits at once), and maps
- * the outcome to an exit code. A parked run prints the commands that decide and resume it.
+ * approvals at the terminal, turns Ctrl+C or SIGTERM into a cancel (a second signal exits at
+ * once), and maps the outcome to an exit code. A parked run prints the commands that decide and
+ * resume it.
  */
 export async function drive(handle: RunHandle<any>, options: DriveOptions): Promise<DriveOutcome> {
   const { renderer } = options;
   const c = renderer.colors;
   const started = Date.now();
-  let interrupts = 0;
-  const onInterrupt = () => {
-    interrupts++;
-    if (interrupts > 1) {
+  // SIGTERM is how a process manager, `timeout` or `docker stop` ask a program to end: like
+  // Ctrl+C, the run is cancelled and its end stored before the process exits (with 143), so a
+  // stored run is never left looking as if it were still going.
+  let stoppedBy: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    const terminated = signal === "SIGTERM";
+    if (stoppedBy) {
       renderer.settle();
-      process.exit(EXIT.cancelled);
+      process.exit(terminated ? EXIT.terminated : EXIT.cancelled);
     }
-    renderer.note(c.yellow("cancelling… (Ctrl+C again to quit at once)"));
-    handle.cancel("cancelled at the terminal (Ctrl+C)");
+    stoppedBy = signal;
+    renderer.note(
+      c.yellow(
+        terminated
+          ? "SIGTERM: cancelling the run… (SIGTERM again to quit at once)"
+          : "cancelling… (Ctrl+C again to quit at once)",
+      ),
+    );
+    handle.cancel(
+      terminated ? "cancelled: the quiver process got SIGTERM" : "cancelled at the terminal (Ctrl+C)",
+    );
   };
-  process.on("SIGINT", onInterrupt);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   try {
     for await (const ev of handle) {
       if (options.json) process.stdout.write(`${serializeEvent(ev)}\n`);
@@ -60,7 +74,8 @@ export async function drive(handle: RunHandle<any>, options: DriveOptions): Prom
   } catch {
     // The iterator throws the run's error after run_failed; result() reports it below.
   } finally {
-    process.off("SIGINT", onInterrupt);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
   }
   let result: RunResult<any>;
   try {
@@ -84,7 +99,8 @@ export async function drive(handle: RunHandle<any>, options: DriveOptions): Prom
     if (u.costUsd) parts.push(`$${u.costUsd.toFixed(4)}`);
     renderer.note(c.dim(parts.join(" · ")));
   }
-  return { code: result.stopReason === "cancelled" ? EXIT.cancelled : EXIT.completed, result };
+  if (result.stopReason !== "cancelled") return { code: EXIT.completed, result };
+  return { code: stoppedBy === "SIGTERM" ? EXIT.terminated : EXIT.cancelled, result };
 }
 
 async function decide(

@@ -1,7 +1,10 @@
 import { createInterface, type Interface } from "node:readline";
 
-/** What reading a line gave: the text, Ctrl+C on an empty line, or the end of input (Ctrl+D). */
-export type LineResult = { line: string } | { interrupt: true } | { eof: true };
+/**
+ * What reading a line gave: the text, Ctrl+C on an empty line, the end of input (Ctrl+D), or
+ * `stop` aborted (SIGTERM) while waiting.
+ */
+export type LineResult = { line: string } | { interrupt: true } | { eof: true } | { stopped: true };
 
 /**
  * Reads the user's messages. On a terminal each question gets its own readline (closed while
@@ -12,10 +15,11 @@ export class LineReader {
   readonly #history: string[] = [];
   #piped: { rl: Interface; lines: AsyncIterator<string> } | undefined;
 
-  async read(prompt: string): Promise<LineResult> {
-    if (!process.stdin.isTTY) return this.#readPiped(prompt);
+  async read(prompt: string, stop?: AbortSignal): Promise<LineResult> {
+    if (stop?.aborted) return { stopped: true };
+    if (!process.stdin.isTTY) return this.#readPiped(prompt, stop);
     for (;;) {
-      const result = await this.#readTerminal(prompt);
+      const result = await this.#readTerminal(prompt, stop);
       if (result !== "cleared") return result;
     }
   }
@@ -24,13 +28,17 @@ export class LineReader {
     this.#piped?.rl.close();
   }
 
-  async #readPiped(prompt: string): Promise<LineResult> {
+  async #readPiped(prompt: string, stop?: AbortSignal): Promise<LineResult> {
     if (!this.#piped) {
       const rl = createInterface({ input: process.stdin, terminal: false });
       this.#piped = { rl, lines: rl[Symbol.asyncIterator]() };
     }
     process.stdout.write(prompt);
-    const next = await this.#piped.lines.next();
+    const next = await untilStopped(this.#piped.lines.next(), stop);
+    if (next === "stopped") {
+      process.stdout.write("\n");
+      return { stopped: true };
+    }
     if (next.done) {
       process.stdout.write("\n");
       return { eof: true };
@@ -39,7 +47,7 @@ export class LineReader {
     return { line: next.value };
   }
 
-  #readTerminal(prompt: string): Promise<LineResult | "cleared"> {
+  #readTerminal(prompt: string, stop?: AbortSignal): Promise<LineResult | "cleared"> {
     return new Promise((resolve) => {
       const rl = createInterface({
         input: process.stdin,
@@ -49,12 +57,18 @@ export class LineReader {
         historySize: 200,
       });
       let done = false;
+      const onStop = () => {
+        process.stdout.write("\n");
+        finish({ stopped: true });
+      };
       const finish = (result: LineResult | "cleared") => {
         if (done) return;
         done = true;
+        stop?.removeEventListener("abort", onStop);
         rl.close();
         resolve(result);
       };
+      stop?.addEventListener("abort", onStop, { once: true });
       rl.on("SIGINT", () => {
         // Ctrl+C clears a half-typed line; on an empty line it leaves.
         const typed = rl.line;
@@ -71,4 +85,23 @@ export class LineReader {
       });
     });
   }
+}
+
+/** `pending`, or "stopped" as soon as `stop` aborts (without leaving a listener behind). */
+function untilStopped<T>(pending: Promise<T>, stop: AbortSignal | undefined): Promise<T | "stopped"> {
+  if (!stop) return pending;
+  return new Promise((resolve, reject) => {
+    const onStop = () => resolve("stopped");
+    stop.addEventListener("abort", onStop, { once: true });
+    pending.then(
+      (value) => {
+        stop.removeEventListener("abort", onStop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        stop.removeEventListener("abort", onStop);
+        reject(error);
+      },
+    );
+  });
 }

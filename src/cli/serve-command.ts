@@ -1,3 +1,6 @@
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RunStore } from "../store/types.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { flag, parseCommand, text } from "./options.js";
 import { openStore } from "./store-option.js";
@@ -7,7 +10,8 @@ import { EXIT, SERVE_HELP, UsageError } from "./usage.js";
 /**
  * `quiver serve <agent-file>`: the agent behind the bundled server (chat API, run streams, web
  * page), its runs in the default SQLite store unless `--store` says otherwise. Runs until
- * Ctrl+C (or SIGTERM), then closes the server and the store.
+ * Ctrl+C or SIGTERM; then stops accepting connections, cancels the runs it drives, waits until
+ * each has stored its end, closes the store and exits 130 or 143. A second signal exits at once.
  */
 export async function serveCommand(args: string[]): Promise<number> {
   const parsed = parseCommand(
@@ -55,13 +59,34 @@ export async function serveCommand(args: string[]): Promise<number> {
       `${token !== undefined ? "auth        Authorization: Bearer <token>\n" : c.dim("open on loopback only (no --token)\n")}` +
       c.dim("Ctrl+C stops the server\n"),
   );
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+  const codeOf = (signal: NodeJS.Signals) => (signal === "SIGTERM" ? EXIT.terminated : EXIT.cancelled);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
   });
-  process.stdout.write(c.dim("stopping…\n"));
+  const again = (second: NodeJS.Signals) => process.exit(codeOf(second));
+  process.once("SIGINT", again);
+  process.once("SIGTERM", again);
+  process.stdout.write(
+    c.dim(`${signal}: stopping, cancelling the runs in progress… (again to quit at once)\n`),
+  );
   await serving.close();
+  await runsLetGo(opened.store);
   await opened.store.close();
-  return EXIT.completed;
+  return codeOf(signal);
+}
+
+/**
+ * Resolves once no run in `store` is leased by this process. `serving.close()` cancels the runs
+ * without waiting for them; a cancelled run still finishes its ending (a plugin's teardown, its
+ * last events) and then gives its lease back. Closing the store before that would leave those
+ * runs `running` in it. Lease owners start with `host:pid:` (see `leaseOwner`).
+ */
+async function runsLetGo(store: RunStore): Promise<void> {
+  const mine = `${hostname()}:${process.pid}:`;
+  for (;;) {
+    const running = await store.listRuns({ status: "running" });
+    if (!running.some((run) => run.leaseOwner?.startsWith(mine))) return;
+    await sleep(50);
+  }
 }

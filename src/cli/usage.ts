@@ -16,6 +16,8 @@ export const EXIT = {
   usage: 2,
   parked: 3,
   cancelled: 130,
+  /** SIGTERM (128 + 15, what a shell reports for a process it ended): the run was cancelled and stored first. */
+  terminated: 143,
 } as const;
 
 export const MAIN_HELP = `quiver — run, chat with and inspect Quiver agents
@@ -39,7 +41,8 @@ Common options:
   --show-reasoning      print the model's reasoning (hidden by default)
   -h, --help            help for a command
 
-Exit codes: 0 completed, 1 failed, 2 usage error, 3 parked awaiting approval, 130 cancelled.
+Exit codes: 0 completed, 1 failed, 2 usage error, 3 parked awaiting approval, 130 cancelled
+(Ctrl+C), 143 terminated (SIGTERM; the run is cancelled and stored first).
 Colors follow the terminal; NO_COLOR=1 turns them off.`;
 
 export const RUN_HELP = `Usage: quiver run <agent-file>[#export] [prompt|-] [options]

@@ -9,7 +9,13 @@ import { assertRunInput, inputMessages, type RunInput } from "./config/run-input
 import type { RunOptions } from "./config/run-options.js";
 import { EventWriter, leaseOwner } from "./durability/event-writer.js";
 import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
-import { loadRun, loadSession, resumeLoop, resumesAfterFailure, storedResult } from "./durability/resume.js";
+import {
+  loadRun,
+  resumeLoop,
+  resumesAfterFailure,
+  sessionHistory,
+  storedResult,
+} from "./durability/resume.js";
 import { runLoop } from "./engine/loop.js";
 import { RunHandle } from "./handle.js";
 import { keepRunShapes } from "./shapes.js";
@@ -199,9 +205,14 @@ async function continueSession(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const history = await loadSession(store, sessionId);
-  if (history.length) return runLoop(run, [...history, ...inputMessages(input)]);
-  return runLoop(run, input);
+  const { messages: history, userId } = await sessionHistory(store, sessionId);
+  if (!history.length) return runLoop(run, input);
+  // One user's conversation never reaches another user's run (nor one started without a user).
+  if (userId !== run.userId)
+    throw new UserError(
+      `session ${sessionId} belongs to another user: a run may continue only a session its userId started`,
+    );
+  return runLoop(run, [...history, ...inputMessages(input)]);
 }
 
 /** A started run: its state, its event buffer and its outcome. */

@@ -1,5 +1,5 @@
 import type { Message } from "../index.js";
-import { HttpError, KEEPALIVE_MS, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import { HttpError, KEEPALIVE_MS, notFound, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
 import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
@@ -41,6 +41,9 @@ export async function postChat(
     throw new HttpError(400, "bad_request", "the last message must be an object with a parts array");
   const agentKey = body.agent === undefined ? defaultAgent : body.agent;
   if (typeof agentKey !== "string") throw new HttpError(400, "bad_request", '"agent" must be a string');
+  // Another caller's chat looks like one that does not exist; a new one becomes this caller's.
+  if ((await registry.sessions.access(chatId, userId, true)) === "theirs")
+    throw notFound(`no chat ${chatId}`);
 
   if (last.role === "assistant" && typeof last.id === "string") {
     const log = await registry.get(last.id, userId);
@@ -71,12 +74,16 @@ export async function postChat(
   return chatStream(log, 0);
 }
 
-/** `GET /api/chat/:chatId/stream`: the chat's current run from its start, then live; 204 when idle. */
+/**
+ * `GET /api/chat/:chatId/stream`: the chat's current run from its start, then live; 204 when
+ * idle or unknown (what the AI SDK reads as nothing to resume), 404 when it is another caller's.
+ */
 export async function resumeChat(
   chatId: string,
   registry: RunRegistry,
   userId: string | undefined,
 ): Promise<Response> {
+  if ((await registry.sessions.access(chatId, userId)) === "theirs") throw notFound(`no chat ${chatId}`);
   const log = await registry.latestOfSession(chatId, userId);
   if (!log || log.finished || log.status === "detached") return new Response(null, { status: 204 });
   return chatStream(log, 0);

@@ -5,8 +5,17 @@ import { type Agent, type RunOptions, UserError } from "../index.js";
 import type { RunStore } from "../store/types.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
-import { errorResponse, HttpError, optionalString, readJsonObject, stringField } from "./http.js";
+import {
+  errorResponse,
+  HttpError,
+  notFound,
+  optionalString,
+  readJsonObject,
+  refuseNonJson,
+  stringField,
+} from "./http.js";
 import { eventStream, resumePoint, runSummary, wantsChildren } from "./native.js";
+import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { PAGE_HTML } from "./page.js";
 import { RunRegistry } from "./runs.js";
 
@@ -25,6 +34,12 @@ export interface ServerOptions {
   store?: RunStore;
   /** A bearer token, or `(request) => userId | null`. Required unless the server only listens on loopback. */
   auth?: ServerAuth;
+  /**
+   * Origins besides the server's own whose pages may send it state-changing requests (POST,
+   * PUT, PATCH, DELETE), e.g. `["https://app.example"]` when a proxy in front changes the Host.
+   * A browser request from any other origin, or from `Origin: null`, is refused with 403.
+   */
+  allowedOrigins?: readonly string[];
   /** The channel of the agent's `askHuman(channel)` tool: its questions are answered through the server. */
   human?: HumanChannel;
   /** Run options for every run (dependencies, budgets…), or a function of who starts it. */
@@ -75,6 +90,7 @@ export function createServer(options: ServerOptions): QuiverServer {
     }),
   });
   const auth = options.auth;
+  const allowedOrigins = allowedOriginSet(options.allowedOrigins);
   const app = new Hono();
 
   const caller = (request: Request, env: unknown): Promise<Caller> =>
@@ -89,6 +105,13 @@ export function createServer(options: ServerOptions): QuiverServer {
     return errorResponse(500, "internal", error instanceof Error ? error.message : String(error));
   });
   app.notFound(() => errorResponse(404, "not_found", "no such route"));
+
+  // Before any route (and routes added to `app` later): whatever the auth, since a browser sends
+  // cookies and other ambient credentials along with a request a page elsewhere makes it send.
+  app.use(async (c, next) => {
+    checkOrigin(c.req.raw, allowedOrigins);
+    await next();
+  });
 
   app.get("/", async (c) => {
     // The page holds no secrets: behind auth it is public and asks for the token itself.
@@ -121,8 +144,12 @@ export function createServer(options: ServerOptions): QuiverServer {
     const { userId } = await caller(c.req.raw, c.env);
     const body = await readJsonObject(c.req.raw);
     const message = stringField(body, "message");
-    const sessionId = optionalString(body, "sessionId") ?? `session_${randomUUID()}`;
+    const given = optionalString(body, "sessionId");
+    const sessionId = given ?? `session_${randomUUID()}`;
     const agentKey = optionalString(body, "agent") ?? defaultAgent;
+    if (given === undefined) registry.sessions.claim(sessionId, userId);
+    else if ((await registry.sessions.access(sessionId, userId, true)) === "theirs")
+      throw notFound(`no session ${sessionId}`);
     let input: string | import("../index.js").Message[] = message;
     if (!registry.store) {
       const previous = await registry.latestOfSession(sessionId, userId);
@@ -180,6 +207,7 @@ export function createServer(options: ServerOptions): QuiverServer {
 
   app.post("/api/runs/:runId/cancel", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
+    refuseNonJson(c.req.raw);
     const log = await registry.require(c.req.param("runId"), userId);
     await registry.cancel(log);
     return c.json({ ok: true }, 202);

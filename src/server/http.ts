@@ -24,18 +24,12 @@ export function notFound(what = "no such run"): HttpError {
 
 /**
  * Reads a JSON object body: 413 over `MAX_BODY_BYTES` (counted as it streams in, so a lying or
- * missing Content-Length cannot get more through), 415 when it is not declared as JSON (which
- * also makes a browser on another origin ask first, so a page elsewhere cannot post here), 400
- * when it does not parse or is not an object.
+ * missing Content-Length cannot get more through), 415 unless it is declared as exactly
+ * `application/json` (which also makes a browser on another origin ask first, so a page
+ * elsewhere cannot post here), 400 when it does not parse or is not an object.
  */
 export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\b/i.test(type.trim()))
-    throw new HttpError(
-      415,
-      "unsupported_media_type",
-      "send the body as JSON (content-type: application/json)",
-    );
+  if (!isJson(request.headers.get("content-type") ?? "")) throw notJson();
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
   const text = await readCapped(request);
@@ -48,6 +42,33 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw new HttpError(400, "bad_request", "the body must be a JSON object");
   return value as Record<string, unknown>;
+}
+
+/**
+ * True when a Content-Type names exactly `application/json` (parameters such as `; charset=utf-8`
+ * allowed): `application/json-evil` or `application/jsonp` is not JSON, whatever its prefix.
+ */
+export function isJson(contentType: string): boolean {
+  const semicolon = contentType.indexOf(";");
+  const mediaType = (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim();
+  return mediaType.toLowerCase() === "application/json";
+}
+
+/**
+ * Refuses a body that is declared as anything but JSON on a request that reads none (`/cancel`):
+ * the forms and `text/plain` bodies a page elsewhere may send without asking are never taken.
+ */
+export function refuseNonJson(request: Request): void {
+  const type = request.headers.get("content-type");
+  if (type !== null && type.trim() !== "" && !isJson(type)) throw notJson();
+}
+
+function notJson(): HttpError {
+  return new HttpError(
+    415,
+    "unsupported_media_type",
+    "send the body as JSON (content-type: application/json)",
+  );
 }
 
 async function readCapped(request: Request): Promise<string> {

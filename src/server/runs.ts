@@ -13,6 +13,7 @@ import { LeaseConflict, type RunStore } from "../store/types.js";
 import { askingAgent } from "./asking-agent.js";
 import { HttpError, notFound } from "./http.js";
 import { callKey, RunLog } from "./run-log.js";
+import { SessionOwners } from "./session-owners.js";
 
 export type RunRegistryOptions = {
   agents: Map<string, Agent<any, any>>;
@@ -34,6 +35,8 @@ export type RunRegistryOptions = {
  */
 export class RunRegistry {
   readonly store: RunStore | undefined;
+  /** Who each session belongs to: a caller may use only their own. */
+  readonly sessions: SessionOwners;
   readonly #agents = new Map<string, Agent<any, any>>();
   readonly #names = new Map<string, string>();
   readonly #options: RunRegistryOptions;
@@ -49,6 +52,13 @@ export class RunRegistry {
     this.#options = options;
     this.store = options.store;
     this.#human = options.human;
+    this.sessions = new SessionOwners(options.store, {
+      userOfRun: (runId) => this.#logs.get(runId),
+      userOfSession: (sessionId) => {
+        for (const log of this.#logs.values()) if (log.sessionId === sessionId) return log;
+        return undefined;
+      },
+    });
     for (const [key, agent] of options.agents) {
       this.#agents.set(
         key,

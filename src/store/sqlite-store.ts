@@ -35,6 +35,7 @@ import {
   toStoredEvent,
 } from "./sql-rows.js";
 import { SqliteCheckpointer } from "./sqlite-checkpointer.js";
+import { descriptorsOf, SqliteFileGuard } from "./sqlite-file-guard.js";
 import { isTransientFailure } from "./transient.js";
 import {
   APPENDS_IN_CALL_ORDER,
@@ -153,6 +154,13 @@ export class SqliteStore implements RunStore {
   readonly #sql: ReturnType<typeof prepare>;
   /** Checkpoints the WAL on a worker thread (absent for an in-memory database). */
   readonly #checkpointer: SqliteCheckpointer | undefined;
+  /** Notices the file being deleted, replaced or overwritten under the store (absent in memory). */
+  readonly #guard: SqliteFileGuard | undefined;
+  /**
+   * Set once the file is found deleted, replaced or damaged: every operation fails with it from
+   * then on, so that nothing is written into a file nobody will read again.
+   */
+  #broken: StoreError | undefined;
   /** Appends queue in call order and commit in that order (see `append`). */
   readonly [APPENDS_IN_CALL_ORDER] = true;
 
@@ -171,6 +179,9 @@ export class SqliteStore implements RunStore {
       "npm install better-sqlite3@12",
     );
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    const inMemory = this.path === ":memory:" || this.path === "";
+    // Absolute: the process may change directory while the store is open.
+    const before = inMemory ? undefined : descriptorsOf(resolve(this.path));
     this.#db = open(Database, this.path, busyTimeoutMs);
     const level = synchronous === "full" ? "FULL" : "NORMAL";
     let wal: boolean;
@@ -180,6 +191,7 @@ export class SqliteStore implements RunStore {
       this.#db.pragma(`synchronous = ${level}`);
       createTables(this.#db, this.path);
       this.#sql = prepare(this.#db);
+      this.#guard = before && new SqliteFileGuard(resolve(this.path), before);
     } catch (error) {
       this.#db.close();
       throw storeFailure(`opening the SQLite store at ${this.path}`, undefined, error);
@@ -213,6 +225,7 @@ export class SqliteStore implements RunStore {
   #enqueue(write: Omit<PendingWrite, "resolve" | "reject">): Promise<unknown> {
     try {
       if (this.#closing) throw closedStore("SqliteStore");
+      if (this.#broken) throw this.#broken;
       checkRunId(write.runId);
     } catch (error) {
       return Promise.reject(error);
@@ -246,6 +259,11 @@ export class SqliteStore implements RunStore {
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
+    const broken = this.#fileBroken();
+    if (broken) {
+      for (const write of group) write.reject(broken);
+      return;
+    }
     let outcomes: Outcome[];
     try {
       outcomes =
@@ -254,7 +272,8 @@ export class SqliteStore implements RunStore {
           : (this.#appendedTogether(group) ??
             (this.#sql.transaction.immediate(() => this.#applyGroup(group)) as Outcome[]));
     } catch (error) {
-      for (const write of group) write.reject(storeFailure(write.action, write.runId, error));
+      const damaged = this.#damaged(error);
+      for (const write of group) write.reject(damaged ?? storeFailure(write.action, write.runId, error));
       return;
     }
     this.#checkpointer?.committed();
@@ -282,9 +301,9 @@ export class SqliteStore implements RunStore {
         this.#appendRows({ lease, events: group.flatMap((write) => write.events!) }),
       );
     } catch (error) {
-      // A full disk, a lock held too long: the group fails, as it would the careful way (and
-      // trying again would only wait as long again).
-      if (isTransientFailure(error)) throw error;
+      // A full disk, a lock held too long, a damaged file: the group fails, as it would the
+      // careful way (and trying again would only wait as long again, or write on in vain).
+      if (isTransientFailure(error) || isDamage(error)) throw error;
       return undefined;
     }
     return group.map(() => APPENDED);
@@ -305,8 +324,9 @@ export class SqliteStore implements RunStore {
         return { ok: true, value: this.#sql.transaction(body) };
       } catch (error) {
         // An error that ended the whole transaction (SQLite rolls back on a full disk or an
-        // I/O fault) fails the group: nothing of it was stored.
-        if (!this.#db.inTransaction) throw error;
+        // I/O fault) fails the group: nothing of it was stored. So does a damaged file, whose
+        // next write could only spread the damage.
+        if (!this.#db.inTransaction || isDamage(error)) throw error;
         return { ok: false, error };
       }
     };
@@ -533,10 +553,12 @@ export class SqliteStore implements RunStore {
     if (this.#closing) throw closedStore("SqliteStore");
     // Appends made before this call come first, as the caller made them.
     this.#commitPending();
+    const broken = this.#fileBroken();
+    if (broken) throw broken;
     try {
       return this.#sql.transaction.immediate(body) as T;
     } catch (error) {
-      throw storeFailure(action, runId, error);
+      throw this.#damaged(error) ?? storeFailure(action, runId, error);
     }
   }
 
@@ -545,12 +567,42 @@ export class SqliteStore implements RunStore {
     if (this.#closing) throw closedStore("SqliteStore");
     // A read sees every append made before it.
     this.#commitPending();
+    // Nor does a read answer from a file that is gone: its runs would not be there tomorrow.
+    const broken = this.#fileBroken();
+    if (broken) throw broken;
     try {
       return this.#sql.transaction.deferred(body) as T;
     } catch (error) {
-      throw storeFailure(action, runId, error);
+      throw this.#damaged(error) ?? storeFailure(action, runId, error);
     }
   }
+
+  /**
+   * The error every operation fails with once the file is gone or damaged, checked before each
+   * commit and read: a stat of the path and a read of the header (see SqliteFileGuard).
+   */
+  #fileBroken(): StoreError | undefined {
+    this.#broken ??= this.#guard?.check();
+    return this.#broken;
+  }
+
+  /** For an error SQLite reports when it reads a damaged page: the store's own, naming the file, and sticky. */
+  #damaged(error: unknown): StoreError | undefined {
+    if (!isDamage(error)) return undefined;
+    this.#broken ??= new StoreError(
+      `the SQLite store at ${this.#guard === undefined ? this.path : resolve(this.path)} is damaged: ${(error as Error).message} ` +
+        `(${(error as { code: string }).code}); nothing more is stored in it. Stop every process using the file and ` +
+        "restore it from a backup (the sqlite3 shell's .recover command may save what is left)",
+      { cause: error, retryable: false },
+    );
+    return this.#broken;
+  }
+}
+
+/** SQLite's codes for a file that is not, or no longer, a sound database. */
+function isDamage(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
 }
 
 function open(Database: typeof BetterSqlite3, path: string, timeout: number): BetterSqlite3.Database {

@@ -4,7 +4,10 @@ import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 import type { EditArgs, FileEditor, WriteArgs } from "./file-edits.js";
 
-/** `write_file`: a destructive barrier, one of the built-in edit tools that `acceptEdits` passes. */
+/**
+ * `write_file`: a destructive barrier, one of the built-in edit tools that `acceptEdits` passes —
+ * except for protected paths, which its permission rule sends to a person.
+ */
 export function writeFileTool(editor: FileEditor): Tool<WriteArgs> {
   const write = tool({
     name: "write_file",
@@ -27,7 +30,10 @@ export function writeFileTool(editor: FileEditor): Tool<WriteArgs> {
     execute: async (args, ctx) => editor.apply(await editor.planWrite(args, ctx, true), ctx),
   });
   BUILTIN_EDIT_TOOLS.add(write);
-  CALL_REVIEWS.set(write, { describe: (args, ctx) => editor.describe("write", args as WriteArgs, ctx) });
+  CALL_REVIEWS.set(write, {
+    rule: (args) => editor.protectedPaths.rule("write_file", args),
+    describe: (args, ctx) => editor.describe("write", args as WriteArgs, ctx),
+  });
   return write;
 }
 
@@ -60,6 +66,9 @@ export function editFileTool(editor: FileEditor): Tool<EditArgs> {
     execute: async (args, ctx) => editor.apply(await editor.planEdit(args, ctx, true), ctx),
   });
   BUILTIN_EDIT_TOOLS.add(edit);
-  CALL_REVIEWS.set(edit, { describe: (args, ctx) => editor.describe("edit", args as EditArgs, ctx) });
+  CALL_REVIEWS.set(edit, {
+    rule: (args) => editor.protectedPaths.rule("edit_file", args),
+    describe: (args, ctx) => editor.describe("edit", args as EditArgs, ctx),
+  });
   return edit;
 }

@@ -5,6 +5,7 @@ import { atomicWrite } from "./atomic-write.js";
 import { unifiedDiff } from "./diff.js";
 import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";
 import { codeOf, type ResolvedPath, resolveInside } from "./paths.js";
+import type { ProtectedPaths } from "./protected-paths.js";
 import { asParsed, formatText, lineNumbersAt, looksBinary, parseText, type TextFile } from "./text-file.js";
 
 export type WriteArgs = { path: string; content: string };
@@ -32,10 +33,11 @@ export class FileEditor {
   constructor(
     readonly root: string,
     readonly ledger: ReadLedger,
+    readonly protectedPaths: ProtectedPaths,
   ) {}
 
   async planWrite({ path, content }: WriteArgs, ctx: RunContext, check: boolean): Promise<Plan> {
-    const target = await resolveInside(this.root, path);
+    const target = await this.#resolve(path);
     const before = await this.#current(target, path, ctx, check, "write");
     if (before === undefined) {
       return {
@@ -67,7 +69,7 @@ export class FileEditor {
     }
     if (old_string === new_string)
       throw new ToolError("old_string and new_string are the same: nothing would change");
-    const target = await resolveInside(this.root, path);
+    const target = await this.#resolve(path);
     const before = await this.#current(target, path, ctx, check, "edit");
     if (before === undefined) {
       throw new ToolError(`${path} does not exist`, { hint: "Use write_file to create a new file." });
@@ -133,6 +135,26 @@ export class FileEditor {
     } catch (error) {
       return { description: `${verb} ${args.path} — this call will fail: ${(error as Error).message}` };
     }
+  }
+
+  /**
+   * Where the path really lands. The permission rule judged the path as spelled; one that reaches
+   * a protected file only through a symbolic link (`notes.txt` -> `.git/config`) was never asked
+   * about, so it is refused here, in every mode: the model can write the file by its own name.
+   */
+  async #resolve(given: string): Promise<ResolvedPath> {
+    const target = await resolveInside(this.root, given);
+    const reached = this.protectedPaths.match(target.relative);
+    if (reached !== undefined) {
+      const spelled = this.protectedPaths.spelled(given);
+      if (spelled === undefined || this.protectedPaths.match(spelled) === undefined) {
+        throw new ToolError(
+          `${given} leads to ${target.relative}, a protected file, through a symbolic link (${this.protectedPaths.why(reached)})`,
+          { hint: `Write ${target.relative} by its own name, so that a person can approve it.` },
+        );
+      }
+    }
+    return target;
   }
 
   /**

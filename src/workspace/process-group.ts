@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { CALL_MARKER_VARIABLE, Descendants } from "./descendants.js";
 
 /** How long a group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -26,14 +28,26 @@ export type RunCommandOptions = {
   signal?: AbortSignal;
   /** Called with each chunk of output (stdout and stderr interleaved as they arrive). */
   onOutput?: (chunk: string) => void;
+  /**
+   * Also stop the processes that leave the group (`setsid`, daemons), found in `/proc` (see
+   * `Descendants`). Not needed inside a PID namespace, where they die with the call anyway.
+   */
+  trackDescendants?: boolean;
+  /**
+   * The process started is a launcher that takes everything with it when it dies (bubblewrap
+   * with `--die-with-parent`): SIGTERM goes to the processes under it, so the command gets its
+   * grace period; SIGKILL still goes to the whole group.
+   */
+  terminateInside?: boolean;
 };
 
 /**
  * Runs one command in a process group of its own and makes sure the whole group is gone when it
  * returns: on timeout or cancel the group gets SIGTERM, then SIGKILL after `KILL_GRACE_MS`; when
  * the command exits, whatever it left running in its group (a background job) is killed after a
- * short drain. It resolves on exit rather than on the pipes closing, so a background child that
- * keeps stdout open cannot make it hang. stdin is closed.
+ * short drain, and with `trackDescendants` so is every process it started that left the group.
+ * It resolves on exit rather than on the pipes closing, so a background child that keeps stdout
+ * open cannot make it hang. stdin is closed.
  */
 export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise<CommandOutcome> {
   // Already cancelled (the run stopped while the call was getting ready): never start it. A
@@ -42,17 +56,20 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
   if (options.signal?.aborted) return Promise.resolve(notStarted());
   const started = performance.now();
   const output = new HeadTail(MAX_KEPT_CHARS);
+  const marker = options.trackDescendants && Descendants.supported ? randomUUID() : undefined;
   let child: ChildProcess;
   try {
     child = spawn(spec.file, spec.args, {
       cwd: spec.cwd,
-      env: spec.env,
+      env: marker ? { ...spec.env, [CALL_MARKER_VARIABLE]: marker } : spec.env,
       detached: true, // its own process group: one kill reaches every process it starts
       stdio: ["ignore", "pipe", "pipe"],
     });
   } catch (error) {
     return Promise.reject(error);
   }
+  const descendants = marker && child.pid !== undefined ? new Descendants(child.pid, marker) : undefined;
+  descendants?.start();
   return new Promise<CommandOutcome>((resolve, reject) => {
     let timedOut = false;
     let cancelled = false;
@@ -68,8 +85,12 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
     child.stdout!.setEncoding("utf8").on("data", onData);
     child.stderr!.setEncoding("utf8").on("data", onData);
     const stop = () => {
-      killGroup(child, "SIGTERM");
-      killTimer ??= setTimeout(() => killGroup(child, "SIGKILL"), KILL_GRACE_MS);
+      if (!options.terminateInside || !signalTree(child, "SIGTERM")) killGroup(child, "SIGTERM");
+      descendants?.signal("SIGTERM");
+      killTimer ??= setTimeout(() => {
+        killGroup(child, "SIGKILL");
+        descendants?.signal("SIGKILL");
+      }, KILL_GRACE_MS);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -88,11 +109,12 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
       clearTimeout(drainTimer);
       clearTimeout(killTimer);
       options.signal?.removeEventListener("abort", onAbort);
-      // No survivors: anything still in the group (a background job) goes now.
+      // No survivors: anything still in the group (a background job) goes now, and so does
+      // whatever left the group.
       killGroup(child, "SIGKILL");
       child.stdout!.destroy();
       child.stderr!.destroy();
-      resolve({
+      const outcome: CommandOutcome = {
         output: output.text(),
         exitCode: exited?.code ?? null,
         signal: exited?.signal ?? null,
@@ -100,11 +122,17 @@ export function runCommand(spec: SpawnSpec, options: RunCommandOptions): Promise
         cancelled,
         droppedChars: output.dropped,
         durationMs: Math.round(performance.now() - started),
-      });
+      };
+      if (!descendants) return resolve(outcome);
+      descendants.killAll().then(
+        () => resolve(outcome),
+        () => resolve(outcome),
+      );
     };
     child.once("error", (error) => {
       if (exited) return;
       finished = true;
+      void descendants?.killAll();
       clearTimeout(timer);
       clearTimeout(killTimer);
       options.signal?.removeEventListener("abort", onAbort);
@@ -131,6 +159,20 @@ function notStarted(): CommandOutcome {
     droppedChars: 0,
     durationMs: 0,
   };
+}
+
+/** Signals every process under the child (not the child itself); false when there was none to signal. */
+function signalTree(child: ChildProcess, signal: NodeJS.Signals): boolean {
+  if (child.pid === undefined || !Descendants.supported) return false;
+  const tree = Descendants.treeOf(child.pid);
+  for (const pid of tree) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Gone.
+    }
+  }
+  return tree.length > 0;
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -2,30 +2,31 @@ import type { RunContext } from "../contract/run-context.js";
 import { ToolError, UserError } from "../errors.js";
 import { CALL_REVIEWS } from "../run/config/permissions.js";
 import { jsonSchema } from "../tool/json-schema.js";
-import { type Tool, tool } from "../tool/tool.js";
-import { shellRule } from "./command-rules.js";
+import type { Validation } from "../tool/parameters.js";
+import { Tool } from "../tool/tool.js";
+import { loadBashParser, loadedBashParser } from "./bash-parser.js";
+import { type ShellRule, shellRule } from "./command-rules.js";
+import { OutputStreamer } from "./output-streamer.js";
 import { realRoot } from "./paths.js";
 import { type CommandOutcome, runCommand } from "./process-group.js";
+import { bwrapArguments, planSandbox, type SandboxMode } from "./sandbox.js";
+import { shellEnvironment } from "./shell-environment.js";
 
 export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
 export const MAX_SHELL_TIMEOUT_MS = 600_000;
 /** What the model reads of a command's output: head and tail of this much, the rest recallable. */
 export const DEFAULT_SHELL_OUTPUT_CHARS = 30_000;
-/** `tool_call_update`s of streamed output: at most one per this many ms… */
-const UPDATE_INTERVAL_MS = 250;
-/** …each with at most this much of the output since the last one. */
-const MAX_UPDATE_CHARS = 8_000;
 
 /**
- * How a command is started. The default runs `bash -c <command>`; wrap it to run commands in
- * a sandbox or a container (the returned process gets its own process group all the same).
+ * How a command is started, replacing the built-in sandbox: wrap it to run commands in a
+ * container or a sandbox of your own (the returned process gets its own process group, the
+ * timeout and the kill all the same).
  *
  * @example
- * // bubblewrap: the workspace writable, the rest of the system read-only, no network
+ * // a container per command
  * const executor: ShellExecutor = ({ command, cwd, env }) => ({
- *   file: "bwrap",
- *   args: ["--ro-bind", "/", "/", "--bind", cwd, cwd, "--dev", "/dev", "--unshare-net", "--die-with-parent",
- *          "--chdir", cwd, "bash", "-c", command],
+ *   file: "docker",
+ *   args: ["run", "--rm", "--network=none", "-v", `${cwd}:${cwd}`, "-w", cwd, "node:20", "bash", "-c", command],
  *   env,
  * });
  */
@@ -48,53 +49,38 @@ export type ShellOptions = {
    */
   env?: "minimal" | "inherit" | string[] | Record<string, string>;
   /**
-   * Command prefixes that run without asking (`["git status", "npm test", "ls"]`): a compound
-   * command runs without asking only when every part matches one.
+   * Command prefixes that run without asking (`["git status", "npm test", "ls"]`): a command
+   * line runs without asking only when a parse proves it is plain commands (no expansions, no
+   * redirection to a file) and every one of them starts with one of these, word by word.
    */
   allow?: string[];
-  /** Command prefixes always refused, in every permission mode (`["rm -rf", "git push"]`). */
+  /**
+   * Command prefixes always refused, in every permission mode (`["rm -rf", "git push"]`), also
+   * when nested, wrapped (`sudo`, `xargs`, `bash -c`…) or spelled differently (`\rm`, `rm -fr`).
+   * A convenience against accidents, not a boundary: a determined command can evade any text rule.
+   */
   deny?: string[];
   /** Characters of output the model reads (head + tail); the rest is kept for `recall_tool_result` in a stored run. Default 30,000. */
   maxOutputChars?: number;
+  /**
+   * Run each command in bubblewrap (`bwrap` on the command's PATH, Linux): its own PID namespace
+   * (nothing outlives the call), the root writable, the rest of the file system read-only, a
+   * private `/tmp`, no network unless `network`. `"auto"` (the default) falls back to running
+   * without it when bwrap is missing or cannot work here; `"required"` refuses to run then;
+   * `"off"` never uses it. The result's first line says which. An `executor` replaces it.
+   */
+  sandbox?: SandboxMode;
+  /** Network access inside the sandbox (default `false`: only a loopback interface of its own). */
+  network?: boolean;
 };
 
 type ShellArgs = { command: string; timeout_ms?: number; description?: string };
 
-const NON_INTERACTIVE = {
-  TERM: "dumb",
-  CI: "1",
-  GIT_TERMINAL_PROMPT: "0",
-  PAGER: "cat",
-  GIT_PAGER: "cat",
-};
-
-/** The environment a command gets, from the `env` option. */
-export function shellEnvironment(env: ShellOptions["env"]): Record<string, string> {
-  const minimal: Record<string, string> = {
-    PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin",
-    HOME: process.env.HOME || "/",
-    LANG: process.env.LANG || "C.UTF-8",
-    ...NON_INTERACTIVE,
-  };
-  if (env === undefined || env === "minimal") return minimal;
-  if (env === "inherit") {
-    const inherited: Record<string, string> = {};
-    for (const [key, value] of Object.entries(process.env)) if (value !== undefined) inherited[key] = value;
-    return { ...inherited, ...NON_INTERACTIVE };
-  }
-  if (Array.isArray(env)) {
-    const picked = { ...minimal };
-    for (const name of env) {
-      const value = process.env[name];
-      if (value !== undefined) picked[name] = value;
-    }
-    return picked;
-  }
-  if (typeof env === "object" && env !== null) return { ...minimal, ...env };
-  throw new UserError(
-    `workspace shell env must be "minimal", "inherit", a list of names or an object, got ${JSON.stringify(env)}`,
-  );
-}
+/** How one command was started, for the result's first line and `details.sandbox`. */
+type Launch =
+  | { sandbox: "bwrap"; network: boolean }
+  | { sandbox: "none"; reason: string }
+  | { sandbox: "executor" };
 
 export function shellTool(root: string, options: ShellOptions, executor?: ShellExecutor): Tool<ShellArgs> {
   const defaultTimeout = options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS;
@@ -103,83 +89,20 @@ export function shellTool(root: string, options: ShellOptions, executor?: ShellE
       `workspace shell timeoutMs must be between 1 and ${MAX_SHELL_TIMEOUT_MS}, got ${defaultTimeout}`,
     );
   }
-  const env = shellEnvironment(options.env);
-  const rule = shellRule(options.allow ?? [], options.deny ?? []);
-  const shell = tool({
-    name: "shell",
-    label: "Shell",
-    description:
-      "Run a bash command in the workspace root (each call starts there; `cd` does not carry over). stdin is closed, so " +
-      "interactive prompts fail instead of waiting: pass flags such as --yes. Processes left running in the " +
-      `background are stopped when the command exits. Default timeout ${defaultTimeout.toLocaleString("en-US")} ms ` +
-      `(at most ${MAX_SHELL_TIMEOUT_MS.toLocaleString("en-US")}). The result starts with the exit code; long output ` +
-      "keeps its head and tail.",
-    parameters: jsonSchema<ShellArgs>({
-      type: "object",
-      properties: {
-        command: { type: "string", description: "The bash command line to run." },
-        timeout_ms: {
-          type: "integer",
-          minimum: 1,
-          maximum: MAX_SHELL_TIMEOUT_MS,
-          description: `Timeout in milliseconds. Default ${defaultTimeout}.`,
-        },
-        description: {
-          type: "string",
-          description: "What the command does, in a few words, for the person approving it.",
-        },
-      },
-      required: ["command"],
-      additionalProperties: false,
-    }),
-    destructive: true,
-    parallel: false,
-    maxOutputChars: options.maxOutputChars ?? DEFAULT_SHELL_OUTPUT_CHARS,
-    execute: async ({ command, timeout_ms }, ctx) => {
-      if (command.trim() === "") throw new ToolError("the command is empty");
-      // Refused here too, so a custom Permissions that ignores the rule cannot let it through.
-      const verdict = rule({ command });
-      if (verdict?.behavior === "deny") throw new ToolError(`refused: ${verdict.reason}`);
-      const cwd = await realRoot(root);
-      // Cancelled while the root was resolved (the run may already have ended): nothing starts,
-      // not even the executor's sandbox.
-      ctx.signal.throwIfAborted();
-      const spec = executor
-        ? executor({ command, cwd, env: { ...env } })
-        : { file: "bash", args: ["-c", command] };
-      const streamer = new OutputStreamer(ctx);
-      let outcome: CommandOutcome;
-      try {
-        outcome = await runCommand(
-          { file: spec.file, args: spec.args, cwd: spec.cwd ?? cwd, env: spec.env ?? env },
-          {
-            timeoutMs: Math.min(timeout_ms ?? defaultTimeout, MAX_SHELL_TIMEOUT_MS),
-            signal: ctx.signal,
-            onOutput: (t) => streamer.push(t),
-          },
-        );
-      } catch (error) {
-        throw new ToolError(`could not start ${spec.file}: ${(error as Error).message}`);
-      } finally {
-        streamer.close();
-      }
-      if (outcome.cancelled) ctx.signal.throwIfAborted();
-      const details = {
-        command,
-        exitCode: outcome.exitCode,
-        signal: outcome.signal,
-        timedOut: outcome.timedOut,
-        durationMs: outcome.durationMs,
-        outputChars: outcome.output.length + outcome.droppedChars,
-      };
-      return {
-        content: [{ type: "text" as const, text: `${statusLine(outcome)}\n${outcome.output}` }],
-        details,
-      };
-    },
-  });
+  const sandbox = options.sandbox ?? "auto";
+  if (!["required", "auto", "off"].includes(sandbox)) {
+    throw new UserError(
+      `workspace shell sandbox must be "required", "auto" or "off", got ${JSON.stringify(sandbox)}`,
+    );
+  }
+  if (options.network !== undefined && typeof options.network !== "boolean") {
+    throw new UserError(
+      `workspace shell network must be true or false, got ${JSON.stringify(options.network)}`,
+    );
+  }
+  const shell = new ShellTool(root, options, sandbox, defaultTimeout, executor);
   CALL_REVIEWS.set(shell, {
-    rule,
+    rule: shell.rule,
     describe: (args) => {
       const { command, description } = args as ShellArgs;
       return {
@@ -191,46 +114,163 @@ export function shellTool(root: string, options: ShellOptions, executor?: ShellE
   return shell;
 }
 
-function statusLine(outcome: CommandOutcome): string {
-  const took = `${(outcome.durationMs / 1000).toFixed(1)} s`;
-  if (outcome.timedOut) {
-    return `[timed out after ${took}: the command and everything it started were stopped]`;
+class ShellTool extends Tool<ShellArgs> {
+  readonly rule: ShellRule;
+  readonly #env: Record<string, string>;
+
+  constructor(
+    readonly root: string,
+    readonly options: ShellOptions,
+    readonly sandbox: SandboxMode,
+    readonly defaultTimeout: number,
+    readonly executor: ShellExecutor | undefined,
+  ) {
+    super({
+      name: "shell",
+      label: "Shell",
+      description:
+        "Run a bash command in the workspace root (each call starts there; `cd` does not carry over). stdin is closed, so " +
+        "interactive prompts fail instead of waiting: pass flags such as --yes. Processes left running in the " +
+        `background are stopped when the command exits. Default timeout ${defaultTimeout.toLocaleString("en-US")} ms ` +
+        `(at most ${MAX_SHELL_TIMEOUT_MS.toLocaleString("en-US")}). The result starts with the exit code and whether ` +
+        "the command ran in a sandbox (there only the workspace and a private /tmp are writable, and the network " +
+        "may be off); long output keeps its head and tail.",
+      parameters: jsonSchema<ShellArgs>({
+        type: "object",
+        properties: {
+          command: { type: "string", description: "The bash command line to run." },
+          timeout_ms: {
+            type: "integer",
+            minimum: 1,
+            maximum: MAX_SHELL_TIMEOUT_MS,
+            description: `Timeout in milliseconds. Default ${defaultTimeout}.`,
+          },
+          description: {
+            type: "string",
+            description: "What the command does, in a few words, for the person approving it.",
+          },
+        },
+        required: ["command"],
+        additionalProperties: false,
+      }),
+      destructive: true,
+      parallel: false,
+      maxOutputChars: options.maxOutputChars ?? DEFAULT_SHELL_OUTPUT_CHARS,
+    });
+    this.#env = shellEnvironment(options.env);
+    this.rule = shellRule(options.allow ?? [], options.deny ?? []);
   }
-  if (outcome.exitCode !== null) {
-    return `[exit code ${outcome.exitCode}, ${took}${outcome.output === "" ? ", no output" : ""}]`;
+
+  /**
+   * Arguments are parsed before permissions are checked: with allow or deny rules, that is
+   * where the Bash parser loads (once, ~20 ms), so the synchronous rule has it at decision time.
+   */
+  override parseArguments(raw: unknown): Validation | Promise<Validation> {
+    if (!this.rule.parses || loadedBashParser()) return super.parseArguments(raw);
+    const parse = () => super.parseArguments(raw);
+    // A parser that cannot load leaves the rule asking for every call (and deny refusing at execute).
+    return loadBashParser().then(parse, parse);
   }
-  return `[killed by ${outcome.signal}, ${took}]`;
+
+  override async execute({ command, timeout_ms }: ShellArgs, ctx: RunContext): Promise<unknown> {
+    if (command.trim() === "") throw new ToolError("the command is empty");
+    await this.#checkDeny(command);
+    const cwd = await realRoot(this.root);
+    // Cancelled while the root was resolved (the run may already have ended): nothing starts,
+    // not even the executor's sandbox.
+    ctx.signal.throwIfAborted();
+    const { spec, launch } = await this.#launch(command, cwd);
+    ctx.signal.throwIfAborted();
+    const streamer = new OutputStreamer(ctx);
+    let outcome: CommandOutcome;
+    try {
+      outcome = await runCommand(
+        { file: spec.file, args: spec.args, cwd: spec.cwd ?? cwd, env: spec.env ?? this.#env },
+        {
+          timeoutMs: Math.min(timeout_ms ?? this.defaultTimeout, MAX_SHELL_TIMEOUT_MS),
+          signal: ctx.signal,
+          onOutput: (t) => streamer.push(t),
+          // A PID namespace takes everything down with it; outside one, /proc is walked.
+          trackDescendants: launch.sandbox !== "bwrap",
+          terminateInside: launch.sandbox === "bwrap",
+        },
+      );
+    } catch (error) {
+      throw new ToolError(`could not start ${spec.file}: ${(error as Error).message}`);
+    } finally {
+      streamer.close();
+    }
+    if (outcome.cancelled) ctx.signal.throwIfAborted();
+    const details = {
+      command,
+      exitCode: outcome.exitCode,
+      signal: outcome.signal,
+      timedOut: outcome.timedOut,
+      durationMs: outcome.durationMs,
+      outputChars: outcome.output.length + outcome.droppedChars,
+      sandbox: launch,
+    };
+    return {
+      content: [{ type: "text" as const, text: `${statusLine(outcome, launch)}\n${outcome.output}` }],
+      details,
+    };
+  }
+
+  /** Deny rules hold here too, so a custom `Permissions` that ignores the rule cannot let a call through. */
+  async #checkDeny(command: string): Promise<void> {
+    if (!this.rule.parses) return;
+    if (!loadedBashParser() && (this.options.deny?.length ?? 0) > 0) {
+      try {
+        await loadBashParser();
+      } catch (error) {
+        throw new ToolError(
+          `refused: the deny rules cannot be checked because the Bash parser did not load (${(error as Error).message})`,
+        );
+      }
+    }
+    const verdict = this.rule({ command });
+    if (verdict?.behavior === "deny") throw new ToolError(`refused: ${verdict.reason}`);
+  }
+
+  async #launch(command: string, cwd: string): Promise<{ spec: ReturnType<ShellExecutor>; launch: Launch }> {
+    if (this.executor) {
+      return {
+        spec: this.executor({ command, cwd, env: { ...this.#env } }),
+        launch: { sandbox: "executor" },
+      };
+    }
+    const plain = { file: "bash", args: ["-c", command] };
+    if (this.sandbox === "off") return { spec: plain, launch: { sandbox: "none", reason: 'sandbox: "off"' } };
+    const plan = await planSandbox(this.#env.PATH, cwd);
+    if ("bwrap" in plan) {
+      const network = this.options.network ?? false;
+      return {
+        spec: { file: plan.bwrap, args: bwrapArguments({ root: cwd, command, network }) },
+        launch: { sandbox: "bwrap", network },
+      };
+    }
+    if (this.sandbox === "required") {
+      throw new ToolError(`refused: the shell's sandbox is required, but ${plan.unavailable}`, {
+        hint: 'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set shell: { sandbox: "auto" }',
+      });
+    }
+    return { spec: plain, launch: { sandbox: "none", reason: plan.unavailable } };
+  }
 }
 
-/** Streams output to `tool_call_update`, at most one update per interval, each bounded in size. */
-class OutputStreamer {
-  #pending = "";
-  #timer: NodeJS.Timeout | undefined;
-  #last = 0;
-
-  constructor(readonly ctx: RunContext) {}
-
-  push(text: string): void {
-    this.#pending += text;
-    if (this.#pending.length > MAX_UPDATE_CHARS * 2) this.#pending = this.#pending.slice(-MAX_UPDATE_CHARS);
-    if (this.#timer) return;
-    const wait = Math.max(0, this.#last + UPDATE_INTERVAL_MS - Date.now());
-    this.#timer = setTimeout(() => this.#flush(), wait);
+function statusLine(outcome: CommandOutcome, launch: Launch): string {
+  const took = `${(outcome.durationMs / 1000).toFixed(1)} s`;
+  const where =
+    launch.sandbox === "bwrap"
+      ? `sandboxed: bwrap, ${launch.network ? "network on" : "no network"}`
+      : launch.sandbox === "executor"
+        ? "custom executor"
+        : "not sandboxed";
+  if (outcome.timedOut) {
+    return `[timed out after ${took}: the command and everything it started were stopped; ${where}]`;
   }
-
-  close(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#flush();
+  if (outcome.exitCode !== null) {
+    return `[exit code ${outcome.exitCode}, ${took}${outcome.output === "" ? ", no output" : ""}, ${where}]`;
   }
-
-  #flush(): void {
-    this.#timer = undefined;
-    if (!this.#pending) return;
-    let output = this.#pending;
-    if (output.length > MAX_UPDATE_CHARS) output = `[...]\n${output.slice(-MAX_UPDATE_CHARS)}`;
-    this.#pending = "";
-    this.#last = Date.now();
-    this.ctx.update({ output });
-  }
+  return `[killed by ${outcome.signal}, ${took}, ${where}]`;
 }

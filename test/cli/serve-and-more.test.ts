@@ -23,7 +23,7 @@ function freshProject(fixtures: string[] = ["chatty-agent.mjs"]): string {
 }
 
 describe("quiver serve", () => {
-  it("serves the agent with the default SQLite store until SIGINT", async () => {
+  it("serves the agent with the default SQLite store until SIGINT (exit 130)", async () => {
     const cwd = freshProject();
     const child = spawn(process.execPath, [bin, "serve", "chatty-agent.mjs#chatty", "--port", "0"], {
       cwd,
@@ -56,7 +56,7 @@ describe("quiver serve", () => {
     } finally {
       child.kill("SIGINT");
     }
-    expect(await exited).toBe(0);
+    expect(await exited).toBe(130);
   });
 
   it("refuses to listen beyond loopback without --token", async () => {

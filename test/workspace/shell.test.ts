@@ -46,7 +46,9 @@ describe("shell", () => {
   it("states the exit code, runs in the root with stdin closed", async () => {
     const ok = await shell("pwd; read line || echo stdin-closed");
     expect(ok.record.ok).toBe(true);
-    expect(ok.record.output).toMatch(/^\[exit code 0, [\d.]+ s\]\n/);
+    expect(ok.record.output).toMatch(
+      /^\[exit code 0, [\d.]+ s, (sandboxed: bwrap, no network|not sandboxed)\]\n/,
+    );
     expect(ok.record.output).toContain(root);
     expect(ok.record.output).toContain("stdin-closed");
     const failed = await shell("echo to-stderr >&2; exit 3");

@@ -64,10 +64,15 @@ export function exited(child: ChildProcess, ms: number): Promise<boolean> {
  * The pipe closes when this process ends by any means — `close()`, a normal exit, a crash,
  * SIGKILL — and the watcher then sends the group SIGTERM and, a second later, SIGKILL. It is
  * what ends a server (and everything it started) after this process was killed outright,
- * when no code of ours can run any more. (`kill -TERM -<group>` is the form every POSIX
- * shell's built-in accepts; dash rejects `kill -TERM -- -<group>`.)
+ * when no code of ours can run any more. It ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT:
+ * process managers, IDEs and `tree-kill` stop a program by signalling it and every process
+ * below it, which would end the watcher before the pipe closes, and leave a server that ignores
+ * SIGTERM running for good. Only SIGKILL ends it early. (`kill -TERM -<group>` is the form
+ * every POSIX shell's built-in accepts; dash rejects `kill -TERM -- -<group>`.)
  */
-const WATCHER = 'read _ignored; kill -TERM "-$1" 2>/dev/null; sleep 1; kill -KILL "-$1" 2>/dev/null';
+const WATCHER =
+  "trap '' INT TERM HUP QUIT; " +
+  'read _ignored; kill -TERM "-$1" 2>/dev/null; sleep 1; kill -KILL "-$1" 2>/dev/null';
 
 /** A handle that ends the group's watcher, which then ends the group. */
 export type GroupWatch = { end(): void };

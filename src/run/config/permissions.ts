@@ -65,8 +65,9 @@ export type StandardPermissionsOptions = {
  * The standard permission rules.
  *
  * - `"default"`: destructive tools ask.
- * - `"acceptEdits"`: the `editTools` (and the built-in workspace edit tools) pass; every other
- *   destructive tool — a shell, a delete — still asks.
+ * - `"acceptEdits"`: the `editTools` (and the built-in workspace edit tools) pass, unless the
+ *   tool's own rule asks (the workspace's protected paths); every other destructive tool — a
+ *   shell, a delete — still asks.
  * - `"bypass"`: everything passes, except a tool's explicit `needsApproval`. For CI and
  *   sandboxes only.
  *
@@ -103,12 +104,17 @@ export class StandardPermissions implements Permissions {
       return { behavior: "deny", reason: `${tool.name} is not among this agent's allowed tools` };
     }
     // A tool's own rule: its "deny" holds in every mode (bypass too); its "allow" stands in for
-    // the human a destructive call would otherwise ask; its "ask" only refines the reason.
+    // the human a destructive call would otherwise ask; its "ask" refines the reason, and keeps
+    // acceptEdits from passing an edit (a protected path such as .git/config).
     const ruled = tool.rule?.(args);
     if (ruled?.behavior === "deny") return ruled;
     if (this.mode === "bypass" || !tool.destructive) return { behavior: "allow" };
     if (ruled?.behavior === "allow") return ruled;
-    if (this.mode === "acceptEdits" && (tool.editTool || this.#editTools.has(tool.name)))
+    if (
+      this.mode === "acceptEdits" &&
+      (tool.editTool || this.#editTools.has(tool.name)) &&
+      ruled?.behavior !== "ask"
+    )
       return { behavior: "allow" };
     return ruled ?? { behavior: "ask", reason: `${tool.name} is destructive` };
   }

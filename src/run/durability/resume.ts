@@ -182,12 +182,23 @@ function findAgent(root: Agent<any, any>, name: string | undefined): Agent<any, 
  * const history = await loadSession(store, "chat-42");
  */
 export async function loadSession(store: RunStore, sessionId: string): Promise<Message[]> {
+  return (await sessionHistory(store, sessionId)).messages;
+}
+
+/** `loadSession`, with the `userId` of the run the conversation was read from (who it belongs to). */
+export async function sessionHistory(
+  store: RunStore,
+  sessionId: string,
+): Promise<{ messages: Message[]; userId?: string }> {
   const runs = await store.listRuns({ sessionId });
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
   for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
-    const state = replay(await store.read(summary.runId));
+    const events = await store.read(summary.runId);
+    const state = replay(events);
     rememberView(state.messages, state.compaction);
-    if (state.messages.length) return state.messages;
+    const first = events[0];
+    const userId = first?.type === "run_started" ? first.userId : undefined;
+    if (state.messages.length) return { messages: state.messages, ...(userId !== undefined && { userId }) };
   }
-  return [];
+  return { messages: [] };
 }
