@@ -47,6 +47,8 @@ export async function runChild(
   } finally {
     if (sink?.store) await sink.release(child.runId);
   }
+  // The store failed under the child: the parent's run fails with it (its writer is the same).
+  if (sink?.failure) throw sink.failure;
   if (child.tainted) markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
   switch (result.stopReason) {
     case "completed":

@@ -236,7 +236,13 @@ function start<Deps, Output>(
   // The writer stops the run when its store fails; the run exists by the time it writes.
   let run: ActiveRun | undefined;
   const sink = options.store
-    ? new EventWriter(queue, options.store, (error) => run?.control.abort(error), options.leaseTtlMs)
+    ? new EventWriter(
+        queue,
+        options.store,
+        (error) => run?.control.abort(error),
+        options.leaseTtlMs,
+        options.storeWaitMs,
+      )
     : undefined;
   run = new ActiveRun(agent, options, { queue, sink, trace: openTracing, childRuns: runChild });
   run.control.hasChannel = hasChannel;
@@ -313,15 +319,22 @@ function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<
 }
 
 async function driveLeased(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
+  const sink = run.events.sink!;
   let leased = false;
   try {
-    await run.events.sink!.acquire(run.runId, lease);
+    await sink.acquire(run.runId, lease);
     leased = true;
-    return unwrap(await body(run));
+    const outcome = unwrap(await body(run));
+    leased = false;
+    await sink.release(run.runId);
+    // The caller hears how the run ended only once the store holds that end: a store that
+    // failed meanwhile fails the run (resumable from what it holds), whatever the loop concluded.
+    if (sink.failure) throw sink.failure;
+    return outcome;
   } catch (error) {
     throw runFailed(run, error);
   } finally {
-    if (leased) await run.events.sink!.release(run.runId);
+    if (leased) await sink.release(run.runId);
   }
 }
 

@@ -121,7 +121,11 @@ describe("a disk that fills up mid-run", () => {
   it("storing a completed charge: the run fails with a retryable StoreError; resumed, the charge is interrupted, never repeated", async () => {
     const { store, effects, ran } = fresh();
     const disk = new FillingDisk(store, { append: hasCompletion("c1") });
-    const handle = Runner.stream(paymentsAgent({ effects }), "Charge order A1", { store: disk });
+    // The disk stays full: the run gives up after storeWaitMs (default 20 s) of retries.
+    const handle = Runner.stream(paymentsAgent({ effects }), "Charge order A1", {
+      store: disk,
+      storeWaitMs: 300,
+    });
     const failure = await handle.result().catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(StoreError);
     expect((failure as StoreError).retryable).toBe(true);
@@ -142,7 +146,10 @@ describe("a disk that fills up mid-run", () => {
   it("storing that a charge starts: the charge never runs, and runs once after the resume", async () => {
     const { store, effects, ran } = fresh();
     const disk = new FillingDisk(store, { append: hasStart("c1") });
-    const handle = Runner.stream(paymentsAgent({ effects }), "Charge order A1", { store: disk });
+    const handle = Runner.stream(paymentsAgent({ effects }), "Charge order A1", {
+      store: disk,
+      storeWaitMs: 300,
+    });
     await expect(handle.result()).rejects.toMatchObject({ name: "StoreError", retryable: true });
     expect(ran()).toEqual(["note:n1"]);
     const log = await store.read(handle.runId);
@@ -159,6 +166,26 @@ describe("a disk that fills up mid-run", () => {
     // append): n1 has no stored result, and being idempotent it runs again on resume. The
     // charge, which never ran, runs once.
     expect(ran()).toEqual(["note:n1", "note:n1", "charge:c1", "charge:c2"]);
+    await store.close();
+  });
+
+  it("full for a moment: the appends are retried, the run completes, and the reader saw exactly the stored log", async () => {
+    const { store, effects, ran } = fresh();
+    let refusals = 0;
+    // The append holding c1's end fails three times (≈ 0.7 s of backoff), then space returns.
+    const disk = new FillingDisk(store, {
+      append: (events) => hasCompletion("c1")(events) && refusals++ < 3,
+    });
+    const handle = Runner.stream(paymentsAgent({ effects }), "Charge order A1", { store: disk });
+    const seen: RunEvent[] = [];
+    for await (const event of handle) seen.push(event);
+    const result = await handle.result();
+    expect(result).toMatchObject({ stopReason: "completed", output: "done" });
+    expect(refusals).toBeGreaterThanOrEqual(4);
+    expect(ran()).toEqual(["note:n1", "charge:c1", "charge:c2"]);
+    const log = await store.read(handle.runId);
+    expect(seen.map((e) => `${e.seq}:${e.type}`)).toEqual(log.map((e) => `${e.seq}:${e.type}`));
+    expect(await store.getRun(handle.runId)).toMatchObject({ status: "completed" });
     await store.close();
   });
 });

@@ -25,6 +25,12 @@ export interface RunOptions<Deps = unknown> {
   /** How long this process's claim on the run lasts without renewal. Default 30,000. */
   leaseTtlMs?: number;
   /**
+   * How long the run waits for a store that stopped answering (a database restarting, a full
+   * disk) before it fails with `store_unavailable`; its appends are retried meanwhile. Nothing
+   * reaches a reader before it is stored, and the run stays resumable. Default 20,000.
+   */
+  storeWaitMs?: number;
+  /**
    * An OpenTelemetry `Tracer` (needs `@opentelemetry/api`): the run emits GenAI spans
    * (`invoke_agent`, `chat`, `execute_tool`). Default: the one `instrument()` from
    * "quiver-agents/otel" set, if any; `false` turns tracing off for this run.

@@ -8,6 +8,12 @@ import type { EventSink, LeaseWait } from "../state/event-sink.js";
 export { leaseOwner } from "../../store/lease-owner.js";
 
 export const DEFAULT_LEASE_TTL_MS = 30_000;
+/**
+ * How long a run waits for a store that fails for a while (a database restarting, a full disk
+ * being cleared) before it fails with `store_unavailable`: its appends are retried meanwhile,
+ * and nothing it emitted reaches a reader before it is stored.
+ */
+export const DEFAULT_STORE_WAIT_MS = 20_000;
 
 /**
  * Where a run's events go: straight to the reader, or — with a store — to the store first and
@@ -34,16 +40,20 @@ export class EventWriter implements EventSink {
   #renewTimer: NodeJS.Timeout | undefined;
   readonly #onFailure: (error: Error) => void;
 
+  readonly #storeWaitMs: number;
+
   constructor(
     queue: EventQueue,
     store: RunStore | undefined,
     onFailure: (error: Error) => void,
     leaseTtlMs = DEFAULT_LEASE_TTL_MS,
+    storeWaitMs = DEFAULT_STORE_WAIT_MS,
   ) {
     this.#queue = queue;
     this.store = store;
     this.#onFailure = onFailure;
     this.#leaseTtlMs = leaseTtlMs;
+    this.#storeWaitMs = storeWaitMs;
     this.#inCallOrder =
       (store as { [APPENDS_IN_CALL_ORDER]?: boolean } | undefined)?.[APPENDS_IN_CALL_ORDER] === true;
   }
@@ -66,8 +76,8 @@ export class EventWriter implements EventSink {
       this.#queue.push(event);
       return;
     }
-    // After a failure events are no longer stored, but they still pass through the chain:
-    // the reader sees them after the batch that failed, in seq order.
+    // After a failure events are no longer stored, and so never reach the reader: what the
+    // reader saw is what the store holds.
     this.#batch.push(event);
     if (!this.#scheduled) {
       this.#scheduled = true;
@@ -98,10 +108,14 @@ export class EventWriter implements EventSink {
     const batch = this.#batch;
     if (!batch.length) return;
     this.#batch = [];
-    if (this.#inCallOrder && this.#failure === undefined) {
+    if (this.#inCallOrder && this.#failure === undefined && this.#outageSince === undefined) {
       // Sent now; the chain only keeps the reader's order.
       const stored = this.#store(batch);
-      this.#chain = this.#chain.then(() => stored).then(() => this.#deliver(batch));
+      this.#chain = this.#chain
+        .then(() => stored)
+        .then((ok) => {
+          if (ok) this.#deliver(batch);
+        });
     } else if (this.#waiting !== undefined) {
       // An append is under way: what was emitted since joins the one waiting behind it, so the
       // store sees at most two appends per round trip, however many ticks the run took.
@@ -111,8 +125,7 @@ export class EventWriter implements EventSink {
       this.#waiting = next;
       this.#chain = this.#chain.then(async () => {
         if (this.#waiting === next) this.#waiting = undefined;
-        if (this.#failure === undefined) await this.#store(next);
-        this.#deliver(next);
+        if (this.#failure === undefined && (await this.#store(next))) this.#deliver(next);
       });
     }
   }
@@ -124,45 +137,115 @@ export class EventWriter implements EventSink {
     for (const event of batch) this.#queue.push(event);
   }
 
-  /** Appends `batch`, one append per run; never rejects: a failure stops the run instead. */
-  async #store(batch: RunEvent[]): Promise<void> {
-    const store = this.store!;
-    let runId = batch[0]!.runId;
+  /**
+   * Appends `batch` (one append per run); resolves to whether it was stored, never rejects. A
+   * failure that says nothing about the data (a lost connection, a full disk) is retried until
+   * the store takes the batch or `storeWaitMs` has passed since the outage began; any other
+   * failure, or running out of time, stops the run.
+   */
+  async #store(batch: RunEvent[]): Promise<boolean> {
     this.#storeWaits++;
     try {
-      // The common batch: one run's events, appended as they are.
-      if (oneRun(batch)) {
-        await store.append(this.#leaseOf(runId), batch);
-        return;
-      }
-      const runs = [...byRun(batch)].map(([id, events]) => {
-        runId = id;
-        return { lease: this.#leaseOf(id), events };
-      });
-      // Made together (child runs interleave with their parent): a store that commits in
-      // groups stores them in one transaction.
-      const outcomes = await Promise.allSettled(
-        runs.map(({ lease, events }) => appendTo(store, lease, events)),
-      );
-      const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
-      if (failed !== -1) {
-        runId = runs[failed]!.lease.runId;
-        throw (outcomes[failed] as PromiseRejectedResult).reason;
-      }
+      await this.#append(batch);
+      return true;
     } catch (error) {
-      // Whatever the store threw (a custom store may throw an ENOSPC error as Node reports it),
-      // the run stops with a StoreError, so it fails instead of reading as cancelled.
-      this.#fail(
-        error instanceof StoreError
-          ? error
-          : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, {
-              runId,
-              cause: error,
-            }),
-      );
+      const failure = asStoreError(error, batch[0]!.runId);
+      // A batch that failed while an earlier one is being retried is retried behind it (it may
+      // have failed only because the one before it is missing).
+      if (this.#failure !== undefined || !(failure.retryable || this.#outageSince !== undefined)) {
+        this.#fail(failure);
+        return false;
+      }
+      this.#outageSince ??= Date.now();
+      return await this.#retry(batch, failure);
     } finally {
       this.#storeWaits--;
     }
+  }
+
+  /** When the store began failing (retryably); `undefined` while it works. */
+  #outageSince: number | undefined;
+  /** Retries run one batch at a time, in seq order. */
+  #retries: Promise<unknown> = Promise.resolve();
+
+  async #retry(batch: RunEvent[], first: StoreError): Promise<boolean> {
+    const previous = this.#retries;
+    let done!: () => void;
+    this.#retries = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    try {
+      await previous;
+      let last: StoreError = first;
+      let pause = 100;
+      while (this.#failure === undefined) {
+        const since = this.#outageSince ?? Date.now();
+        const left = since + this.#storeWaitMs - Date.now();
+        if (left <= 0) {
+          this.#fail(
+            new StoreError(
+              `the store did not take the events of run ${last.runId ?? batch[0]!.runId} for ${Date.now() - since} ms ` +
+                `(${last.message}); the run stopped where its log ends, and can be resumed once the store works`,
+              { runId: last.runId ?? batch[0]!.runId, cause: last, retryable: true },
+            ),
+          );
+          return false;
+        }
+        await pauseFor(Math.min(pause, left), undefined);
+        pause = Math.min(pause * 2, 2_000);
+        if (this.#failure !== undefined) return false;
+        try {
+          await this.#appendUnstored(batch);
+          this.#outageSince = undefined;
+          return true;
+        } catch (error) {
+          last = asStoreError(error, batch[0]!.runId);
+          if (!last.retryable) {
+            this.#fail(last);
+            return false;
+          }
+        }
+      }
+      return false;
+    } finally {
+      done();
+    }
+  }
+
+  /** The batch's events the store does not hold yet (an append whose answer was lost may have taken effect). */
+  async #appendUnstored(batch: RunEvent[]): Promise<void> {
+    const store = this.store!;
+    for (const [runId, events] of byRun(batch)) {
+      const lastSeq = (await store.getRun(runId))?.lastSeq ?? 0;
+      const rest = events.filter((event) => event.seq > lastSeq);
+      if (rest.length === 0) continue;
+      if (rest[0]!.seq !== lastSeq + 1) {
+        throw new StoreError(
+          `run ${runId}: the store holds events up to seq ${lastSeq}, but the next to store is ${rest[0]!.seq}`,
+          { runId, retryable: false },
+        );
+      }
+      await store.append(this.#leaseOf(runId), rest);
+    }
+  }
+
+  /** Appends `batch`, one append per run; rejects with what the store threw. */
+  async #append(batch: RunEvent[]): Promise<void> {
+    const store = this.store!;
+    // The common batch: one run's events, appended as they are.
+    if (oneRun(batch)) {
+      await store.append(this.#leaseOf(batch[0]!.runId), batch);
+      return;
+    }
+    const runs = [...byRun(batch)].map(([id, events]) => ({ lease: this.#leaseOf(id), events }));
+    // Made together (child runs interleave with their parent): a store that commits in
+    // groups stores them in one transaction.
+    const outcomes = await Promise.allSettled(
+      runs.map(({ lease, events }) => appendTo(store, lease, events)),
+    );
+    const failed = outcomes.findIndex((outcome) => outcome.status === "rejected");
+    if (failed !== -1)
+      throw asStoreError((outcomes[failed] as PromiseRejectedResult).reason, runs[failed]!.lease.runId);
   }
 
   #leaseOf(runId: string): Lease {
@@ -231,14 +314,17 @@ export class EventWriter implements EventSink {
             this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
           }
         } catch (error) {
-          this.#fail(
+          const failure =
             error instanceof StoreError
               ? error
               : new StoreError(`renewing the lease of run ${runId} failed: ${describe(error)}`, {
                   runId,
                   cause: error,
-                }),
-          );
+                });
+          // A store that is away for a while: the lease still holds until its deadline, which
+          // `#checkDeadlines` enforces; the next renewal tries again.
+          if (failure.retryable && !(failure instanceof LeaseConflict)) continue;
+          this.#fail(failure);
           return;
         }
       }
@@ -347,4 +433,11 @@ function describe(error: unknown): string {
   } catch {
     return "an error that cannot be described";
   }
+}
+
+/** What a store threw, as a `StoreError` (a custom store may throw an ENOSPC error as Node reports it). */
+function asStoreError(error: unknown, runId: string): StoreError {
+  return error instanceof StoreError
+    ? error
+    : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, { runId, cause: error });
 }

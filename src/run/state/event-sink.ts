@@ -13,6 +13,8 @@ export interface EventSink {
   readonly store: RunStore | undefined;
   /** True while the run waits for its store: a stopped run that does not end is held by the store. */
   readonly waitingOnStore: boolean;
+  /** Why the store stopped taking events, once it did: nothing after that reached the reader. */
+  readonly failure: Error | undefined;
   write(event: RunEvent): void;
   /** Resolves once every event written so far is stored (`undefined` when nothing needs waiting for). */
   flushed(): Promise<void> | undefined;
