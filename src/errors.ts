@@ -17,7 +17,8 @@ export type ToolErrorKind =
   | "budget"
   | "truncated_arguments"
   | "renderer_error"
-  | "host_error";
+  | "host_error"
+  | "guardrail";
 
 /** A mistake in how Quiver is used (bad tool name, clashing tools, missing key). Fails the run. */
 export class UserError extends Error {

@@ -1,4 +1,5 @@
 import type { ContentBlock, FinishReason, Message, ToolCall, Usage } from "../model/types.js";
+import type { GuardrailStage } from "./guardrails.js";
 
 /** Why a run stopped without failing. */
 export type StopReason =
@@ -104,8 +105,34 @@ type Body =
       tokensAfter: number;
       maxInputTokens: number;
     }
-  /** `finish` and `usage` (the turn's own tokens) when the model's answer completed. */
-  | { type: "turn_completed"; turn: number; finish?: FinishReason; usage?: Partial<Usage> }
+  /**
+   * `finish` and `usage` (the turn's own tokens) when the model's answer completed; `model` when
+   * it came from another model than the one `turn_started` names (a fallback chain moved on).
+   */
+  | { type: "turn_completed"; turn: number; finish?: FinishReason; usage?: Partial<Usage>; model?: string }
+  /** The turn's model failed (`reason`) and the next model of its fallback chain answers instead; discard what the turn streamed so far. */
+  | { type: "model_fallback"; from: string; to: string; reason: string; turn: number }
+  /** A guardrail's check passed; logged, so a resumed run never checks it again. `callId` for a tool's guardrails. */
+  | {
+      type: "guardrail_passed";
+      guardrail: string;
+      stage: GuardrailStage;
+      callId?: string;
+      durationMs: number;
+    }
+  /**
+   * A guardrail tripped: on `input` or `output` the run fails next (`GuardrailTripped`); on
+   * `tool_input` the call is not run, on `tool_output` its result is withheld (the model sees why).
+   */
+  | {
+      type: "guardrail_tripped";
+      guardrail: string;
+      stage: GuardrailStage;
+      reason: string;
+      info?: unknown;
+      callId?: string;
+      durationMs: number;
+    }
   | { type: "run_completed"; output: unknown; stopReason: StopReason; usage: Usage }
   /** A stored run released from memory while calls wait for approval; `Runner.resume` continues it. */
   | { type: "run_parked"; pending: ToolCall[] }

@@ -5,6 +5,7 @@ import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
 import { runChild } from "./child-run.js";
 import type { Agent } from "./config/agent.js";
+import { GuardrailTripped } from "./config/guardrail.js";
 import { assertRunInput, inputMessages, type RunInput } from "./config/run-input.js";
 import type { RunOptions } from "./config/run-options.js";
 import { EventWriter, leaseOwner } from "./durability/event-writer.js";
@@ -360,6 +361,7 @@ function failureKind(error: Error): string {
   if (error instanceof LeaseConflict) return "lease_conflict";
   // The store failed, not the run: it stays resumable once the store works again.
   if (error instanceof StoreError) return error.retryable ? STORE_UNAVAILABLE : "store_error";
+  if (error instanceof GuardrailTripped) return "guardrail_tripped";
   if (error.name === "OutputValidationError") return "output_invalid";
   return "internal";
 }

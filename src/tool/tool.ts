@@ -1,3 +1,4 @@
+import { assertGuardrails } from "../contract/guardrails.js";
 import type { RunContext } from "../contract/run-context.js";
 import { UserError } from "../errors.js";
 import type { JSONSchema, ToolSpec } from "../model/types.js";
@@ -61,6 +62,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
   readonly endsTurn?: boolean;
   readonly isolate?: ToolOptions["isolate"];
   readonly concurrency?: number;
+  readonly guardrails?: ToolOptions["guardrails"];
   readonly #schema: ParameterSchema;
 
   constructor(config: ToolConfig<any>) {
@@ -68,6 +70,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
     this.name = config.name;
     this.description = config.description ?? "";
     this.#schema = toParameterSchema(config.parameters, config.name);
+    assertGuardrails(config.guardrails, `tool "${config.name}"`);
     const { name: _n, description: _d, parameters: _p, ...options } = config;
     Object.assign(this, stripUndefined(options));
     this.parallel = config.parallel ?? true;

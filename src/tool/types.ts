@@ -1,3 +1,4 @@
+import type { Guardrails } from "../contract/guardrails.js";
 import type { RunContext } from "../contract/run-context.js";
 import type { ContentBlock } from "../model/types.js";
 
@@ -63,4 +64,10 @@ export interface ToolOptions<Args = any, Result = unknown> {
   label?: string;
   /** `"worker"` runs `execute` on a worker thread that a timeout or cancel really kills. */
   isolate?: "inline" | "worker";
+  /**
+   * Checks around each call: `input` before it runs (it sees the validated arguments), `output`
+   * after it succeeds (it sees the result). A trip is an error result the model reads
+   * (`kind: "guardrail"`): the call does not run, or its result is withheld.
+   */
+  guardrails?: Guardrails;
 }

@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { ApprovalAnswer } from "../../contract/approvals.js";
+import { assertGuardrails, type Guardrails } from "../../contract/guardrails.js";
 import type { Instructions } from "../../contract/instructions.js";
 import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
@@ -72,6 +73,12 @@ export interface AgentConfig<Deps = unknown, Output = string> {
   compaction?: CompactionOptions;
   /** Tools packaged with their prompt text and lifecycle (`plugin()`). */
   plugins?: ReadonlyArray<Plugin<Deps>>;
+  /**
+   * Checks on what the agent is given and what it answers (`guardrail()`): `input` guardrails see
+   * its input when it first speaks (beside its first model turn by default), `output` guardrails
+   * its final answer before the run completes. A trip fails the run with `GuardrailTripped`.
+   */
+  guardrails?: Guardrails<Deps>;
 }
 
 const AGENT_NAME = /^[a-zA-Z0-9_-][a-zA-Z0-9 _.-]{0,63}$/;
@@ -95,6 +102,7 @@ export class Agent<Deps = unknown, Output = string> {
       );
     }
     this.name = config.name;
+    assertGuardrails(config.guardrails, `agent "${config.name}"`);
     this.config = Object.freeze({ ...config });
   }
 

@@ -1,4 +1,5 @@
 import type { RunEvent, StopReason } from "../../contract/events.js";
+import type { GuardrailStage } from "../../contract/guardrails.js";
 import type { AssistantMessage, ContentBlock, Message, ToolCall, Usage } from "../../model/types.js";
 import type { LoggedCompaction } from "../conversation/compaction.js";
 import { type CompactionChange, ContextView } from "../conversation/context-view.js";
@@ -60,6 +61,19 @@ export type RunState = {
    * elided and older turns summarised. Present once the run compacted its context.
    */
   view?: readonly Message[];
+  /** Guardrail outcomes the log holds, in order: a resumed run takes them instead of checking again. */
+  guardrails?: LoggedGuardrail[];
+};
+
+/** One guardrail outcome as the log records it. */
+export type LoggedGuardrail = {
+  stage: GuardrailStage;
+  guardrail: string;
+  agent: string;
+  callId?: string;
+  tripped: boolean;
+  reason?: string;
+  info?: unknown;
 };
 
 /**
@@ -187,6 +201,23 @@ export function replay(events: Iterable<RunEvent>): RunState {
         state.status = "failed";
         state.error = { name: event.name, message: event.message, kind: event.kind };
         break;
+      case "guardrail_passed":
+      case "guardrail_tripped": {
+        const logged: LoggedGuardrail = {
+          stage: event.stage,
+          guardrail: event.guardrail,
+          agent: event.agent,
+          tripped: event.type === "guardrail_tripped",
+        };
+        if (event.callId !== undefined) logged.callId = event.callId;
+        if (event.type === "guardrail_tripped") {
+          logged.reason = event.reason;
+          if (event.info !== undefined) logged.info = event.info;
+        }
+        if (state.guardrails) state.guardrails.push(logged);
+        else state.guardrails = [logged];
+        break;
+      }
       case "run_resumed":
         // Picked up again after a stop that did not finish it (a crash, a store outage, a park).
         state.status = "running";

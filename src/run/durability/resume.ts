@@ -6,7 +6,8 @@ import type { Agent } from "../config/agent.js";
 import { Handoff } from "../config/agent.js";
 import { rememberView, restoreView } from "../conversation/compaction.js";
 import type { PriorTurn, RequestedCall } from "../engine/executor.js";
-import { type AgentSetup, closeRun, finishRun, prepareAgent, turns } from "../engine/loop.js";
+import { guardrailKey } from "../engine/guardrail-checks.js";
+import { type AgentSetup, closeRun, finishWithOutput, prepareAgent, turns } from "../engine/loop.js";
 import { teardownPlugins } from "../engine/plugin-lifecycle.js";
 import type { CallResult } from "../engine/tool-result.js";
 import type { ActiveRun } from "../state/active-run.js";
@@ -79,6 +80,15 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   restoreView(run, state.compaction);
   Object.assign(run.usage, state.usage);
   if (state.tainted) run.tainted = state.tainted;
+  for (const logged of state.guardrails ?? []) {
+    const outcome: { tripped: boolean; reason?: string; info?: unknown } = { tripped: logged.tripped };
+    if (logged.reason !== undefined) outcome.reason = logged.reason;
+    if (logged.info !== undefined) outcome.info = logged.info;
+    run.guardrailOutcomes.set(
+      guardrailKey(logged.stage, logged.guardrail, logged.agent, logged.callId),
+      outcome,
+    );
+  }
   const open = state.openTurn;
   const openIds = new Set(open?.calls.map((c) => c.id) ?? []);
   run.records.push(...state.toolCalls.filter((r) => !openIds.has(r.call.id)));
@@ -155,8 +165,8 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
 /** Ends a resumed run whose model had already answered (checked against `outputType` if set). */
 async function finalAnswer(run: ActiveRun, setup: AgentSetup, text: string): Promise<RunResult<any>> {
   const checked = setup.contract ? await setup.contract.check(text) : undefined;
-  if (!checked) return finishRun(run, "completed", text);
-  if (checked.ok) return finishRun(run, "completed", checked.value);
+  if (!checked) return finishWithOutput(run, setup, "completed", text, text);
+  if (checked.ok) return finishWithOutput(run, setup, "completed", checked.value, text);
   return turns(run, setup);
 }
 

@@ -1,16 +1,20 @@
 import { type Aborted, isAborted, Stopper } from "../../abort.js";
 import type { ApprovalOutcome } from "../../contract/approvals.js";
 import type { EventOf } from "../../contract/events.js";
+import type { Guardrail } from "../../contract/guardrails.js";
 import { BudgetExceeded, InvalidToolArguments } from "../../errors.js";
 import type { ToolCall } from "../../model/types.js";
+import { toJsonText } from "../../plain-json.js";
 import { StoreError } from "../../store/types.js";
 import type { Tool } from "../../tool/tool.js";
 import type { AgentConfig, Handoff } from "../config/agent.js";
+import type { GuardrailTripped } from "../config/guardrail.js";
 import { resultArtifactKey } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { ToolCallRecord } from "../state/result.js";
 import { approveCall } from "./approval-step.js";
 import { type AttemptSettings, type AttemptsOutcome, type AttemptsSink, runAttempts } from "./attempts.js";
+import { runGuardrails } from "./guardrail-checks.js";
 import { HandoffTool } from "./handoff-tool.js";
 import { markTainted } from "./taint.js";
 import {
@@ -18,6 +22,7 @@ import {
   DEFAULT_MAX_IMAGE_BYTES,
   DEFAULT_MAX_TOOL_OUTPUT_CHARS,
   errorResult,
+  messageOf,
   type RenderSettings,
   successResult,
 } from "./tool-result.js";
@@ -459,7 +464,9 @@ class TurnCalls {
     };
     if (timeoutMs !== undefined) settings.timeoutMs = timeoutMs;
     if (tool.retryBackoff) settings.backoff = tool.retryBackoff;
-    runAttempts(run, tool, call, args, settings, new RunningCall(this, index, tool, call, unlink));
+    const running = new RunningCall(this, index, tool, call, unlink);
+    if (tool.guardrails?.input?.length) running.guardThenRun(args, settings);
+    else runAttempts(run, tool, call, args, settings, running);
   }
 }
 
@@ -474,6 +481,23 @@ class RunningCall implements AttemptsSink {
     readonly call: ToolCall,
     readonly unlink: (() => void) | undefined,
   ) {}
+
+  /**
+   * The tool's input guardrails first (they see the validated arguments, once for all attempts):
+   * a trip is the call's result, an error the model reads, and the tool never starts.
+   */
+  guardThenRun(args: unknown, settings: AttemptSettings): void {
+    const { calls, tool, call } = this;
+    const subject = { stage: "tool_input" as const, text: toJsonText(args), call: { ...call, args } };
+    runGuardrails(calls.run, tool.guardrails!.input!, subject, call.id).then(
+      (tripped) => {
+        if (tripped) this.attemptsEnded(guardrailRefusal(tool, tripped, "input"));
+        else runAttempts(calls.run, tool, call, args, settings, this);
+      },
+      (error: unknown) =>
+        this.attemptsEnded({ kind: "error", errorKind: "guardrail", message: messageOf(error) }),
+    );
+  }
 
   /** Concluding and leaving the in-flight count happen in this one report of the outcome. */
   attemptsEnded(outcome: AttemptsOutcome): void {
@@ -505,38 +529,9 @@ class RunningCall implements AttemptsSink {
     const ms = Math.round(performance.now() - this.#startedAt);
     switch (outcome.kind) {
       case "value": {
-        const render: RenderSettings = {
-          maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
-          maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        };
-        if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
-        if (run.events.store) render.recallCallId = call.id;
-        const result = successResult(tool, call, outcome.value, outcome.ctx, render);
-        if (result.fullText === undefined || !run.events.store) {
-          this.#succeed(result, ms, outcome.value);
-          return undefined;
-        }
-        // Kept before the model sees the truncated text, so the recall it offers works.
-        return run.events.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText).then(
-          () => this.#succeed(result, ms, outcome.value),
-          (error) => {
-            const failure =
-              error instanceof StoreError
-                ? error
-                : new StoreError(`could not store the full output of ${call.id}: ${String(error)}`, {
-                    runId: run.runId,
-                    cause: error,
-                  });
-            // The call did complete: its result is recorded as such (without the recall offer,
-            // whose text was not stored) before the store failure stops the run.
-            const unrecalled = successResult(tool, call, outcome.value, outcome.ctx, {
-              ...render,
-              recallCallId: undefined,
-            });
-            this.#succeed(unrecalled, ms, outcome.value);
-            run.control.abort(failure);
-          },
-        );
+        const guardrails = tool.guardrails?.output;
+        if (guardrails?.length) return this.#guardOutput(guardrails, outcome, ms);
+        return this.#concludeValue(outcome, ms);
       }
       case "error":
         calls.finish(index, errorResult(call, outcome.errorKind, outcome.message, outcome.hint), ms);
@@ -559,6 +554,76 @@ class RunningCall implements AttemptsSink {
       case "cancelled":
         return undefined;
     }
+  }
+
+  /** A value: rendered (and, when it was cut, its full text kept for recall) and recorded. */
+  #concludeValue(
+    outcome: Extract<AttemptsOutcome, { kind: "value" }>,
+    ms: number,
+  ): Promise<void> | undefined {
+    const { calls, tool, call } = this;
+    const { run, config } = calls;
+    const render: RenderSettings = {
+      maxOutputChars: tool.maxOutputChars ?? config.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
+      maxImageBytes: config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+    };
+    if (config.toolResultRenderer) render.agentRenderer = config.toolResultRenderer;
+    if (run.events.store) render.recallCallId = call.id;
+    const result = successResult(tool, call, outcome.value, outcome.ctx, render);
+    if (result.fullText === undefined || !run.events.store) {
+      this.#succeed(result, ms, outcome.value);
+      return undefined;
+    }
+    // Kept before the model sees the truncated text, so the recall it offers works.
+    return run.events.store.putArtifact(run.runId, resultArtifactKey(call.id), result.fullText).then(
+      () => this.#succeed(result, ms, outcome.value),
+      (error) => {
+        const failure =
+          error instanceof StoreError
+            ? error
+            : new StoreError(`could not store the full output of ${call.id}: ${String(error)}`, {
+                runId: run.runId,
+                cause: error,
+              });
+        // The call did complete: its result is recorded as such (without the recall offer,
+        // whose text was not stored) before the store failure stops the run.
+        const unrecalled = successResult(tool, call, outcome.value, outcome.ctx, {
+          ...render,
+          recallCallId: undefined,
+        });
+        this.#succeed(unrecalled, ms, outcome.value);
+        run.control.abort(failure);
+      },
+    );
+  }
+
+  /**
+   * The tool's output guardrails see what the model would read (and the raw value) before it
+   * is recorded: a trip withholds it, and the model reads why instead.
+   */
+  #guardOutput(
+    guardrails: ReadonlyArray<Guardrail<any>>,
+    outcome: Extract<AttemptsOutcome, { kind: "value" }>,
+    ms: number,
+  ): Promise<void> {
+    const { calls, tool, call, index } = this;
+    let rendered: string;
+    try {
+      rendered = successResult(tool, call, outcome.value, outcome.ctx, {
+        maxOutputChars: Number.POSITIVE_INFINITY,
+        maxImageBytes: calls.config.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+        ...(calls.config.toolResultRenderer && { agentRenderer: calls.config.toolResultRenderer }),
+      }).record.output;
+    } catch {
+      rendered = "";
+    }
+    const subject = { stage: "tool_output" as const, text: rendered, value: outcome.value, call };
+    return runGuardrails(calls.run, guardrails, subject, call.id).then((tripped) => {
+      if (!tripped) return this.#concludeValue(outcome, ms);
+      const refusal = guardrailRefusal(tool, tripped, "output");
+      calls.finish(index, errorResult(call, "guardrail", refusal.message, refusal.hint), ms);
+      return undefined;
+    });
   }
 
   #succeed(result: CallResult, ms: number, value: unknown): void {
@@ -612,4 +677,21 @@ function unknownTool(call: ToolCall, toolset: Toolset): CallResult {
     `there is no tool named "${call.name}"`,
     names.length ? `Available tools: ${names.join(", ")}.` : "No tools are available in this conversation.",
   );
+}
+
+/** A tool guardrail's trip, as the error the model reads. */
+function guardrailRefusal(
+  tool: Tool,
+  tripped: GuardrailTripped,
+  stage: "input" | "output",
+): { kind: "error"; errorKind: "guardrail"; message: string; hint: string } {
+  return {
+    kind: "error",
+    errorKind: "guardrail",
+    message:
+      stage === "input"
+        ? `${tool.name} was not run: guardrail "${tripped.guardrail}" refused the call (${tripped.reason})`
+        : `the result of ${tool.name} was withheld: guardrail "${tripped.guardrail}" refused it (${tripped.reason})`,
+    hint: "Do not repeat this call as it is. Continue without it, or ask the user how to proceed.",
+  };
 }

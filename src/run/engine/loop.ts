@@ -1,4 +1,5 @@
 import type { EventOf, StopReason } from "../../contract/events.js";
+import type { Guardrail } from "../../contract/guardrails.js";
 import { BudgetExceeded, UserError } from "../../errors.js";
 import type {
   AssistantMessage,
@@ -15,6 +16,7 @@ import type {
 import { StoreError } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { type Compaction, resolveCompaction } from "../config/compaction-options.js";
+import { GuardrailTripped } from "../config/guardrail.js";
 import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
 import type { Permissions } from "../config/permissions.js";
 import { checkPlugins, type Plugin } from "../config/plugin.js";
@@ -26,6 +28,7 @@ import { costOf } from "../state/pricing.js";
 import type { RunResult } from "../state/result.js";
 import { runEnded } from "./call-scope.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
+import { inputSubject, runGuardrails } from "./guardrail-checks.js";
 import { handoffTools } from "./handoff-tool.js";
 import { turnRequest } from "./model-request.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
@@ -45,6 +48,9 @@ export type AgentSetup = {
   contract: OutputContract | undefined;
   offered?: { from: ToolSpec[]; specs: ToolSpec[] };
   compaction?: Compaction;
+  /** The agent's guardrails, when it has any of that stage. */
+  inputGuardrails?: ReadonlyArray<Guardrail<any>>;
+  outputGuardrails?: ReadonlyArray<Guardrail<any>>;
 };
 
 /**
@@ -104,7 +110,13 @@ export async function turns(
   unfinished?: UnfinishedTurn,
 ): Promise<RunResult<any>> {
   // Every field in the literal: one added later makes a hidden class that a full GC can drop (shapes.ts).
-  const state: LoopState = { setup: firstSetup, corrected: false, ended: undefined };
+  const state: LoopState = {
+    setup: firstSetup,
+    corrected: false,
+    ended: undefined,
+    guarded: undefined,
+    besideTurn: undefined,
+  };
   if (unfinished) {
     const { text, requested, prior } = unfinished;
     const execution = await executeTurn(run, state.setup.toolset, requested, prior);
@@ -145,12 +157,26 @@ export async function turns(
       if (relisted) await relisted;
     }
 
+    // An agent's input guardrails check its input once, when it first speaks: those that must
+    // finish first, now; the others beside its first model turn (awaited before any of its calls).
+    if (setup.inputGuardrails && state.guarded !== run.agent) {
+      state.guarded = run.agent;
+      const beside = await guardInput(run, setup.inputGuardrails);
+      if (beside) state.besideTurn = beside;
+    }
     const request = modelRequest(run, setup);
     if (setup.compaction) {
       const compacting = compactRequest(run, setup.compaction, request);
       if (compacting) await compacting;
     }
     const turn = await streamModelTurn(run, setup.model, request);
+    if (state.besideTurn) {
+      const beside = state.besideTurn;
+      state.besideTurn = undefined;
+      await beside;
+      // A trip stopped the run (and the turn, if it was still streaming): none of its calls runs.
+      if (run.control.stopper.aborted) return stopOnAbort(run);
+    }
     if (!turn) {
       if (run.control.stopper.aborted) return stopOnAbort(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
@@ -198,7 +224,7 @@ export async function turns(
           continue;
         }
         if (!run.mailbox.inbox.length && !run.mailbox.followUps.length)
-          return finishRun(run, "completed", checked.value);
+          return finishWithOutput(run, setup, "completed", checked.value, turn.text);
       }
       // A message injected during this last turn, or a queued follow-up, keeps the run going.
       if (run.mailbox.inbox.length) continue;
@@ -206,7 +232,7 @@ export async function turns(
         run.mailbox.inbox.push(...run.mailbox.followUps.splice(0));
         continue;
       }
-      return finishRun(run, "completed", run.lastText);
+      return finishWithOutput(run, setup, "completed", run.lastText, run.lastText);
     }
 
     for (let index = 0; index < requested.length; index++) {
@@ -237,6 +263,10 @@ export async function turns(
 type LoopState = {
   setup: AgentSetup;
   corrected: boolean;
+  /** The agent whose input guardrails have run (each agent's once, when it first speaks). */
+  guarded: Agent<any, any> | undefined;
+  /** Input guardrails running beside the current model turn. */
+  besideTurn: Promise<void> | undefined;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
   ended: { finish: FinishReason; usage: Partial<Usage> | undefined } | undefined;
 };
@@ -288,7 +318,7 @@ function closeTurn(
   text: string,
   execution: TurnExecution,
   prior?: PriorTurn,
-): RunResult<any> | undefined | Promise<undefined> {
+): RunResult<any> | undefined | Promise<RunResult<any> | undefined> {
   const { results } = execution;
   if (execution.parked) return park(run, execution.parked, results);
   for (const result of results) {
@@ -305,7 +335,8 @@ function closeTurn(
   const { endedBy } = execution;
   if (endedBy) {
     const ended = results.find((r) => r.record.ok && r.record.call.name === endedBy.name);
-    return finishRun(run, "ends_turn", text || ended?.record.output || "");
+    const output = text || ended?.record.output || "";
+    return finishWithOutput(run, state.setup, "ends_turn", output, output);
   }
   if (execution.handoff) {
     const { handoff, call } = execution.handoff;
@@ -484,6 +515,9 @@ function setupOf(
     contract,
   };
   if (compaction) setup.compaction = compaction;
+  const guardrails = config.guardrails;
+  if (guardrails?.input?.length) setup.inputGuardrails = guardrails.input;
+  if (guardrails?.output?.length) setup.outputGuardrails = guardrails.output;
   return setup;
 }
 
@@ -539,11 +573,54 @@ function append(run: ActiveRun, message: Message): void {
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
   const reason = run.control.stopper.reason;
-  // The store failed: the run cannot go on without losing its log.
-  if (reason instanceof StoreError) throw reason;
+  // The store failed: the run cannot go on without losing its log. A guardrail tripped: it fails.
+  if (reason instanceof StoreError || reason instanceof GuardrailTripped) throw reason;
   if (reason instanceof BudgetExceeded && run.limits.owns(reason))
     return finishRun(run, "budget", output, reason);
   return finishRun(run, "cancelled", output);
+}
+
+/**
+ * Ends the run with an answer (`completed`, `ends_turn`), once the agent's output guardrails
+ * have passed it: a trip fails the run (`GuardrailTripped`) and the output is withheld.
+ */
+export function finishWithOutput(
+  run: ActiveRun,
+  setup: AgentSetup,
+  stopReason: "completed" | "ends_turn",
+  output: unknown,
+  text: string,
+): RunResult<any> | Promise<RunResult<any>> {
+  const guardrails = setup.outputGuardrails;
+  if (!guardrails) return finishRun(run, stopReason, output);
+  const subject = { stage: "output" as const, text, value: output };
+  return runGuardrails(run, guardrails, subject).then((tripped) => {
+    if (tripped) throw tripped;
+    return finishRun(run, stopReason, output);
+  });
+}
+
+/**
+ * Starts an agent's input guardrails on what it was given: those with `runInParallel: false`
+ * are awaited here (a trip throws); the others run on, and their promise is returned for the
+ * loop to await after the model turn. A trip among them stops the run at once, cancelling the
+ * turn if it is still streaming.
+ */
+async function guardInput(
+  run: ActiveRun,
+  guardrails: ReadonlyArray<Guardrail<any>>,
+): Promise<Promise<void> | undefined> {
+  const subject = inputSubject(run.transcript);
+  const first = guardrails.filter((g) => !g.runInParallel);
+  if (first.length) {
+    const tripped = await runGuardrails(run, first, subject);
+    if (tripped) throw tripped;
+  }
+  const beside = guardrails.filter((g) => g.runInParallel);
+  if (!beside.length) return undefined;
+  return runGuardrails(run, beside, subject).then((tripped) => {
+    if (tripped) run.control.abort(tripped);
+  });
 }
 
 export function finishRun(

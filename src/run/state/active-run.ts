@@ -74,6 +74,8 @@ export class ActiveRun {
   readonly tracing: RunTracer | undefined;
   /** How this run's calls start child runs (agents as tools); shared with its child runs. */
   readonly childRuns: ChildRunner | undefined;
+  /** Guardrail outcomes so far (restored from the log on resume), so no check runs twice. */
+  readonly guardrailOutcomes = new Map<string, { tripped: boolean; reason?: string; info?: unknown }>();
 
   constructor(agent: Agent<any, any>, options: RunOptions<any>, wiring: RunWiring, parent?: ParentLink) {
     this.runId = options.runId ?? `run_${randomUUID()}`;

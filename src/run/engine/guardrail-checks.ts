@@ -1,0 +1,163 @@
+import type { Guardrail, GuardrailStage, GuardrailSubject } from "../../contract/guardrails.js";
+import type { ContentBlock, Message } from "../../model/types.js";
+import { thrownMessage } from "../../thrown.js";
+import { GuardrailTripped } from "../config/guardrail.js";
+import type { ActiveRun } from "../state/active-run.js";
+
+/** A stored or fresh outcome of one guardrail check. */
+export type GuardrailOutcome = { tripped: boolean; reason?: string; info?: unknown };
+
+/** Where a check's outcome is kept in a run: its stage, guardrail, call and agent. */
+export function guardrailKey(
+  stage: GuardrailStage,
+  guardrail: string,
+  agent: string,
+  callId?: string,
+): string {
+  return `${stage}\u0000${guardrail}\u0000${agent}\u0000${callId ?? ""}`;
+}
+
+/**
+ * Runs guardrails of one stage side by side and resolves to the first (in list order) that
+ * tripped, as a `GuardrailTripped`. Each outcome is one event (`guardrail_passed` /
+ * `guardrail_tripped`), so a resumed run takes a stored outcome instead of checking again. A
+ * check that throws or outlasts its `timeoutMs` trips: a guardrail fails closed.
+ */
+export async function runGuardrails(
+  run: ActiveRun,
+  guardrails: ReadonlyArray<Guardrail<any>>,
+  subject: GuardrailSubject,
+  callId?: string,
+): Promise<GuardrailTripped | undefined> {
+  const outcomes = await Promise.all(guardrails.map((g) => checkOne(run, g, subject, callId)));
+  for (let i = 0; i < guardrails.length; i++) {
+    const outcome = outcomes[i]!;
+    if (outcome.tripped) {
+      const reason = outcome.reason ?? `guardrail "${guardrails[i]!.name}" tripped`;
+      return new GuardrailTripped(guardrails[i]!.name, subject.stage, reason, outcome.info);
+    }
+  }
+  return undefined;
+}
+
+async function checkOne(
+  run: ActiveRun,
+  guardrail: Guardrail<any>,
+  subject: GuardrailSubject,
+  callId: string | undefined,
+): Promise<GuardrailOutcome> {
+  const key = guardrailKey(subject.stage, guardrail.name, run.agent.name, callId);
+  const stored = run.guardrailOutcomes.get(key);
+  if (stored) return stored;
+  const started = performance.now();
+  const outcome = await check(run, guardrail, subject);
+  // A run that stopped meanwhile records nothing: a resumed run checks again.
+  if (run.control.stopper.aborted && !(run.control.stopper.reason instanceof GuardrailTripped))
+    return outcome;
+  run.guardrailOutcomes.set(key, outcome);
+  const durationMs = Math.round(performance.now() - started);
+  if (outcome.tripped) {
+    run.events.emit({
+      type: "guardrail_tripped",
+      guardrail: guardrail.name,
+      stage: subject.stage,
+      reason: outcome.reason ?? `guardrail "${guardrail.name}" tripped`,
+      ...(outcome.info !== undefined && { info: outcome.info }),
+      ...(callId !== undefined && { callId }),
+      durationMs,
+    });
+  } else {
+    run.events.emit({
+      type: "guardrail_passed",
+      guardrail: guardrail.name,
+      stage: subject.stage,
+      ...(callId !== undefined && { callId }),
+      durationMs,
+    });
+  }
+  return outcome;
+}
+
+/** One check, bounded by its timeout and the run's signal; whatever goes wrong trips it. */
+function check(
+  run: ActiveRun,
+  guardrail: Guardrail<any>,
+  subject: GuardrailSubject,
+): Promise<GuardrailOutcome> {
+  const timeout = AbortSignal.timeout(guardrail.timeoutMs);
+  const signal = AbortSignal.any([run.control.signal, timeout]);
+  const ctx = { ...run.baseContext(), agent: run.agent.name, signal };
+  return new Promise<GuardrailOutcome>((resolve) => {
+    const onAbort = () =>
+      resolve({
+        tripped: true,
+        reason: timeout.aborted
+          ? `guardrail "${guardrail.name}" did not answer within ${guardrail.timeoutMs} ms`
+          : `the run stopped while guardrail "${guardrail.name}" was checking`,
+      });
+    signal.addEventListener("abort", onAbort, { once: true });
+    let answer: unknown;
+    try {
+      answer = guardrail.check(subject, ctx);
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    Promise.resolve(answer).then(
+      (result) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(readResult(guardrail, result));
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve({ tripped: true, reason: `guardrail "${guardrail.name}" failed: ${thrownMessage(error)}` });
+      },
+    );
+  });
+}
+
+/** A check's answer, read without trusting it: anything but `{ tripped: false }` trips. */
+function readResult(guardrail: Guardrail<any>, result: unknown): GuardrailOutcome {
+  try {
+    if (
+      result === null ||
+      typeof result !== "object" ||
+      typeof (result as { tripped?: unknown }).tripped !== "boolean"
+    ) {
+      return {
+        tripped: true,
+        reason: `guardrail "${guardrail.name}" answered ${thrownMessage(result)}, not { tripped: boolean }`,
+      };
+    }
+    const { tripped, reason, info } = result as { tripped: boolean; reason?: unknown; info?: unknown };
+    const outcome: GuardrailOutcome = { tripped };
+    if (typeof reason === "string") outcome.reason = reason;
+    if (info !== undefined) outcome.info = info;
+    return outcome;
+  } catch (error) {
+    return {
+      tripped: true,
+      reason: `guardrail "${guardrail.name}" answered unreadably: ${thrownMessage(error)}`,
+    };
+  }
+}
+
+/** What an agent's input guardrails check: the latest user message, and the messages the agent starts from. */
+export function inputSubject(transcript: readonly Message[]): GuardrailSubject {
+  let text = "";
+  for (let i = transcript.length - 1; i >= 0; i--) {
+    const message = transcript[i]!;
+    if (message.role === "user") {
+      text = textOf(message.content);
+      break;
+    }
+  }
+  return { stage: "input", text, messages: transcript };
+}
+
+function textOf(content: string | readonly ContentBlock[]): string {
+  if (typeof content === "string") return content;
+  return content
+    .filter((block): block is Extract<ContentBlock, { type: "text" }> => block.type === "text")
+    .map((block) => block.text)
+    .join("\n");
+}
