@@ -27,7 +27,7 @@ async function decide(
     { permissions },
     (ev) => {
       if (ev.type !== "approval_required") return;
-      asked.set((ev.call.args as { command: string }).command, ev.reason);
+      asked.set((ev.call.args as { command: string }).command, ev.reason ?? "");
       ev.reject("test");
     },
   );
