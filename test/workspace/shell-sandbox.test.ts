@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync }
 import { createServer } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { Agent, Runner, ScriptedModel, StandardPermissions } from "quiver-agents";
 import { workspace } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
 import { call, tempDir } from "./helpers.js";
@@ -109,6 +110,26 @@ describe("the shell's sandbox", () => {
       expect(await survivors(pidsOf(d))).toEqual([]);
     });
   }
+
+  it("cancelling the run stops a sandboxed command and everything it started", async () => {
+    const [a, b] = [unique(), unique()];
+    const ws = workspace({ root, shell: true });
+    const command = `setsid -f sleep ${a}; (trap '' TERM; sleep ${b}) & echo up; wait`;
+    const agent = new Agent({
+      name: "worker",
+      model: new ScriptedModel([{ toolCalls: [{ name: "shell", args: { command } }] }]),
+      tools: ws.tools,
+      permissions: new StandardPermissions({ mode: "bypass" }),
+    });
+    const handle = Runner.stream(agent, "go");
+    for await (const ev of handle) if (ev.type === "tool_call_update") handle.cancel("stop");
+    expect((await handle.result()).stopReason).toBe("cancelled");
+    // The member ignoring SIGTERM goes with the SIGKILL after the grace period.
+    const deadline = Date.now() + 8_000;
+    while ([a, b].flatMap(pidsOf).length > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect([a, b].flatMap(pidsOf)).toEqual([]);
+  });
 
   it('sandbox "off": the escaped processes are killed by pid, checked with kill(pid, 0)', async () => {
     const record = await shell(
