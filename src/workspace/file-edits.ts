@@ -1,9 +1,11 @@
-import { readFile, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { ToolError } from "../errors.js";
 import type { RunContext } from "../run/context.js";
 import { atomicWrite } from "./atomic-write.js";
 import { unifiedDiff } from "./diff.js";
-import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";
+import { ChunkReader } from "./file-window.js";
+import { type FileFact, MAX_EDIT_BYTES, type ReadLedger, sha256 } from "./ledger.js";
+import { openInside } from "./opened-file.js";
 import { codeOf, type ResolvedPath, resolveInside } from "./paths.js";
 import type { ProtectedPaths } from "./protected-paths.js";
 import { asParsed, formatText, lineNumbersAt, looksBinary, parseText, type TextFile } from "./text-file.js";
@@ -105,8 +107,9 @@ export class FileEditor {
   async apply(plan: Plan, ctx: RunContext) {
     const bytes = Buffer.from(plan.afterText, "utf8");
     try {
-      await atomicWrite(plan.target.real, bytes);
+      await atomicWrite(plan.target.real, bytes, plan.target.root, plan.target.relative);
     } catch (error) {
+      if (error instanceof ToolError) throw error;
       throw new ToolError(`could not write ${plan.target.relative} (${codeOf(error)})`);
     }
     const fact: FileFact = { root: plan.target.root, path: plan.target.relative, sha256: sha256(bytes) };
@@ -168,19 +171,8 @@ export class FileEditor {
     check: boolean,
     verb: "write" | "edit",
   ): Promise<Buffer | undefined> {
-    let bytes: Buffer;
-    try {
-      const info = await stat(target.real);
-      if (info.isDirectory()) throw new ToolError(`${given} is a directory`);
-      // A FIFO or a device would block the read (or never end): only regular files are replaced.
-      if (!info.isFile()) throw new ToolError(`${given} is not a regular file`);
-      bytes = await readFile(target.real);
-    } catch (error) {
-      if (error instanceof ToolError) throw error;
-      const code = codeOf(error);
-      if (code === "ENOENT") return undefined;
-      throw new ToolError(`cannot read ${given} (${code})`);
-    }
+    const bytes = await readExisting(target, given);
+    if (bytes === undefined) return undefined;
     if (!check) return bytes;
     const seen = this.ledger.seen(ctx, target.root, target.relative);
     if (seen === undefined) {
@@ -201,6 +193,60 @@ export class FileEditor {
     }
     return bytes;
   }
+}
+
+/**
+ * An existing file's bytes, read through a verified descriptor (a link swapped in after the check
+ * is refused, not followed), or `undefined` when there is no file. Files over `MAX_EDIT_BYTES`
+ * are refused before a byte is read.
+ */
+async function readExisting(target: ResolvedPath, given: string): Promise<Buffer | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await openInside(target.real, target.root, given);
+  } catch (error) {
+    if (error instanceof ToolError) throw error;
+    const code = codeOf(error);
+    if (code === "ENOENT") return undefined;
+    if (code === "EISDIR") throw new ToolError(`${given} is a directory`);
+    throw new ToolError(`cannot read ${given} (${code})`);
+  }
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) throw new ToolError(`${given} is a directory`);
+    // A FIFO or a device would block the read (or never end): only regular files are replaced.
+    if (!info.isFile()) throw new ToolError(`${given} is not a regular file`);
+    if (info.size > MAX_EDIT_BYTES) throw tooLarge(given, info.size);
+    const reader = new ChunkReader(handle);
+    const parts: Buffer[] = [];
+    let size = 0;
+    for (let chunk = await reader.next(); chunk; chunk = await reader.next()) {
+      size += chunk.length;
+      // It grew while being read: the same limit holds.
+      if (size > MAX_EDIT_BYTES) throw tooLarge(given, size);
+      parts.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(parts, size);
+  } catch (error) {
+    if (error instanceof ToolError) throw error;
+    throw new ToolError(`cannot read ${given} (${codeOf(error)})`);
+  } finally {
+    await handle.close();
+  }
+}
+
+function tooLarge(given: string, size: number): ToolError {
+  return new ToolError(
+    `${given} is ${megabytes(size)}, over the ${megabytes(MAX_EDIT_BYTES)} limit of write_file and edit_file`,
+    {
+      hint: "read_file can still read it with offset and limit; change it with the shell (sed, a script), or delete it first to write a new one.",
+    },
+  );
+}
+
+function megabytes(bytes: number): string {
+  const mb = bytes / (1024 * 1024);
+  return `${mb >= 10 ? Math.round(mb).toLocaleString("en-US") : mb.toFixed(1)} MB`;
 }
 
 /** Replaces `oldText` by `newText` in the file's text: exactly once, or every time with `all`. */

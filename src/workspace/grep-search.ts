@@ -1,5 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readSync, realpathSync } from "node:fs";
 import { asksForSkipped, globMatcher } from "./globs.js";
+import { openInsideSync } from "./opened-file.js";
 import { isWithin } from "./paths.js";
 import { looksBinary } from "./text-file.js";
 import { type WalkEntry, walkFiles } from "./walk.js";
@@ -75,13 +76,15 @@ export function searchTree(request: SearchRequest): SearchResult {
 /** Files larger than this are skipped by the Node search (they would be read whole into memory). */
 const MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024;
 
-/** A regular file's bytes, or `undefined` for anything else, an unreadable file or a huge one. */
-function readSmallFile(file: string): Buffer | undefined {
-  let fd: number | undefined;
+/**
+ * A regular file's bytes, or `undefined` for anything else, an unreadable file, a huge one, or one
+ * that is not what the walk saw by the time it is opened (a link swapped in: see opened-file.ts).
+ */
+function readSmallFile(file: string, root: string): Buffer | undefined {
+  // O_NONBLOCK: a FIFO swapped in opens without waiting for a writer, and fstat refuses it.
+  const fd = openInsideSync(file, root);
+  if (fd === undefined) return undefined;
   try {
-    // Opening a FIFO for reading would block until a writer comes: only regular files are opened.
-    if (!statSync(file).isFile()) return undefined;
-    fd = openSync(file, "r");
     const info = fstatSync(fd);
     if (!info.isFile() || info.size > MAX_SEARCH_FILE_BYTES) return undefined;
     const buffer = Buffer.allocUnsafe(info.size);
@@ -95,7 +98,7 @@ function readSmallFile(file: string): Buffer | undefined {
   } catch {
     return undefined;
   } finally {
-    if (fd !== undefined) closeSync(fd);
+    closeSync(fd);
   }
 }
 
@@ -115,7 +118,7 @@ function searchFile(
     }
     if (!isWithin(root, file)) return [];
   }
-  const bytes = readSmallFile(file);
+  const bytes = readSmallFile(file, root);
   if (bytes === undefined) return [];
   state.files++;
   state.bytes += bytes.length;
