@@ -50,6 +50,8 @@ export class Descendants {
 
   /** Reads the tree under the command now; the root itself is not kept (the group kill covers it). */
   poll(): void {
+    // Forget the processes that ended, so a build that runs thousands of short ones stays cheap.
+    for (const [pid, started] of this.#seen) if (startTime(pid) !== started) this.#seen.delete(pid);
     for (const pid of this.#tree()) {
       if (this.#seen.has(pid)) continue;
       const started = startTime(pid);
