@@ -103,33 +103,43 @@ export function openInsideSync(
   root: string,
   check: DescriptorCheck = PLATFORM_CHECK,
 ): number | undefined {
-  let fd: number;
+  const fd = openReadSync(expected);
+  if (fd === undefined) return undefined;
+  if (isAtSync(fd, expected, root, check)) return fd;
+  closeSync(fd);
+  return undefined;
+}
+
+/** Opens a file to read with `READ_FLAGS` (a link at the last step is not followed); `undefined` if it cannot. */
+export function openReadSync(file: string): number | undefined {
   try {
-    fd = openSync(expected, READ_FLAGS);
+    return openSync(file, READ_FLAGS);
   } catch {
     return undefined;
   }
-  let ok = false;
+}
+
+/** The synchronous `whereIs`: whether descriptor `fd` is the file at `expected`, inside `root`. */
+export function isAtSync(
+  fd: number,
+  expected: string,
+  root: string,
+  check: DescriptorCheck = PLATFORM_CHECK,
+): boolean {
+  if (check === "proc") {
+    try {
+      const actual = readlinkSync(`/proc/self/fd/${fd}`);
+      return sameFile(actual, expected) && isWithin(root, actual);
+    } catch {
+      // No /proc: compare identities below.
+    }
+  }
   try {
-    let actual: string | undefined;
-    if (check === "proc") {
-      try {
-        actual = readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {}
-    }
-    if (actual !== undefined) ok = sameFile(actual, expected) && isWithin(root, actual);
-    else {
-      const opened = fstatSync(fd, { bigint: true });
-      const now = statSync(expected, { bigint: true, throwIfNoEntry: false });
-      let real: string | undefined;
-      try {
-        real = realpathSync(expected);
-      } catch {}
-      ok = real === expected && now !== undefined && now.dev === opened.dev && now.ino === opened.ino;
-    }
-    return ok ? fd : undefined;
-  } finally {
-    if (!ok) closeSync(fd);
+    const opened = fstatSync(fd, { bigint: true });
+    const now = statSync(expected, { bigint: true, throwIfNoEntry: false });
+    return realpathSync(expected) === expected && now?.dev === opened.dev && now.ino === opened.ino;
+  } catch {
+    return false;
   }
 }
 
