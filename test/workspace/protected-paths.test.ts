@@ -161,6 +161,12 @@ describe("acceptEdits never writes a file that decides what a command runs witho
       ".envrc",
       "pyproject.toml",
       "tools/GNUmakefile",
+      "HEAD",
+      ".gitconfig",
+      // As a case-insensitive or Windows file system reads them: Makefile, .git/config, package.json.
+      "Makefile.",
+      ".git. /config",
+      "package.json::$DATA",
     ];
     const { askedFor, records } = await run(
       root,
