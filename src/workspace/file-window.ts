@@ -59,8 +59,12 @@ export class ChunkReader {
 
   /** Reads the rest of the file through the hash (and `onChunk`); its digest, if it has one. */
   async drain(onChunk?: (chunk: Buffer) => void): Promise<string | undefined> {
-    if (this.#hash === undefined && onChunk === undefined) return undefined;
-    for (let chunk = await this.next(); chunk; chunk = await this.next()) onChunk?.(chunk);
+    // Without a consumer, reading stops once the hash is dropped (a file that outgrew it).
+    while (onChunk !== undefined || this.#hash !== undefined) {
+      const chunk = await this.next();
+      if (chunk === undefined) break;
+      onChunk?.(chunk);
+    }
     return this.sha256();
   }
 

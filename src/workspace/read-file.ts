@@ -80,7 +80,16 @@ export function readFileTool(root: string, ledger: ReadLedger): Tool<ReadArgs> {
         };
         if (mimeType) {
           const parts: Buffer[] = [];
-          await reader.drain((chunk) => parts.push(Buffer.from(chunk)));
+          let size = 0;
+          await reader.drain((chunk) => {
+            size += chunk.length;
+            // It grew while being read: the same limit holds.
+            if (size > MAX_IMAGE_BYTES)
+              throw new ToolError(
+                `${given} grew past ${MAX_IMAGE_BYTES.toLocaleString("en-US")} bytes while being read`,
+              );
+            parts.push(Buffer.from(chunk));
+          });
           const bytes = Buffer.concat(parts);
           const content: ContentBlock[] = [
             {
