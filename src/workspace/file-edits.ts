@@ -141,21 +141,20 @@ export class FileEditor {
   }
 
   /**
-   * Where the path really lands. The permission rule judged the path as spelled; one that reaches
-   * a protected file only through a symbolic link (`notes.txt` -> `.git/config`) was never asked
-   * about, so it is refused here, in every mode: the model can write the file by its own name.
+   * Where the path really lands. The permission rule judged the path as spelled; a write that
+   * reaches a protected file by another name — through a symbolic link (`notes.txt` ->
+   * `.git/config`, or `.vscode/settings.json` -> `.git/config`), or a spelling the file system folds
+   * — was asked about under that other name, if at all, so it is refused here, in every mode: the
+   * model can write the file by its own name, and a person then sees which file it is.
    */
   async #resolve(given: string): Promise<ResolvedPath> {
     const target = await resolveInside(this.root, given);
     const reached = this.protectedPaths.match(target.relative);
-    if (reached !== undefined) {
-      const spelled = this.protectedPaths.spelled(given);
-      if (spelled === undefined || this.protectedPaths.match(spelled) === undefined) {
-        throw new ToolError(
-          `${given} leads to ${target.relative}, a protected file, through a symbolic link (${this.protectedPaths.why(reached)})`,
-          { hint: `Write ${target.relative} by its own name, so that a person can approve it.` },
-        );
-      }
+    if (reached !== undefined && this.protectedPaths.spelled(given) !== target.relative) {
+      throw new ToolError(
+        `${given} leads to ${target.relative}, a protected file, by another name (a symbolic link or another spelling): ${this.protectedPaths.why(reached)}`,
+        { hint: `Write ${target.relative} by its own name, so that a person can approve it.` },
+      );
     }
     return target;
   }
