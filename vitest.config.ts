@@ -10,6 +10,7 @@ const entries: Record<string, string> = {
   "quiver-agents/tools": "./src/builtin-tools/index.ts",
   "quiver-agents/providers": "./src/providers/index.ts",
   "quiver-agents/mcp": "./src/hosts/mcp/index.ts",
+  "quiver-agents/mcp-server": "./src/mcp-server/index.ts",
   "quiver-agents/store": "./src/store/index.ts",
   "quiver-agents/workspace": "./src/workspace/index.ts",
   "quiver-agents/server": "./src/server/index.ts",

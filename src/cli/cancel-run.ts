@@ -3,15 +3,18 @@ import { UserError } from "../errors.js";
 import type { Message } from "../model/types.js";
 import { leaseOwner } from "../run/durability/event-writer.js";
 import { replay } from "../run/durability/replay.js";
+import { resumesAfterFailure } from "../run/durability/resume.js";
 import { errorResult } from "../run/engine/tool-result.js";
 import type { RunStore } from "../store/types.js";
 
 /**
- * Ends a stored run that nobody drives — parked, or left behind by a process that died — as
- * `cancelled`, the way a cancel inside the run would: every call of its open turn without a
- * result gets a `cancelled` result, the tool messages follow in request order (so the transcript
- * stays valid input for the next run of the session), then `run_completed`. A run another
- * process is driving cannot be cancelled from here (its lease is held): cancel it there.
+ * Ends a stored run that nobody drives — parked, left behind by a process that died, or stopped
+ * by its store (`run_failed` of kind `store_unavailable`, which is unfinished: it is picked up
+ * with a `run_resumed` first, as a resume would) — as `cancelled`, the way a cancel inside the
+ * run would: every call of its open turn without a result gets a `cancelled` result, the tool
+ * messages follow in request order (so the transcript stays valid input for the next run of the
+ * session), then `run_completed`. A run another process is driving cannot be cancelled from here
+ * (its lease is held): cancel it there.
  */
 export async function cancelStoredRun(store: RunStore, runId: string): Promise<{ pending: number }> {
   const lease = await store.acquireLease(runId, leaseOwner(), 10_000);
@@ -19,11 +22,13 @@ export async function cancelStoredRun(store: RunStore, runId: string): Promise<{
     const events = await store.read(runId);
     if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
     const state = replay(events);
-    if (state.status !== "running")
+    const stoppedByStore = resumesAfterFailure(state);
+    if (state.status !== "running" && !stoppedByStore)
       throw new UserError(`run ${runId} has already ${state.status}; there is nothing to cancel`);
     let seq = state.lastSeq;
     const base = () => ({ runId, seq: ++seq, at: Date.now(), agent: state.agent ?? "" });
     const closing: RunEvent[] = [];
+    if (stoppedByStore) closing.push({ type: "run_resumed", fromSeq: state.lastSeq, ...base() } as RunEvent);
     const open = state.openTurn;
     let pending = 0;
     if (open) {

@@ -1,5 +1,6 @@
 import { UserError } from "../errors.js";
 import { Runner } from "../run/runner.js";
+import { failedForStore } from "../store/log-rules.js";
 import { LeaseConflict, type RunStatus, type RunSummary } from "../store/types.js";
 import { loadAgentFile, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
@@ -129,7 +130,7 @@ const ACTIONS: Record<string, Action> = {
       colors: colorsFor(process.stderr),
       showReasoning: flag(parsed, "show-reasoning"),
     });
-    if (before.status === "completed" || before.status === "failed")
+    if (before.status === "completed" || (before.status === "failed" && !failedForStore(before)))
       renderer.note(`run ${runId} had already ${before.status}; nothing to resume`);
     const outcome = await drive(handle, {
       json: flag(parsed, "json"),
@@ -179,7 +180,7 @@ function printTable(runs: RunSummary[]): void {
   const c = colorsFor(process.stdout);
   const rows = runs.map((run) => [
     run.parentRunId ? `↳ ${run.runId}` : run.runId,
-    run.status,
+    failedForStore(run) ? RESUMABLE : run.status,
     run.agent,
     run.sessionId ?? "-",
     new Date(run.startedAt).toISOString().replace("T", " ").slice(0, 19),
@@ -203,11 +204,21 @@ function printTable(runs: RunSummary[]): void {
   }
   const parked = runs.filter((r) => r.status === "parked").length;
   if (parked) process.stdout.write(c.dim(`${parked} parked: see one with quiver runs show <runId>\n`));
+  const stopped = runs.filter(failedForStore).length;
+  if (stopped)
+    process.stdout.write(
+      c.dim(
+        `${stopped} stopped by the store, unfinished: continue with quiver runs resume <runId> <agent-file>, or end with quiver runs cancel <runId>\n`,
+      ),
+    );
 }
+
+/** A run the store stopped (`failureKind` store_unavailable): failed, but not finished. */
+const RESUMABLE = "failed (store unavailable, resumable)";
 
 function paint(c: ReturnType<typeof colorsFor>, status: string): (s: string) => string {
   if (status === "completed") return c.green;
   if (status === "failed") return c.red;
-  if (status === "parked") return c.yellow;
+  if (status === "parked" || status === RESUMABLE) return c.yellow;
   return c.cyan;
 }

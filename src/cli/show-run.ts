@@ -2,6 +2,7 @@ import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ContentBlock, Message, ToolCall } from "../model/types.js";
 import { type RunState, replay } from "../run/durability/replay.js";
+import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import type { RunStore } from "../store/types.js";
 import { stopText } from "./render.js";
 import { type Colors, callLabel, duration, oneLine } from "./terminal.js";
@@ -135,7 +136,9 @@ export function renderReport(report: RunReport, c: Colors): string[] {
           `completed${report.stopReason && report.stopReason !== "completed" ? ` (${stopText(report.stopReason)})` : ""}`,
         )
       : report.status === "failed"
-        ? c.red("failed")
+        ? report.error?.kind === STORE_UNAVAILABLE
+          ? c.yellow("failed (store unavailable, resumable)")
+          : c.red("failed")
         : report.status === "parked"
           ? c.yellow("parked, waiting for approval")
           : c.cyan("running (or interrupted)");
@@ -148,6 +151,12 @@ export function renderReport(report: RunReport, c: Colors): string[] {
     );
   if (report.error)
     out.push(c.red(`error: ${report.error.name}: ${report.error.message} (${report.error.kind})`));
+  if (report.status === "failed" && report.error?.kind === STORE_UNAVAILABLE)
+    out.push(
+      c.dim(
+        `the store stopped the run, not the run itself: continue it with quiver runs resume ${report.runId} <agent-file>, or end it with quiver runs cancel ${report.runId}`,
+      ),
+    );
   out.push("", c.dim("── transcript ──"));
   const byId = new Map(report.calls.map((r) => [r.call.id, r]));
   for (const message of report.messages) {

@@ -10,6 +10,7 @@ import { assertRunInput } from "../run/config/run-input.js";
 import type { RunOptions } from "../run/config/run-options.js";
 import type { AgentsByName } from "../run/durability/recover.js";
 import { Runner } from "../run/runner.js";
+import { failedForStore } from "../store/log-rules.js";
 import { loadOptionalPackage } from "../store/optional-package.js";
 import type { PostgresStore } from "../store/postgres-store.js";
 import { LeaseConflict } from "../store/types.js";
@@ -355,7 +356,9 @@ export class DurableRuns {
   async #endCancelled(runId: string): Promise<void> {
     const summary = await this.store.getRun(runId);
     if (summary === undefined || summary.parentRunId !== undefined) return;
-    const unheld = summary.status === "running" && summary.leaseOwner === undefined;
+    // A run its store stopped (failed, store_unavailable) is unfinished too: end it as well.
+    const unheld =
+      (summary.status === "running" || failedForStore(summary)) && summary.leaseOwner === undefined;
     if (summary.status !== "parked" && !unheld) return;
     const events = await this.store.read(runId);
     const speaker = events.findLast((event) => event.agent !== "")?.agent ?? summary.agent;

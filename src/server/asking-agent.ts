@@ -13,20 +13,27 @@ export type OnAsk = (call: ToolCall, ctx: RunContext<any>) => void;
  * which is what a person behind a web page needs. Handoff targets are copied too because a
  * handoff switches the run's agent, and with it the handler that is consulted.
  */
-export function askingAgent<Deps, Output>(agent: Agent<Deps, Output>, onAsk: OnAsk): Agent<Deps, Output> {
-  return copy(agent, onAsk, new Map()) as Agent<Deps, Output>;
+export function askingAgent<Deps, Output>(
+  agent: Agent<Deps, Output>,
+  onAsk: OnAsk,
+  alwaysAsk?: ReadonlySet<string>,
+): Agent<Deps, Output> {
+  return copy(agent, onAsk, new Map(), alwaysAsk) as Agent<Deps, Output>;
 }
 
 function copy(
   agent: Agent<any, any>,
   onAsk: OnAsk,
   seen: Map<Agent<any, any>, Agent<any, any>>,
+  alwaysAsk?: ReadonlySet<string>,
 ): Agent<any, any> {
   const known = seen.get(agent);
   if (known) return known;
   const own = agent.config.approvalHandler;
   const approvalHandler = async (call: ToolCall, ctx: RunContext<any>): Promise<ApprovalAnswer> => {
-    const answer = own ? await own(call, ctx) : "ask";
+    // Tools the client runs itself (AG-UI): only the client can answer their calls, so an
+    // approval handler that allows everything must not let one run without its result.
+    const answer = alwaysAsk?.has(call.name) ? "ask" : own ? await own(call, ctx) : "ask";
     if (answer === "ask") onAsk(call, ctx);
     return answer;
   };

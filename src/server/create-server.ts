@@ -135,6 +135,11 @@ export function createServer(options: ServerOptions): QuiverServer {
     return postChat(c.req.raw, registry, userId, defaultAgent);
   });
 
+  app.post("/api/ag-ui", async (c) => {
+    const { userId } = await caller(c.req.raw, c.env);
+    return (await import("./ag-ui.js")).postAgUi(c.req.raw, registry, userId, defaultAgent);
+  });
+
   app.get("/api/chat/:chatId/stream", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
     return resumeChat(c.req.param("chatId"), registry, userId);

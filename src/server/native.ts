@@ -104,11 +104,14 @@ function familyStream(log: RunLog, after: number): Response {
 /** `GET /api/runs/:runId`: where the run stands and what it waits for. */
 export function runSummary(log: RunLog): Record<string, unknown> {
   const waiting = log.status === "parked" ? log.parked : [...log.asking.values()];
+  // As the store's summary says it: "store_unavailable" is a run the store stopped, resumable.
+  const ended = log.status === "failed" ? log.own.at(-1) : undefined;
   return {
     runId: log.runId,
     agent: log.agentKey,
     sessionId: log.sessionId ?? null,
     status: log.status,
+    ...(ended?.type === "run_failed" && { failureKind: ended.kind }),
     lastSeq: log.lastSeq,
     awaitingApproval: waiting.map((w) => ({
       callId: w.runId === log.runId ? w.call.id : `${w.runId}/${w.call.id}`,

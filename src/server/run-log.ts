@@ -1,5 +1,5 @@
 import type { HumanQuestion } from "../builtin-tools/ask-human.js";
-import type { Message, RunEvent, RunHandle, ToolCall } from "../index.js";
+import type { Message, RunEvent, RunHandle, Tool, ToolCall } from "../index.js";
 
 /** Where a run stands, as the server's clients see it. */
 export type RunStatus =
@@ -45,6 +45,11 @@ export class RunLog {
   readonly running = new Map<string, { call: ToolCall; runId: string }>();
   /** With `status: "parked"`: the calls the run waits on. */
   parked: Array<{ call: ToolCall; runId: string }> = [];
+  /**
+   * Tools the run was started with besides its agent's own (an AG-UI client's tools): a resume
+   * offers them again. Replaced by each request that brings the client's current tools.
+   */
+  extraTools: readonly Tool<any, any>[] | undefined;
   /** The transcript once the run ended (the next run of the chat continues from it when there is no store). */
   messages: Message[] | undefined;
   /** Where the last chat response ended (an index into `all`): a continuation starts there. */

@@ -6,6 +6,7 @@ import {
   type RunEvent,
   type RunHandle,
   Runner,
+  Tool,
   type ToolCall,
   UserError,
 } from "../index.js";
@@ -73,14 +74,20 @@ export class RunRegistry {
     return [...this.#agents.keys()];
   }
 
-  /** Starts a run and begins draining it. */
+  /**
+   * Starts a run and begins draining it. `extraTools` are offered to the agent for this run only
+   * (an AG-UI client's own tools) and always wait for a person's decision, whatever the agent's
+   * approval handler says; they apply again when the run resumes.
+   */
   start(
     agentKey: string,
     input: string | Message[],
     context: { userId: string | undefined; sessionId: string | undefined },
+    extraTools?: readonly Tool<any, any>[],
   ): RunLog {
-    const agent = this.#agents.get(agentKey);
-    if (!agent) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
+    const known = this.#agents.get(agentKey);
+    if (!known) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
+    const agent = this.#withTools(agentKey, extraTools) ?? known;
     const extra = this.#options.runOptions?.(context) ?? {};
     const handle = Runner.stream(agent, input, {
       ...extra,
@@ -89,10 +96,26 @@ export class RunRegistry {
       ...(this.store && { store: this.store }),
     });
     const log = new RunLog(handle.runId, agentKey, context.userId, context.sessionId);
+    if (extraTools?.length) log.extraTools = extraTools;
     this.#logs.set(log.runId, log);
     this.#drive(log, handle);
     this.#evict();
     return log;
+  }
+
+  /** The served agent with `tools` added (asked about every call), or undefined without any. */
+  #withTools(agentKey: string, tools: readonly Tool<any, any>[] | undefined): Agent<any, any> | undefined {
+    if (!tools?.length) return undefined;
+    const original = this.#options.agents.get(agentKey)!;
+    const given = original.config.tools;
+    const own = given === undefined ? [] : Array.isArray(given) ? given : [given];
+    // The agent's own tool wins over a client's of the same name.
+    const taken = new Set(own.flatMap((t) => (t instanceof Tool ? [t.name] : [])));
+    const added = tools.filter((t) => !taken.has(t.name));
+    if (added.length === 0) return undefined;
+    const combined = [...own, ...added];
+    const asked = new Set(added.map((t) => t.name));
+    return askingAgent(original.clone({ tools: combined }), (call, ctx) => this.#onAsk(call, ctx), asked);
   }
 
   /**
@@ -223,7 +246,7 @@ export class RunRegistry {
 
   /** Resumes a parked run under the same id; its events continue in the same log. */
   async #resume(log: RunLog, signal?: AbortSignal): Promise<void> {
-    const agent = this.#agents.get(log.agentKey)!;
+    const agent = this.#withTools(log.agentKey, log.extraTools) ?? this.#agents.get(log.agentKey)!;
     const extra = this.#options.runOptions?.({ userId: log.userId, sessionId: log.sessionId }) ?? {};
     const handle = Runner.resume(agent, log.runId, {
       ...extra,

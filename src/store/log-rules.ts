@@ -308,10 +308,11 @@ function eventShapeProblem(value: unknown, runId: string, seq: number): string |
 /**
  * The run's summary after `events` are appended to a log summarised by `previous`. The agent,
  * session and start time come from `run_started` (until it arrives, from the first event);
- * `parentRunId` is that of the events. The status follows the run's end events: `run_parked`
- * parks it, `run_resumed` makes it running again, `run_completed` / `run_failed` finish it —
- * except a `run_failed` of kind `store_unavailable`: the store failed, not the run, so it stays
- * unfinished (running) and can be resumed once the store works.
+ * `parentRunId` is that of the events. The status follows the run's end events, so that it
+ * always says what the log ends with: `run_parked` parks it, `run_resumed` makes it running
+ * again, `run_completed` completes it, and `run_failed` of any kind makes it failed, with the
+ * kind as `failureKind` (a `store_unavailable` failure is resumable: the store failed, not the
+ * run). `failureKind` goes with the failed status it explains.
  */
 export function summarize(
   runId: string,
@@ -341,12 +342,37 @@ export function summarize(
       if (event.sessionId !== undefined) summary.sessionId = event.sessionId;
       if (event.parentRunId !== undefined) summary.parentRunId = event.parentRunId;
     } else if (event.type === "run_completed") summary.status = "completed";
-    else if (event.type === "run_failed")
-      summary.status = event.kind === STORE_UNAVAILABLE ? "running" : "failed";
-    else if (event.type === "run_parked") summary.status = "parked";
+    else if (event.type === "run_failed") {
+      summary.status = "failed";
+      if (typeof event.kind === "string") summary.failureKind = event.kind;
+      else delete summary.failureKind;
+    } else if (event.type === "run_parked") summary.status = "parked";
     else if (event.type === "run_resumed") summary.status = "running";
   }
+  if (summary.status !== "failed") delete summary.failureKind;
   return summary;
+}
+
+/**
+ * True for a summary of a run stopped by its store, not by itself (`run_failed` of kind
+ * `store_unavailable`): it is unfinished, and resuming continues it from its log.
+ */
+export function failedForStore(summary: Pick<RunSummary, "status" | "failureKind">): boolean {
+  return summary.status === "failed" && summary.failureKind === STORE_UNAVAILABLE;
+}
+
+/**
+ * The kind of a stored event's JSON text when it is a `run_failed`, else undefined (a damaged
+ * text too: reading the log reports that). For summaries written before they kept the kind.
+ */
+export function failureKindOf(body: string): string | undefined {
+  let event: { type?: unknown; kind?: unknown } | null;
+  try {
+    event = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  return event?.type === "run_failed" && typeof event.kind === "string" ? event.kind : undefined;
 }
 
 /** The `run_failed` kind of a run stopped by a store that could not be written for a while. */

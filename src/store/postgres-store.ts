@@ -186,7 +186,7 @@ export class PostgresStore implements RunStore {
       );
       summary = summarize(runId, previous, events);
       await client.query(
-        `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
         runRowValues(summary),
       );
@@ -233,14 +233,14 @@ export class PostgresStore implements RunStore {
          SELECT 1 FROM ${this.#t.leases} WHERE run_id = $1 AND owner = $2 AND expires_at > ${NOW_MS} FOR UPDATE
        ), run AS (
          UPDATE ${this.#t.runs} SET session_id = $4, parent_run_id = $5, agent = $6, started_at = $7,
-           updated_at = $8, last_seq = $9, status = $10
+           updated_at = $8, last_seq = $9, status = $10, failure_kind = $11
          WHERE run_id = $1 AND last_seq = $3 AND EXISTS (SELECT 1 FROM lease) RETURNING 1
        ), inserted AS (
          INSERT INTO ${this.#t.events} (run_id, seq, version, body)
-         SELECT $1, seq, version, body FROM unnest($11::integer[], $12::integer[], $13::text[]) AS r(seq, version, body)
+         SELECT $1, seq, version, body FROM unnest($12::integer[], $13::integer[], $14::text[]) AS r(seq, version, body)
          WHERE EXISTS (SELECT 1 FROM run)
        )
-       SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify($14, $15) FROM run) AS notified`,
+       SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify($15, $16) FROM run) AS notified`,
         [
           runId,
           lease.owner,

@@ -3,6 +3,7 @@
  * Creation is idempotent and serialised by an advisory lock, because two processes running
  * `CREATE TABLE IF NOT EXISTS` at the same moment can still collide in Postgres's catalog.
  */
+import { failureKindOf } from "./log-rules.js";
 import { StoreError } from "./types.js";
 
 /** The slice of a `pg` client the store uses: `pg.PoolClient` fits it. */
@@ -56,7 +57,7 @@ export async function createTables(client: PostgresClient, schema: string): Prom
   await client.query(`
     CREATE TABLE IF NOT EXISTS ${t.runs} (
       run_id text PRIMARY KEY, session_id text, parent_run_id text, agent text NOT NULL, started_at bigint NOT NULL,
-      updated_at bigint NOT NULL, last_seq integer NOT NULL, status text NOT NULL);
+      updated_at bigint NOT NULL, last_seq integer NOT NULL, status text NOT NULL, failure_kind text);
     CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON ${t.runs} (session_id, started_at);
     CREATE TABLE IF NOT EXISTS ${t.events} (
       run_id text NOT NULL, seq integer NOT NULL, version integer NOT NULL, body text NOT NULL,
@@ -65,4 +66,44 @@ export async function createTables(client: PostgresClient, schema: string): Prom
     CREATE TABLE IF NOT EXISTS ${t.artifacts} (
       run_id text NOT NULL, key text NOT NULL, text bytea NOT NULL, PRIMARY KEY (run_id, key));
   `);
+  await addFailureKind(client, schema, t);
+}
+
+/**
+ * Tables created before runs had a `failure_kind` get the column (nullable, so an older Quiver
+ * sharing the tables goes on writing its rows). Looked up first: ALTER TABLE locks the table
+ * and needs its owner even when the column exists, and this runs whenever a store starts.
+ *
+ * Runs that an older Quiver left `running` although their log ends with `run_failed` (it kept
+ * a run stopped by its store running) are then made `failed` with that kind, so that their
+ * summary says what their log says; `Runner.recover` still resumes a `store_unavailable` one.
+ */
+async function addFailureKind(client: PostgresClient, schema: string, t: PostgresTables): Promise<void> {
+  const { rows: present } = await client.query(
+    `SELECT 1 FROM information_schema.columns
+     WHERE table_schema = $1 AND table_name = 'quiver_runs' AND column_name = 'failure_kind'`,
+    [schema],
+  );
+  if (present.length > 0) return;
+  await client.query(`ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS failure_kind text`);
+  // LIKE only narrows the rows down; failureKindOf decides.
+  const { rows } = await client.query(
+    `SELECT r.run_id, e.body FROM ${t.runs} r
+     JOIN ${t.events} e ON e.run_id = r.run_id AND e.seq = r.last_seq
+     WHERE r.status IN ('running', 'failed') AND e.body LIKE '%"run_failed"%'`,
+  );
+  const ids: string[] = [];
+  const kinds: string[] = [];
+  for (const row of rows) {
+    const kind = failureKindOf(row.body as string);
+    if (kind === undefined) continue;
+    ids.push(row.run_id as string);
+    kinds.push(kind);
+  }
+  if (ids.length === 0) return;
+  await client.query(
+    `UPDATE ${t.runs} r SET status = 'failed', failure_kind = u.kind
+     FROM unnest($1::text[], $2::text[]) AS u(run_id, kind) WHERE r.run_id = u.run_id`,
+    [ids, kinds],
+  );
 }

@@ -15,6 +15,8 @@ export type RunRow = {
   updated_at: number | string;
   last_seq: number | string;
   status: string;
+  /** The kind of the `run_failed` a failed run ended with (null otherwise, and in rows written before the column existed). */
+  failure_kind?: string | null;
   /** The run's lease, when the query joined it (`lease_owner`, `lease_expires_at`) with the clock that judges it (`now_ms`). */
   lease_owner?: string | null;
   lease_expires_at?: number | string | null;
@@ -43,6 +45,9 @@ export function toRunSummary(row: RunRow): StoredRunSummary {
   };
   if (row.session_id !== null) summary.sessionId = row.session_id;
   if (row.parent_run_id !== null) summary.parentRunId = row.parent_run_id;
+  // Only with the failed status it explains: an older Quiver sharing the file updates the
+  // status of a resumed run without clearing this column.
+  if (summary.status === "failed" && row.failure_kind != null) summary.failureKind = row.failure_kind;
   if (row.lease_owner != null && row.lease_expires_at != null) {
     const expiresAt = Number(row.lease_expires_at);
     const now = row.now_ms === undefined ? Date.now() : Number(row.now_ms);
@@ -71,12 +76,13 @@ export function runRowValues(summary: StoredRunSummary): unknown[] {
     summary.updatedAt,
     summary.lastSeq,
     summary.status,
+    summary.failureKind ?? null,
   ];
 }
 
 /** The runs table's columns, as both SQL stores insert them (`runRowValues` gives the values). */
 export const RUN_COLUMNS =
-  "run_id, session_id, parent_run_id, agent, started_at, updated_at, last_seq, status";
+  "run_id, session_id, parent_run_id, agent, started_at, updated_at, last_seq, status, failure_kind";
 
 /** The update half of a runs upsert: every column but the key takes the new value. */
 export const RUN_UPDATE = RUN_COLUMNS.split(", ")

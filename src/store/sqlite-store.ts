@@ -13,6 +13,7 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  failureKindOf,
   filterStatuses,
   referencedPayloads,
   storeFailure,
@@ -77,6 +78,8 @@ const DEFAULT_PATH = ".quiver/quiver.db";
  *   commits write one page. A composite key split and rebalanced three leaves and their parent
  *   on most commits (about 6 pages), and kept whole event bodies in the tree's inner pages.
  *   Leases are a WITHOUT ROWID table (one page per lease write, not a row and its index).
+ *   Later, runs gained a nullable `failure_kind`, added in place when a file is opened
+ *   (`addFailureKind`): still version 2, since an older Quiver reads and writes such a file.
  */
 const TABLES_VERSION = 2;
 
@@ -96,7 +99,7 @@ const SUMMARY_LAG = 128;
  * row was last written (the row's status and identity are always current). A body that is
  * not JSON does not count; reading the log reports it.
  */
-const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.agent, r.started_at, r.status,
+const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.agent, r.started_at, r.status, r.failure_kind,
     coalesce((SELECT e.event_key & 4294967295 FROM quiver_events e
       WHERE e.event_key > (r.run_key << 32) + r.last_seq AND e.event_key < ((r.run_key + 1) << 32)
       ORDER BY e.event_key DESC LIMIT 1), r.last_seq) AS last_seq,
@@ -108,7 +111,8 @@ const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
   run_key INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL,
-  started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
+  started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL,
+  failure_kind TEXT);
 CREATE INDEX IF NOT EXISTS quiver_runs_by_session ON quiver_runs (session_id, started_at);
 CREATE TABLE IF NOT EXISTS quiver_events (event_key INTEGER PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS quiver_leases (
@@ -117,6 +121,9 @@ CREATE TABLE IF NOT EXISTS quiver_artifacts (
   run_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, key));
 `;
 
+/** The runs columns of version 1 (and of version 2 before `failure_kind`). */
+const V1_RUN_COLUMNS = "run_id, session_id, parent_run_id, agent, started_at, updated_at, last_seq, status";
+
 /** Version 1's runs, events and leases, moved into version 2's tables (artifacts did not change). */
 const FROM_VERSION_1 = `
 ALTER TABLE quiver_runs RENAME TO quiver_runs_v1;
@@ -124,7 +131,7 @@ ALTER TABLE quiver_events RENAME TO quiver_events_v1;
 ALTER TABLE quiver_leases RENAME TO quiver_leases_v1;
 DROP INDEX quiver_runs_by_session;
 ${TABLES}
-INSERT INTO quiver_runs (${RUN_COLUMNS}) SELECT ${RUN_COLUMNS} FROM quiver_runs_v1 ORDER BY started_at, run_id;
+INSERT INTO quiver_runs (${V1_RUN_COLUMNS}) SELECT ${V1_RUN_COLUMNS} FROM quiver_runs_v1 ORDER BY started_at, run_id;
 INSERT INTO quiver_events (event_key, version, body)
   SELECT (r.run_key << 32) + e.seq, e.version, e.body
   FROM quiver_events_v1 e JOIN quiver_runs r ON r.run_id = e.run_id ORDER BY r.run_key, e.seq;
@@ -392,7 +399,12 @@ export class SqliteStore implements RunStore {
       stored.startedAt === summary.startedAt &&
       stored.sessionId === summary.sessionId &&
       stored.parentRunId === summary.parentRunId;
-    if (sameRun && stored.status === summary.status && summary.lastSeq - stored.lastSeq < SUMMARY_LAG) {
+    if (
+      sameRun &&
+      stored.status === summary.status &&
+      stored.failureKind === summary.failureKind &&
+      summary.lastSeq - stored.lastSeq < SUMMARY_LAG
+    ) {
       // The runs row is left as it is: its page would be one more written per commit. Readers
       // add the events stored after its last_seq (see RUNS_NOW).
       runKey = row!.run_key;
@@ -407,7 +419,13 @@ export class SqliteStore implements RunStore {
       if (sameRun) {
         // Only what an append changes: rewriting the indexed columns would dirty the session
         // index's page too.
-        this.#sql.advanceRun.run(summary.updatedAt, summary.lastSeq, summary.status, runId);
+        this.#sql.advanceRun.run(
+          summary.updatedAt,
+          summary.lastSeq,
+          summary.status,
+          summary.failureKind ?? null,
+          runId,
+        );
         runKey = row!.run_key;
       } else {
         runKey = (this.#sql.upsertRun.get(...runRowValues(summary)) as { run_key: number }).run_key;
@@ -632,10 +650,49 @@ function createTables(db: BetterSqlite3.Database, path: string): void {
         `the SQLite store at ${path} was created by a newer Quiver (tables version ${version}, this one knows ${TABLES_VERSION}); upgrade Quiver to open it`,
       );
     }
-    if (version === 1) migrateFromVersion1(db, path);
-    else db.exec(TABLES);
+    if (version === 1) {
+      migrateFromVersion1(db, path);
+      summarizeFailures(db);
+    } else {
+      db.exec(TABLES);
+      if (addFailureKind(db)) summarizeFailures(db);
+    }
     if (version !== TABLES_VERSION) db.pragma(`user_version = ${TABLES_VERSION}`);
   }).immediate();
+}
+
+/**
+ * Gives runs tables made before runs had a `failure_kind` the column; true if it was missing.
+ * The tables version stays 2: the column is nullable and an older Quiver that shares the file
+ * goes on reading and writing its rows (it names the columns it writes).
+ */
+function addFailureKind(db: BetterSqlite3.Database): boolean {
+  const columns = db.pragma("table_info(quiver_runs)") as Array<{ name: string }>;
+  if (columns.some((column) => column.name === "failure_kind")) return false;
+  db.exec("ALTER TABLE quiver_runs ADD COLUMN failure_kind TEXT");
+  return true;
+}
+
+/**
+ * Runs whose log ends with `run_failed` get status `failed` and its kind, so that their summary
+ * says what their log says: an older Quiver kept a run stopped by its store (`store_unavailable`)
+ * `running`. `Runner.recover` resumes such a run either way.
+ */
+function summarizeFailures(db: BetterSqlite3.Database): void {
+  const ends = db
+    .prepare(
+      `SELECT r.run_id, (SELECT e.body FROM quiver_events e
+         WHERE e.event_key > (r.run_key << 32) AND e.event_key < ((r.run_key + 1) << 32)
+         ORDER BY e.event_key DESC LIMIT 1) AS body
+       FROM quiver_runs r WHERE r.status IN ('running', 'failed') AND body LIKE '%"run_failed"%'`,
+    )
+    .all() as Array<{ run_id: string; body: string }>;
+  const fail = db.prepare("UPDATE quiver_runs SET status = 'failed', failure_kind = ? WHERE run_id = ?");
+  for (const { run_id, body } of ends) {
+    // LIKE only narrows the rows down; failureKindOf decides.
+    const kind = failureKindOf(body);
+    if (kind !== undefined) fail.run(kind, run_id);
+  }
 }
 
 /** Moves a version 1 file's rows into version 2's tables, inside the caller's transaction. */
@@ -712,11 +769,11 @@ function prepare(db: BetterSqlite3.Database) {
        WHERE event_key > (? << 32) + ? AND event_key < ((? + 1) << 32) ORDER BY event_key`,
     ),
     advanceRun: db.prepare(
-      "UPDATE quiver_runs SET updated_at = ?, last_seq = ?, status = ? WHERE run_id = ?",
+      "UPDATE quiver_runs SET updated_at = ?, last_seq = ?, status = ?, failure_kind = ? WHERE run_id = ?",
     ),
     getRunWithLease: db.prepare(`${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE r.run_id = ?`),
     upsertRun: db.prepare(
-      `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE} RETURNING run_key`,
     ),
     // A null parameter means "any": one statement serves every filter.

@@ -24,12 +24,28 @@ export type RunSummary = {
   /** The highest seq stored. */
   lastSeq: number;
   /**
-   * - `running`: not finished — being driven, or stopped without an end (its process died, or
-   *   its store failed for a while: a `run_failed` of kind `store_unavailable`); resume it.
+   * What the run's log ends with:
+   * - `running`: not finished — being driven, or stopped without an end (its process died);
+   *   resume it.
    * - `parked`: waiting for approval decisions (`Runner.decide`, then `Runner.resume`).
-   * - `completed` / `failed`: finished; resuming returns the stored result.
+   * - `completed`: finished; resuming returns the stored result.
+   * - `failed`: the log ends with `run_failed` (its kind is `failureKind`). Finished, except when
+   *   `failureKind` is `"store_unavailable"` (see there).
    */
   status: RunStatus;
+  /**
+   * The `kind` of the `run_failed` the log ends with; present only while `status` is `failed`.
+   * A failed run whose `failureKind` is `"store_unavailable"` is **unfinished and resumable**:
+   * the store failed (a full disk, a lost connection, no answer in time), not the run, and
+   * `Runner.resume` / `Runner.recover` continue it from its log once the store works. A later
+   * `run_resumed` makes it `running` again, without a `failureKind`.
+   *
+   * @example
+   * const resumable = (await store.listRuns({ status: "failed" })).filter(
+   *   (run) => run.failureKind === "store_unavailable",
+   * );
+   */
+  failureKind?: string;
   /** Who holds the run's lease, while one is held (an expired lease is not listed). */
   leaseOwner?: string;
   /** When that lease expires (epoch ms, by the store's clock), while one is held. */

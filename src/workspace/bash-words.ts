@@ -86,13 +86,18 @@ function doubleQuoted(node: SyntaxNode): LiteralWord | undefined {
 /**
  * Best-effort text of any argument, for deny rules (which must say something even about words
  * they cannot prove): the literal when there is one, ANSI-C strings decoded, otherwise the
- * source with quotes and backslashes dropped.
+ * source with quotes and backslashes dropped. `budget.chars` bounds the source read this way
+ * over one command line: nested substitutions (`$(… $(… $(…)))`) would read the same text
+ * once per level. The commands inside are searched through the tree anyway.
  */
-export function looseWord(node: SyntaxNode): string {
+export function looseWord(node: SyntaxNode, budget: { chars: number }): string {
   const literal = literalWord(node);
   if (literal) return literal.text;
+  const size = node.endIndex - node.startIndex;
+  if (size > budget.chars) return "";
+  budget.chars -= size;
   if (node.type === "ansi_c_string") return decodeAnsiC(node.text.slice(2, -1));
-  if (node.type === "concatenation") return node.children.map(looseWord).join("");
+  if (node.type === "concatenation") return node.children.map((part) => looseWord(part, budget)).join("");
   return node.text.replace(/\\(.)/gs, "$1").replace(/["']/g, "");
 }
 

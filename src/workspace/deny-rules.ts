@@ -14,6 +14,8 @@ export function denyRule(prefix: string): DenyRule | undefined {
 /** How deep `bash -c '… eval "…"'` nesting is followed, and how many inner scripts at most. */
 const MAX_DEPTH = 4;
 const MAX_SCRIPTS = 32;
+/** Source characters read as loose words over one command line (see `looseWord`). */
+const LOOSE_CHARS = 1_000_000;
 
 /**
  * The first deny rule some command of the line matches, looking everywhere the parse shows a
@@ -32,7 +34,7 @@ export function findDenied(
   root: SyntaxNode,
   rules: readonly DenyRule[],
 ): { rule: DenyRule; command: string } | undefined {
-  const budget = { scripts: MAX_SCRIPTS };
+  const budget = { scripts: MAX_SCRIPTS, chars: LOOSE_CHARS };
   return search(parser, root, rules, 0, budget);
 }
 
@@ -41,14 +43,14 @@ function search(
   root: SyntaxNode,
   rules: readonly DenyRule[],
   depth: number,
-  budget: { scripts: number },
+  budget: { scripts: number; chars: number },
 ): { rule: DenyRule; command: string } | undefined {
   const stack: SyntaxNode[] = [root];
   while (stack.length > 0) {
     const node = stack.pop()!;
     for (let i = node.childCount - 1; i >= 0; i--) stack.push(node.child(i)!);
     if (node.type !== "command") continue;
-    const words = commandWords(node);
+    const words = commandWords(node, budget);
     const rule = matchRules(words, rules);
     if (rule) return { rule, command: node.text };
     if (depth >= MAX_DEPTH) continue;
@@ -67,12 +69,12 @@ function search(
 }
 
 /** The command's name and arguments as best read (assignments and redirections left out). */
-function commandWords(node: SyntaxNode): string[] {
+function commandWords(node: SyntaxNode, budget: { chars: number }): string[] {
   const words: string[] = [];
   for (const child of node.children) {
     if (child.type === "variable_assignment" || child.type.endsWith("redirect")) continue;
     const target = child.type === "command_name" && child.childCount === 1 ? child.children[0]! : child;
-    if (target.isNamed) words.push(looseWord(target));
+    if (target.isNamed) words.push(looseWord(target, budget));
   }
   return words;
 }

@@ -1,5 +1,4 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
 
 /** How often the process tree is read while a command runs. */
 const POLL_MS = 100;
@@ -51,6 +50,8 @@ export class Descendants {
 
   /** Reads the tree under the command now; the root itself is not kept (the group kill covers it). */
   poll(): void {
+    // Forget the processes that ended, so a build that runs thousands of short ones stays cheap.
+    for (const [pid, started] of this.#seen) if (startTime(pid) !== started) this.#seen.delete(pid);
     for (const pid of this.#tree()) {
       if (this.#seen.has(pid)) continue;
       const started = startTime(pid);
@@ -71,7 +72,7 @@ export class Descendants {
     if (!Descendants.supported) return;
     for (let round = 0; round < KILL_ROUNDS; round++) {
       this.poll();
-      for (const pid of await this.#marked()) {
+      for (const pid of this.#marked()) {
         const started = startTime(pid);
         if (started !== undefined) this.#seen.set(pid, started);
       }
@@ -92,28 +93,30 @@ export class Descendants {
     return walk(pid, []);
   }
 
-  async #marked(): Promise<number[]> {
+  /**
+   * Pids whose environment carries this call's marker. Read synchronously: ~2 ms for a few
+   * hundred processes, where the same reads through the thread pool take ten times longer.
+   */
+  #marked(): number[] {
     let entries: string[];
     try {
-      entries = await readdir("/proc");
+      entries = readdirSync("/proc");
     } catch {
       return [];
     }
-    const own = process.pid;
-    const pids = entries.filter((e) => /^\d+$/.test(e)).map(Number);
     const marked: number[] = [];
-    await Promise.all(
-      pids.map(async (pid) => {
-        if (pid === own || pid === this.rootPid) return;
-        try {
-          const environ = await readFile(`/proc/${pid}/environ`);
-          const first = environ.subarray(0, this.#marker.length);
-          if (first.equals(this.#marker) || environ.includes(this.#markerAfterNul)) marked.push(pid);
-        } catch {
-          // Gone, or another user's: not ours.
-        }
-      }),
-    );
+    for (const entry of entries) {
+      if (!/^\d+$/.test(entry)) continue;
+      const pid = Number(entry);
+      if (pid === process.pid || pid === this.rootPid) continue;
+      try {
+        const environ = readFileSync(`/proc/${pid}/environ`);
+        const first = environ.subarray(0, this.#marker.length);
+        if (first.equals(this.#marker) || environ.includes(this.#markerAfterNul)) marked.push(pid);
+      } catch {
+        // Gone, or another user's: not ours.
+      }
+    }
     return marked;
   }
 }

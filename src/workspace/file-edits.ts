@@ -1,9 +1,11 @@
-import { readFile, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import type { RunContext } from "../contract/run-context.js";
 import { ToolError } from "../errors.js";
 import { atomicWrite } from "./atomic-write.js";
 import { unifiedDiff } from "./diff.js";
-import { type FileFact, type ReadLedger, sha256 } from "./ledger.js";
+import { ChunkReader } from "./file-window.js";
+import { type FileFact, MAX_EDIT_BYTES, type ReadLedger, sha256 } from "./ledger.js";
+import { openInside } from "./opened-file.js";
 import { codeOf, type ResolvedPath, resolveInside } from "./paths.js";
 import type { ProtectedPaths } from "./protected-paths.js";
 import { asParsed, formatText, lineNumbersAt, looksBinary, parseText, type TextFile } from "./text-file.js";
@@ -105,8 +107,9 @@ export class FileEditor {
   async apply(plan: Plan, ctx: RunContext) {
     const bytes = Buffer.from(plan.afterText, "utf8");
     try {
-      await atomicWrite(plan.target.real, bytes);
+      await atomicWrite(plan.target.real, bytes, plan.target.root, plan.target.relative);
     } catch (error) {
+      if (error instanceof ToolError) throw error;
       throw new ToolError(`could not write ${plan.target.relative} (${codeOf(error)})`);
     }
     const fact: FileFact = { root: plan.target.root, path: plan.target.relative, sha256: sha256(bytes) };
@@ -138,21 +141,20 @@ export class FileEditor {
   }
 
   /**
-   * Where the path really lands. The permission rule judged the path as spelled; one that reaches
-   * a protected file only through a symbolic link (`notes.txt` -> `.git/config`) was never asked
-   * about, so it is refused here, in every mode: the model can write the file by its own name.
+   * Where the path really lands. The permission rule judged the path as spelled; a write that
+   * reaches a protected file by another name — through a symbolic link (`notes.txt` ->
+   * `.git/config`, or `.vscode/settings.json` -> `.git/config`), or a spelling the file system folds
+   * — was asked about under that other name, if at all, so it is refused here, in every mode: the
+   * model can write the file by its own name, and a person then sees which file it is.
    */
   async #resolve(given: string): Promise<ResolvedPath> {
     const target = await resolveInside(this.root, given);
     const reached = this.protectedPaths.match(target.relative);
-    if (reached !== undefined) {
-      const spelled = this.protectedPaths.spelled(given);
-      if (spelled === undefined || this.protectedPaths.match(spelled) === undefined) {
-        throw new ToolError(
-          `${given} leads to ${target.relative}, a protected file, through a symbolic link (${this.protectedPaths.why(reached)})`,
-          { hint: `Write ${target.relative} by its own name, so that a person can approve it.` },
-        );
-      }
+    if (reached !== undefined && this.protectedPaths.spelled(given) !== target.relative) {
+      throw new ToolError(
+        `${given} leads to ${target.relative}, a protected file, by another name (a symbolic link or another spelling): ${this.protectedPaths.why(reached)}`,
+        { hint: `Write ${target.relative} by its own name, so that a person can approve it.` },
+      );
     }
     return target;
   }
@@ -168,19 +170,8 @@ export class FileEditor {
     check: boolean,
     verb: "write" | "edit",
   ): Promise<Buffer | undefined> {
-    let bytes: Buffer;
-    try {
-      const info = await stat(target.real);
-      if (info.isDirectory()) throw new ToolError(`${given} is a directory`);
-      // A FIFO or a device would block the read (or never end): only regular files are replaced.
-      if (!info.isFile()) throw new ToolError(`${given} is not a regular file`);
-      bytes = await readFile(target.real);
-    } catch (error) {
-      if (error instanceof ToolError) throw error;
-      const code = codeOf(error);
-      if (code === "ENOENT") return undefined;
-      throw new ToolError(`cannot read ${given} (${code})`);
-    }
+    const bytes = await readExisting(target, given);
+    if (bytes === undefined) return undefined;
     if (!check) return bytes;
     const seen = this.ledger.seen(ctx, target.root, target.relative);
     if (seen === undefined) {
@@ -201,6 +192,60 @@ export class FileEditor {
     }
     return bytes;
   }
+}
+
+/**
+ * An existing file's bytes, read through a verified descriptor (a link swapped in after the check
+ * is refused, not followed), or `undefined` when there is no file. Files over `MAX_EDIT_BYTES`
+ * are refused before a byte is read.
+ */
+async function readExisting(target: ResolvedPath, given: string): Promise<Buffer | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await openInside(target.real, target.root, given);
+  } catch (error) {
+    if (error instanceof ToolError) throw error;
+    const code = codeOf(error);
+    if (code === "ENOENT") return undefined;
+    if (code === "EISDIR") throw new ToolError(`${given} is a directory`);
+    throw new ToolError(`cannot read ${given} (${code})`);
+  }
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) throw new ToolError(`${given} is a directory`);
+    // A FIFO or a device would block the read (or never end): only regular files are replaced.
+    if (!info.isFile()) throw new ToolError(`${given} is not a regular file`);
+    if (info.size > MAX_EDIT_BYTES) throw tooLarge(given, info.size);
+    const reader = new ChunkReader(handle);
+    const parts: Buffer[] = [];
+    let size = 0;
+    for (let chunk = await reader.next(); chunk; chunk = await reader.next()) {
+      size += chunk.length;
+      // It grew while being read: the same limit holds.
+      if (size > MAX_EDIT_BYTES) throw tooLarge(given, size);
+      parts.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(parts, size);
+  } catch (error) {
+    if (error instanceof ToolError) throw error;
+    throw new ToolError(`cannot read ${given} (${codeOf(error)})`);
+  } finally {
+    await handle.close();
+  }
+}
+
+function tooLarge(given: string, size: number): ToolError {
+  return new ToolError(
+    `${given} is ${megabytes(size)}, over the ${megabytes(MAX_EDIT_BYTES)} limit of write_file and edit_file`,
+    {
+      hint: "read_file can still read it with offset and limit; change it with the shell (sed, a script), or delete it first to write a new one.",
+    },
+  );
+}
+
+function megabytes(bytes: number): string {
+  const mb = bytes / (1024 * 1024);
+  return `${mb >= 10 ? Math.round(mb).toLocaleString("en-US") : mb.toFixed(1)} MB`;
 }
 
 /** Replaces `oldText` by `newText` in the file's text: exactly once, or every time with `all`. */

@@ -1,5 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readSync, realpathSync } from "node:fs";
 import { asksForSkipped, globMatcher } from "./globs.js";
+import { isAtSync, openReadSync } from "./opened-file.js";
 import { isWithin } from "./paths.js";
 import { looksBinary } from "./text-file.js";
 import { type WalkEntry, walkFiles } from "./walk.js";
@@ -75,13 +76,9 @@ export function searchTree(request: SearchRequest): SearchResult {
 /** Files larger than this are skipped by the Node search (they would be read whole into memory). */
 const MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024;
 
-/** A regular file's bytes, or `undefined` for anything else, an unreadable file or a huge one. */
-function readSmallFile(file: string): Buffer | undefined {
-  let fd: number | undefined;
+/** A regular file's bytes from an open descriptor, or `undefined` for anything else or a huge one. */
+function readSmallFile(fd: number): Buffer | undefined {
   try {
-    // Opening a FIFO for reading would block until a writer comes: only regular files are opened.
-    if (!statSync(file).isFile()) return undefined;
-    fd = openSync(file, "r");
     const info = fstatSync(fd);
     if (!info.isFile() || info.size > MAX_SEARCH_FILE_BYTES) return undefined;
     const buffer = Buffer.allocUnsafe(info.size);
@@ -94,8 +91,6 @@ function readSmallFile(file: string): Buffer | undefined {
     return filled === info.size ? buffer : buffer.subarray(0, filled);
   } catch {
     return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -115,11 +110,27 @@ function searchFile(
     }
     if (!isWithin(root, file)) return [];
   }
-  const bytes = readSmallFile(file);
-  if (bytes === undefined) return [];
-  state.files++;
-  state.bytes += bytes.length;
-  if (looksBinary(bytes)) return [];
+  // O_NOFOLLOW | O_NONBLOCK: a link swapped in for the file is not followed, a FIFO not waited on.
+  const fd = openReadSync(file);
+  if (fd === undefined) return [];
+  try {
+    const bytes = readSmallFile(fd);
+    if (bytes === undefined) return [];
+    const found = bytes.length === 0 || looksBinary(bytes) ? [] : matchLines(bytes, entry.relative, regex);
+    // Only what is shown needs proof that the descriptor is the file the walk saw (not one
+    // reached through a folder swapped for a link): checked for files with matches, which
+    // keeps the extra system call off the common path, a file without any.
+    if (found.length > 0 && !isAtSync(fd, file, root)) return [];
+    state.files++;
+    state.bytes += bytes.length;
+    return found;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The lines of a text file's bytes that match. */
+function matchLines(bytes: Buffer, relative: string, regex: RegExp): GrepMatch[] {
   const text = bytes.toString("utf8");
   // One scan for the common case, a file without a match; lastIndex starts over per file.
   const re = regex;
@@ -142,7 +153,7 @@ function searchFile(
     let content = text.slice(lineStart, lineEnd);
     if (content.endsWith("\r")) content = content.slice(0, -1);
     if (content.length > MAX_MATCH_LINE_CHARS) content = `${content.slice(0, MAX_MATCH_LINE_CHARS)} [...]`;
-    found.push({ path: entry.relative, line, text: content });
+    found.push({ path: relative, line, text: content });
   }
   return found;
 }

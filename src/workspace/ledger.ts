@@ -8,6 +8,14 @@ import type { Message } from "../model/types.js";
  */
 export type FileFact = { root: string; path: string; sha256: string };
 
+/**
+ * The largest file the ledger hashes, and so the largest existing file `write_file` and
+ * `edit_file` replace (an edit holds the file in memory several times over). `read_file` reads
+ * a file up to this size to its end through SHA-256 (in bounded memory), so the run can edit it
+ * later; a larger file is read only as far as the lines it returns, and is not hashed.
+ */
+export const MAX_EDIT_BYTES = 50 * 1024 * 1024;
+
 /** Tools whose results say "this run has seen this content". */
 const LEDGER_TOOLS = new Set(["read_file", "write_file", "edit_file"]);
 /** Runs whose ledger is kept in memory; an evicted run's ledger is rebuilt from its transcript. */

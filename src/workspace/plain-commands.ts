@@ -29,35 +29,43 @@ const SEPARATORS: Record<string, ReadonlySet<string>> = {
   pipeline: new Set(["|", "|&"]),
 };
 
-function collect(node: SyntaxNode, out: PlainCommand[]): string | undefined {
-  switch (node.type) {
-    case "program":
-    case "list":
-    case "pipeline": {
-      for (const child of node.children) {
-        if (child.type === "comment") continue;
-        const problem = child.isNamed
-          ? collect(child, out)
-          : SEPARATORS[node.type]!.has(child.type)
-            ? undefined
-            : `it uses ${describe(child)}`;
+/** Walks the list iteratively: `a && b && …` nests one level per operator, deeper than a stack allows. */
+function collect(root: SyntaxNode, out: PlainCommand[]): string | undefined {
+  const pending: SyntaxNode[] = [root];
+  while (pending.length > 0) {
+    const node = pending.pop()!;
+    switch (node.type) {
+      case "program":
+      case "list":
+      case "pipeline": {
+        const children = node.children;
+        for (let i = children.length - 1; i >= 0; i--) {
+          const child = children[i]!;
+          if (child.type === "comment") continue;
+          if (child.isNamed) pending.push(child);
+          else if (!SEPARATORS[node.type]!.has(child.type)) return `it uses ${describe(child)}`;
+        }
+        break;
+      }
+      case "redirected_statement": {
+        const [body, ...redirects] = node.children;
+        for (const redirect of redirects) {
+          const problem = redirect.isNamed ? checkRedirect(redirect) : `it uses ${describe(redirect)}`;
+          if (problem) return problem;
+        }
+        if (body) pending.push(body);
+        break;
+      }
+      case "command": {
+        const problem = collectCommand(node, out);
         if (problem) return problem;
+        break;
       }
-      return undefined;
+      default:
+        return `it uses ${describe(node)}`;
     }
-    case "redirected_statement": {
-      for (const child of node.children) {
-        const problem =
-          child === node.children[0] ? collect(child, out) : child.isNamed ? checkRedirect(child) : "?";
-        if (problem) return problem === "?" ? `it uses ${describe(child)}` : problem;
-      }
-      return undefined;
-    }
-    case "command":
-      return collectCommand(node, out);
-    default:
-      return `it uses ${describe(node)}`;
   }
+  return undefined;
 }
 
 function collectCommand(node: SyntaxNode, out: PlainCommand[]): string | undefined {

@@ -12,8 +12,8 @@ import { isWithin, toPosix } from "./paths.js";
  */
 const DEFAULT_GROUPS: ReadonlyArray<readonly [why: string, patterns: readonly string[]]> = [
   [
-    "git runs what its config, hooks and attributes name (core.fsmonitor, core.hooksPath, filter and diff drivers), even for git status or git diff; a HEAD at the root makes the root a repository",
-    [".git", "/HEAD", ".gitattributes", ".gitmodules", ".lfsconfig"],
+    "git runs what its config, hooks and attributes name (core.fsmonitor, core.hooksPath, filter and diff drivers), even for git status or git diff; a .gitconfig in a project is often included by the repository's config, and a HEAD at the root makes the root a repository",
+    [".git", "/HEAD", ".gitattributes", ".gitmodules", ".gitconfig", ".lfsconfig"],
   ],
   [
     "hook managers decide what runs on git commit and git push",

@@ -1,5 +1,4 @@
 import { UserError } from "../errors.js";
-import type { ShellOptions } from "./shell.js";
 
 const NON_INTERACTIVE = {
   TERM: "dumb",
@@ -9,8 +8,11 @@ const NON_INTERACTIVE = {
   GIT_PAGER: "cat",
 };
 
+/** `shell: { env }`: see `ShellOptions.env`. */
+export type ShellEnvironmentOption = "minimal" | "inherit" | string[] | Record<string, string>;
+
 /** The environment a command gets, from the `env` option. */
-export function shellEnvironment(env: ShellOptions["env"]): Record<string, string> {
+export function shellEnvironment(env: ShellEnvironmentOption | undefined): Record<string, string> {
   const minimal: Record<string, string> = {
     PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin",
     HOME: process.env.HOME || "/",

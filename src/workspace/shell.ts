@@ -10,7 +10,7 @@ import { OutputStreamer } from "./output-streamer.js";
 import { realRoot } from "./paths.js";
 import { type CommandOutcome, runCommand } from "./process-group.js";
 import { bwrapArguments, planSandbox, type SandboxMode } from "./sandbox.js";
-import { shellEnvironment } from "./shell-environment.js";
+import { type ShellEnvironmentOption, shellEnvironment } from "./shell-environment.js";
 
 export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
 export const MAX_SHELL_TIMEOUT_MS = 600_000;
@@ -47,7 +47,7 @@ export type ShellOptions = {
    * non-interactive settings on top); a list of names: the minimal one plus those variables from
    * this process; an object: the minimal one plus these values.
    */
-  env?: "minimal" | "inherit" | string[] | Record<string, string>;
+  env?: ShellEnvironmentOption;
   /**
    * Command prefixes that run without asking (`["git status", "npm test", "ls"]`): a command
    * line runs without asking only when a parse proves it is plain commands (no expansions, no

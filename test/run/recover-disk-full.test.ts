@@ -98,8 +98,10 @@ describe("a disk that fills up mid-run", () => {
     expect((failure as StoreError).retryable).toBe(true);
     expect((failure as Error).message).toMatch(/no space left on device/);
 
-    const [summary] = await store.listRuns({ status: "running" });
-    expect(summary).toBeDefined();
+    // The summary says what the log ends with: failed, by the store, so resumable.
+    expect(await store.listRuns({ status: "running" })).toEqual([]);
+    const [summary] = await store.listRuns({ status: "failed" });
+    expect(summary).toMatchObject({ failureKind: "store_unavailable" });
     const log = await store.read(summary!.runId);
     const done = log.filter((e) => e.type === "tool_call_completed");
     expect(done).toHaveLength(1);
@@ -114,7 +116,9 @@ describe("a disk that fills up mid-run", () => {
     expect(result).toMatchObject({ stopReason: "completed", output: "sent" });
     expect(result.toolCalls[0]).toMatchObject({ ok: true });
     expect(ran()).toEqual(["exported"]);
-    expect(await store.getRun(summary!.runId)).toMatchObject({ status: "completed" });
+    const finished = await store.getRun(summary!.runId);
+    expect(finished).toMatchObject({ status: "completed" });
+    expect(finished).not.toHaveProperty("failureKind");
     await store.close();
   });
 
@@ -134,6 +138,8 @@ describe("a disk that fills up mid-run", () => {
     const log = await store.read(handle.runId);
     expect(log.filter((e) => e.type === "tool_call_started").map((e) => e.call.id)).toEqual(["n1", "c1"]);
     expect(log.filter((e) => e.type === "tool_call_completed").map((e) => e.call.id)).toEqual(["n1"]);
+    // The append that failed held run_failed too: the log ends at c1's start, and so does the summary.
+    expect(log.at(-1)).toMatchObject({ type: "tool_call_started" });
     expect(await store.getRun(handle.runId)).toMatchObject({ status: "running" });
 
     const agent = paymentsAgent({ effects });

@@ -313,12 +313,12 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         const other = await store.acquireLease("f", "w", LONG);
         await store.append(other, [started("f"), failed("f", 2)]);
         const summary = await store.getRun("f");
-        expect(summary).toMatchObject({ status: "failed", agent: "assistant" });
+        expect(summary).toMatchObject({ status: "failed", failureKind: "user_error", agent: "assistant" });
         expect(summary).not.toHaveProperty("sessionId");
         expect(summary).not.toHaveProperty("parentRunId");
       });
 
-      it("tracks parked and resumed runs, and a store outage leaves a run unfinished", async () => {
+      it("tracks parked and resumed runs; a store outage is a failure that says it is resumable", async () => {
         const store = await open();
         const lease = await store.acquireLease("p", "w", LONG);
         const base = { runId: "p", agent: "assistant", at: 1_000 };
@@ -328,9 +328,30 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect(await store.getRun("p")).toMatchObject({ status: "running" });
         const outage = { name: "StoreError", message: "ENOSPC", kind: "store_unavailable" };
         await store.append(lease, [{ ...base, seq: 4, type: "run_failed", ...outage }]);
-        expect(await store.getRun("p")).toMatchObject({ status: "running" });
-        await store.append(lease, [{ ...base, seq: 5, type: "run_resumed", fromSeq: 4 }, completed("p", 6)]);
-        expect(await store.getRun("p")).toMatchObject({ status: "completed" });
+        // The summary says what the log ends with, and another process reads the same.
+        const other = await sibling(store);
+        for (const reader of [store, other]) {
+          expect(await reader.getRun("p")).toMatchObject({
+            status: "failed",
+            failureKind: "store_unavailable",
+          });
+          expect(await reader.listRuns({ status: "failed" })).toMatchObject([
+            { runId: "p", failureKind: "store_unavailable" },
+          ]);
+          expect(await reader.listRuns({ status: "running" })).toEqual([]);
+        }
+        await store.append(lease, [{ ...base, seq: 5, type: "run_resumed", fromSeq: 4 }]);
+        for (const reader of [store, other]) {
+          const resumed = await reader.getRun("p");
+          expect(resumed).toMatchObject({ status: "running", lastSeq: 5 });
+          expect(resumed).not.toHaveProperty("failureKind");
+          expect((await reader.listRuns({ status: "running" })).map((r) => r.runId)).toEqual(["p"]);
+          expect(await reader.listRuns({ status: "failed" })).toEqual([]);
+        }
+        await store.append(lease, [completed("p", 6)]);
+        const done = await other.getRun("p");
+        expect(done).toMatchObject({ status: "completed" });
+        expect(done).not.toHaveProperty("failureKind");
       });
 
       it("lists runs by status, with the lease of those being driven", async () => {

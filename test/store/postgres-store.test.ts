@@ -3,10 +3,11 @@
  * database, tables created on first use by many stores at once, pools owned by the caller.
  */
 import pg from "pg";
+import type { RunEvent } from "quiver-agents";
 import { UserError } from "quiver-agents";
 import { LeaseConflict, PostgresStore, StoreError } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { event, started } from "./harnesses.js";
+import { completed, event, failed, started } from "./harnesses.js";
 import { type PostgresCluster, startPostgresCluster } from "./postgres-cluster.js";
 
 let cluster: PostgresCluster;
@@ -83,6 +84,65 @@ describe("PostgresStore", () => {
     await Promise.all(stores.map((store, i) => store.putArtifact("r", `k${i}`, `v${i}`)));
     expect(await stores[0]?.getArtifact("r", "k5")).toBe("v5");
     await Promise.all(stores.map((store) => store.close()));
+  });
+
+  it("gives tables made before runs kept their failure kind the column, and summaries that agree with their logs", async () => {
+    // The tables as PostgresStore created them before failure_kind, when a run stopped by its
+    // store was kept `running`.
+    const pool = new pg.Pool({ connectionString: cluster.connectionString, max: 2 });
+    await pool.query(`
+      CREATE SCHEMA old_tables;
+      CREATE TABLE old_tables.quiver_runs (
+        run_id text PRIMARY KEY, session_id text, parent_run_id text, agent text NOT NULL, started_at bigint NOT NULL,
+        updated_at bigint NOT NULL, last_seq integer NOT NULL, status text NOT NULL);
+      CREATE INDEX quiver_runs_by_session ON old_tables.quiver_runs (session_id, started_at);
+      CREATE TABLE old_tables.quiver_events (
+        run_id text NOT NULL, seq integer NOT NULL, version integer NOT NULL, body text NOT NULL,
+        PRIMARY KEY (run_id, seq));
+      CREATE TABLE old_tables.quiver_leases (run_id text PRIMARY KEY, owner text NOT NULL, expires_at bigint NOT NULL);
+      CREATE TABLE old_tables.quiver_artifacts (
+        run_id text NOT NULL, key text NOT NULL, text bytea NOT NULL, PRIMARY KEY (run_id, key));`);
+    const outage = { ...failed("outage", 2), kind: "store_unavailable" } as RunEvent;
+    const runs: Array<[string, string, RunEvent[]]> = [
+      ["outage", "running", [started("outage", { at: 1 }), outage]],
+      ["broken", "failed", [started("broken", { at: 2 }), failed("broken", 2)]],
+      ["done", "completed", [started("done", { at: 3 }), completed("done", 2)]],
+      ["crashed", "running", [started("crashed", { at: 4 })]],
+    ];
+    for (const [runId, status, events] of runs) {
+      await pool.query(
+        `INSERT INTO old_tables.quiver_runs (run_id, agent, started_at, updated_at, last_seq, status)
+         VALUES ($1, 'assistant', $2, $2, $3, $4)`,
+        [runId, events[0]!.at, events.length, status],
+      );
+      for (const e of events)
+        await pool.query("INSERT INTO old_tables.quiver_events VALUES ($1, $2, 1, $3)", [
+          runId,
+          e.seq,
+          JSON.stringify(e),
+        ]);
+    }
+    // Several processes start on the old tables at once: the column is added once.
+    const stores = Array.from(
+      { length: 3 },
+      () => new PostgresStore({ connectionString: cluster.connectionString, schema: "old_tables" }),
+    );
+    const answers = await Promise.all(stores.map((store) => store.getRun("outage")));
+    for (const summary of answers)
+      expect(summary).toMatchObject({ status: "failed", failureKind: "store_unavailable", lastSeq: 2 });
+    const [store] = stores;
+    expect(await store!.getRun("broken")).toMatchObject({ status: "failed", failureKind: "user_error" });
+    expect(await store!.getRun("done")).not.toHaveProperty("failureKind");
+    expect((await store!.listRuns({ status: "running" })).map((r) => r.runId)).toEqual(["crashed"]);
+    expect(await store!.read("outage")).toEqual([started("outage", { at: 1 }), outage]);
+    // An older Quiver's insert names its columns: it still works beside the new one.
+    await pool.query(
+      `INSERT INTO old_tables.quiver_runs (run_id, agent, started_at, updated_at, last_seq, status)
+       VALUES ('older', 'assistant', 9, 9, 0, 'running')`,
+    );
+    expect(await store!.getRun("older")).toMatchObject({ status: "running" });
+    await Promise.all(stores.map((s) => s.close()));
+    await pool.end();
   });
 
   it("uses a pool it is given and leaves closing it to its owner", async () => {

@@ -421,6 +421,95 @@ describe("a file written by an older Quiver (tables version 1)", () => {
   });
 });
 
+describe("a file written before runs kept their failure kind (tables version 2, no failure_kind)", () => {
+  // The tables as SqliteStore created them before the runs table had failure_kind, when a run
+  // stopped by its store was kept `running` (its run_failed left in the tail after last_seq,
+  // as that store left a row whose status did not change).
+  const OLD_TABLES = `
+    CREATE TABLE quiver_runs (
+      run_key INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT, parent_run_id TEXT, agent TEXT NOT NULL,
+      started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_seq INTEGER NOT NULL, status TEXT NOT NULL);
+    CREATE INDEX quiver_runs_by_session ON quiver_runs (session_id, started_at);
+    CREATE TABLE quiver_events (event_key INTEGER PRIMARY KEY, version INTEGER NOT NULL, body TEXT NOT NULL);
+    CREATE TABLE quiver_leases (
+      run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE quiver_artifacts (
+      run_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, key));
+    PRAGMA user_version = 2;`;
+  const OLD_COLUMNS = "run_key, run_id, agent, started_at, updated_at, last_seq, status";
+  const outage = {
+    ...failed("outage", 2),
+    name: "StoreError",
+    message: "ENOSPC: no space left on device",
+    kind: "store_unavailable",
+  } as RunEvent;
+
+  function oldFile(name: string): string {
+    const path = join(dir, name);
+    const db = new Database(path);
+    db.exec(OLD_TABLES);
+    const runs: Array<[string, string, number, RunEvent[]]> = [
+      ["outage", "running", 1, [started("outage", { at: 1 }), outage]],
+      ["broken", "failed", 2, [started("broken", { at: 2 }), failed("broken", 2)]],
+      ["done", "completed", 2, [started("done", { at: 3 }), completed("done", 2)]],
+      ["crashed", "running", 1, [started("crashed", { at: 4 })]],
+    ];
+    const addRun = db.prepare(
+      `INSERT INTO quiver_runs (${OLD_COLUMNS}) VALUES (?, ?, 'assistant', ?, ?, ?, ?)`,
+    );
+    const addEvent = db.prepare("INSERT INTO quiver_events (event_key, version, body) VALUES (?, 1, ?)");
+    runs.forEach(([runId, status, lastSeq, events], i) => {
+      addRun.run(i + 1, runId, i + 1, i + 1, lastSeq, status);
+      for (const e of events) addEvent.run((i + 1) * 2 ** 32 + e.seq, JSON.stringify(e));
+    });
+    db.close();
+    return path;
+  }
+
+  it("gets the column when opened, and its summaries then say what the logs end with", async () => {
+    const path = oldFile("no-failure-kind.db");
+    const store = new SqliteStore({ path });
+    expect(await store.getRun("outage")).toMatchObject({
+      status: "failed",
+      failureKind: "store_unavailable",
+      lastSeq: 2,
+    });
+    expect(await store.getRun("broken")).toMatchObject({ status: "failed", failureKind: "user_error" });
+    expect(await store.getRun("done")).not.toHaveProperty("failureKind");
+    expect((await store.listRuns({ status: "running" })).map((r) => r.runId)).toEqual(["crashed"]);
+    expect((await store.listRuns({ status: "failed" })).map((r) => r.runId)).toEqual(["outage", "broken"]);
+    expect(await store.read("outage")).toEqual([started("outage", { at: 1 }), outage]);
+    await store.close();
+
+    const db = new Database(path);
+    const columns = db.pragma("table_info(quiver_runs)") as Array<{ name: string }>;
+    expect(columns.map((c) => c.name)).toContain("failure_kind");
+    // Still version 2: an older Quiver sharing the file goes on writing rows, naming its columns.
+    expect(db.pragma("user_version", { simple: true })).toBe(2);
+    db.prepare(
+      `INSERT INTO quiver_runs (${OLD_COLUMNS}) VALUES (9, 'older', 'assistant', 9, 9, 0, 'running')`,
+    ).run();
+    db.close();
+    const reopened = new SqliteStore({ path });
+    expect(await reopened.getRun("older")).toMatchObject({ status: "running" });
+    expect(await reopened.getRun("outage")).toMatchObject({ failureKind: "store_unavailable" });
+    await reopened.close();
+  });
+
+  it("Runner.recover resumes the run its store stopped, and the crashed one", async () => {
+    const store = new SqliteStore({ path: oldFile("no-failure-kind-recover.db") });
+    const agent = new Agent({ name: "assistant", model: new ScriptedModel([{ text: "a" }, { text: "b" }]) });
+    const handles = await Runner.recover(store, { assistant: agent });
+    expect(handles.map((h) => h.runId)).toEqual(["outage", "crashed"]);
+    for (const handle of handles) expect(await handle.result()).toMatchObject({ stopReason: "completed" });
+    const resumed = await store.getRun("outage");
+    expect(resumed).toMatchObject({ status: "completed" });
+    expect(resumed).not.toHaveProperty("failureKind");
+    expect(await store.getRun("broken")).toMatchObject({ status: "failed", failureKind: "user_error" });
+    await store.close();
+  });
+});
+
 describe("processes racing on one SQLite file", () => {
   const race = async (mode: "leases" | "append", count: number, owners: string[]) => {
     const path = join(dir, `race-${mode}.db`);

@@ -103,6 +103,8 @@ describe("workspace()", () => {
       { name: "shell", args: { command: "sleep 30", timeout_ms: 200 } },
     ]);
     expect(records[0]!.output).toContain("via-executor\nyes");
+    // The executor replaces the built-in sandbox, and the first line says so.
+    expect(records[0]!.output).toMatch(/^\[exit code 0, [\d.]+ s, custom executor\]\n/);
     expect(records[1]!.output).toContain("[timed out after");
     const missing = workspace({
       root,

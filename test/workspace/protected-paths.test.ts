@@ -161,6 +161,12 @@ describe("acceptEdits never writes a file that decides what a command runs witho
       ".envrc",
       "pyproject.toml",
       "tools/GNUmakefile",
+      "HEAD",
+      ".gitconfig",
+      // As a case-insensitive or Windows file system reads them: Makefile, .git/config, package.json.
+      "Makefile.",
+      ".git. /config",
+      "package.json::$DATA",
     ];
     const { askedFor, records } = await run(
       root,
@@ -190,20 +196,31 @@ describe("acceptEdits never writes a file that decides what a command runs witho
     expect(readFileSync(join(root, "src/index.ts"), "utf8")).toBe("b\n");
   });
 
-  it("a link inside the root that leads to a protected file is refused in every mode", async () => {
+  it("a write that reaches a protected file by another name is refused in every mode", async () => {
     const root = repo("quiver-prot-link-");
     symlinkSync(".git/config", join(root, "innocent.txt"));
     symlinkSync(".git", join(root, "gitdir"));
+    mkdirSync(join(root, ".vscode"));
+    symlinkSync("../.git/config", join(root, ".vscode/settings.json"));
     for (const mode of ["acceptEdits", "bypass"] as const) {
-      const { asked, records } = await run(root, mode, [
-        read("innocent.txt"),
-        write("innocent.txt", "[core]\n\tfsmonitor = touch pwned\n"),
-        write("gitdir/hooks/pre-push", "#!/bin/sh\n"),
-      ]);
-      expect(asked).toEqual([]);
-      expect(records.map((r) => r.ok)).toEqual([true, false, false]);
+      const { asked, records } = await run(
+        root,
+        mode,
+        [
+          read("innocent.txt"),
+          write("innocent.txt", "[core]\n\tfsmonitor = touch pwned\n"),
+          write("gitdir/hooks/pre-push", "#!/bin/sh\n"),
+          // Protected itself, so it asks (and is approved in this test): still not another file.
+          write(".vscode/settings.json", "{}"),
+        ],
+        {},
+        () => true,
+      );
+      expect(asked.map((a) => a.call.name)).toEqual(mode === "bypass" ? [] : ["write_file"]);
+      expect(records.map((r) => r.ok)).toEqual([true, false, false, false]);
       expect(records[1]!.output).toContain("innocent.txt leads to .git/config, a protected file");
       expect(records[2]!.output).toContain("gitdir/hooks/pre-push leads to .git/hooks/pre-push");
+      expect(records[3]!.output).toContain(".vscode/settings.json leads to .git/config, a protected file");
     }
     expect(readFileSync(join(root, ".git/config"), "utf8")).not.toContain("fsmonitor");
   });

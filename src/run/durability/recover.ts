@@ -4,6 +4,7 @@
  */
 import { UserError } from "../../errors.js";
 import { ownerIsGone } from "../../store/lease-owner.js";
+import { failedForStore } from "../../store/log-rules.js";
 import type { RunStore } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { replay } from "./replay.js";
@@ -12,10 +13,10 @@ import { replay } from "./replay.js";
 export type AgentsByName = Readonly<Record<string, Agent<any, any>>> | ReadonlyMap<string, Agent<any, any>>;
 
 /**
- * The runs `Runner.recover` resumes, oldest first: top-level runs that are `running` with no
- * live lease (none, or one whose process is gone from this machine), and `parked` runs whose
- * every pending approval has a stored decision. Runs of agents not in `agents` are left to
- * whoever knows them.
+ * The runs `Runner.recover` resumes, oldest first: top-level runs that are `running`, or
+ * `failed` because their store was unavailable, with no live lease (none, or one whose process
+ * is gone from this machine), and `parked` runs whose every pending approval has a stored
+ * decision. Runs of agents not in `agents` are left to whoever knows them.
  */
 export async function recoverableRuns(
   store: RunStore,
@@ -31,7 +32,8 @@ export async function recoverableRuns(
     throw new UserError("Runner.recover needs the agents it may resume, by name: { [name]: agent } or a Map");
   }
   const found: Array<{ runId: string; agent: Agent<any, any> }> = [];
-  for (const summary of await store.listRuns({ status: ["running", "parked"] })) {
+  for (const summary of await store.listRuns({ status: ["running", "parked", "failed"] })) {
+    if (summary.status === "failed" && !failedForStore(summary)) continue;
     if (summary.parentRunId !== undefined) continue;
     if (summary.leaseOwner !== undefined && !ownerIsGone(summary.leaseOwner)) continue;
     const agent = byName(summary.agent);

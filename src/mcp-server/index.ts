@@ -1,0 +1,12 @@
+// The public surface of "quiver-agents/mcp-server": re-exports only.
+export type { ServerAuth } from "../server/auth.js";
+export type { McpListening, McpListenOptions } from "./http.js";
+export {
+  type McpAgentOptions,
+  type McpConnection,
+  type McpServerBaseOptions,
+  type McpServerTransport,
+  type McpToolsOptions,
+  mcpServer,
+  type QuiverMcpServer,
+} from "./mcp-server.js";

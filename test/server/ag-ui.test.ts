@@ -1,0 +1,330 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BaseEvent, EventType, HttpAgent, type Message } from "@ag-ui/client";
+import { jsonSchema, type ModelRequest, tool } from "quiver-agents";
+import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
+import { SqliteStore } from "quiver-agents/store";
+import { askHuman, HumanChannel } from "quiver-agents/tools";
+import { afterEach, describe, expect, it } from "vitest";
+import { agentWith, refundTool, slowTool } from "./helpers.js";
+
+const lookup = tool({
+  name: "lookup",
+  description: "Look up an order",
+  parameters: jsonSchema<{ order: string }>({
+    type: "object",
+    properties: { order: { type: "string" } },
+    required: ["order"],
+  }),
+  execute: async ({ order }) => `order ${order} shipped`,
+});
+
+const dirs: string[] = [];
+const servings: Serving[] = [];
+afterEach(async () => {
+  for (const serving of servings.splice(0)) await serving.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function sqlite(): SqliteStore {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-ag-ui-"));
+  dirs.push(dir);
+  return new SqliteStore({ path: join(dir, "runs.db") });
+}
+
+async function start(options: ServerOptions): Promise<string> {
+  const serving = await serve(createServer(options), { port: 0 });
+  servings.push(serving);
+  return `${serving.url}/api/ag-ui`;
+}
+
+/** An HttpAgent that records every event it receives. */
+function client(url: string, threadId: string, headers: Record<string, string> = {}) {
+  const agent = new HttpAgent({ url, threadId, headers });
+  const seen: BaseEvent[] = [];
+  agent.subscribe({ onEvent: ({ event }) => void seen.push(event) });
+  return { agent, seen, types: () => seen.map((e) => e.type) };
+}
+
+function userMessage(id: string, content: string): Message {
+  return { id, role: "user", content };
+}
+
+function lastToolText(req: ModelRequest): string {
+  const message = req.messages.at(-1);
+  return message?.role === "tool" && typeof message.content === "string" ? message.content : "(none)";
+}
+
+describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
+  it("streams text and reasoning as steps, text and reasoning messages", async () => {
+    const url = await start({ agent: agentWith([{ reasoning: "thinking", text: "hello there" }]) });
+    const { agent, seen, types } = client(url, "t-text");
+    agent.addMessage(userMessage("u1", "hi"));
+    const result = await agent.runAgent();
+    expect(types()).toEqual([
+      EventType.RUN_STARTED,
+      EventType.STEP_STARTED,
+      EventType.REASONING_START,
+      EventType.REASONING_MESSAGE_START,
+      EventType.REASONING_MESSAGE_CONTENT,
+      EventType.REASONING_MESSAGE_END,
+      EventType.REASONING_END,
+      EventType.TEXT_MESSAGE_START,
+      EventType.TEXT_MESSAGE_CONTENT,
+      EventType.TEXT_MESSAGE_END,
+      EventType.STEP_FINISHED,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(result.result).toBe("hello there");
+    const reply = agent.messages.find((m) => m.role === "assistant");
+    expect(reply?.content).toBe("hello there");
+    const finished = seen.at(-1) as BaseEvent & { outcome?: unknown; runId?: string };
+    expect(finished.outcome).toEqual({ type: "success" });
+    expect(finished.runId).toBe((seen[0] as BaseEvent & { runId?: string }).runId);
+  });
+
+  it("shows a server tool's call, arguments and result, then the answer; the next message continues the thread", async () => {
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "lookup", args: { order: "A1" } }] },
+          { text: "It shipped." },
+          (req) => ({ text: `I remember ${req.messages.length} messages` }),
+        ],
+        [lookup],
+      ),
+    });
+    const { agent, types } = client(url, "t-tool");
+    agent.addMessage(userMessage("u1", "where is A1?"));
+    await agent.runAgent();
+    expect(types().filter((t) => t === EventType.STEP_STARTED)).toHaveLength(2);
+    const call = agent.messages.find((m) => m.role === "assistant" && m.toolCalls?.length);
+    expect(call?.role === "assistant" && call.toolCalls?.[0]).toMatchObject({
+      id: "c1",
+      function: { name: "lookup", arguments: JSON.stringify({ order: "A1" }) },
+    });
+    const result = agent.messages.find((m) => m.role === "tool");
+    expect(result).toMatchObject({ toolCallId: "c1", content: "order A1 shipped" });
+    expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "It shipped." });
+
+    agent.addMessage(userMessage("u2", "thanks"));
+    await agent.runAgent();
+    // user, assistant(call), tool, assistant(text), user
+    expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "I remember 5 messages" });
+  });
+
+  for (const stored of [false, true]) {
+    it(`runs a tool the client declares: the call ends the request, the next one brings its result${stored ? " (stored: the run parks)" : ""}`, async () => {
+      const url = await start({
+        agent: agentWith([
+          { text: "Let me ask.", toolCalls: [{ id: "c1", name: "pick_color", args: { hint: "warm" } }] },
+          (req) => ({ text: `You picked ${lastToolText(req)}.` }),
+        ]),
+        ...(stored && { store: sqlite() }),
+      });
+      const tools = [
+        {
+          name: "pick_color",
+          description: "Ask the user to pick a color",
+          parameters: { type: "object", properties: { hint: { type: "string" } } },
+        },
+      ];
+      const { agent, seen } = client(url, `t-client-${stored}`);
+      let pending: string[] = [];
+      agent.addMessage(userMessage("u1", "paint it"));
+      await agent.runAgent(
+        { tools },
+        {
+          onRunFinishedEvent: (params) => {
+            if (params.outcome === "success") pending = params.pendingToolCallIds;
+          },
+        },
+      );
+      expect(pending).toEqual(["c1"]);
+      expect(seen.some((e) => e.type === EventType.TOOL_CALL_RESULT)).toBe(false);
+      const asked = agent.messages.find((m) => m.role === "assistant" && m.toolCalls?.length);
+      expect(asked).toMatchObject({ content: "Let me ask.", toolCalls: [{ id: "c1" }] });
+
+      agent.addMessage({ id: "r1", role: "tool", toolCallId: "c1", content: "teal" });
+      await agent.runAgent({ tools });
+      expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "You picked teal." });
+      // The client's own result is not sent back to it.
+      expect(agent.messages.filter((m) => m.role === "tool")).toHaveLength(1);
+    });
+  }
+
+  for (const stored of [false, true]) {
+    it(`an approval ends the request with an interrupt; resume answers it${stored ? " (stored: the run parks)" : ""}`, async () => {
+      const ran: string[] = [];
+      const url = await start({
+        agent: agentWith(
+          [
+            { text: "Let me refund.", toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+            (req) => ({ text: `Done: ${lastToolText(req)}` }),
+          ],
+          [refundTool(ran)],
+        ),
+        ...(stored && { store: sqlite() }),
+      });
+      const { agent } = client(url, `t-approve-${stored}`);
+      agent.addMessage(userMessage("u1", "refund A1"));
+      await agent.runAgent();
+      expect(ran).toEqual([]);
+      expect(agent.pendingInterrupts).toMatchObject([
+        {
+          id: "c1",
+          reason: "tool_approval",
+          toolCallId: "c1",
+          metadata: { name: "refund", args: { order: "A1" } },
+        },
+      ]);
+
+      await agent.runAgent({
+        resume: [{ interruptId: "c1", status: "resolved", payload: { approved: true } }],
+      });
+      expect(ran).toEqual(["A1"]);
+      expect(agent.pendingInterrupts).toEqual([]);
+      expect(agent.messages.find((m) => m.role === "tool")).toMatchObject({ content: "refunded A1" });
+      expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "Done: refunded A1" });
+    });
+  }
+
+  it("a denial in resume reaches the model, and the tool never runs", async () => {
+    const ran: string[] = [];
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+          (req) => ({ text: `Not done: ${lastToolText(req)}` }),
+        ],
+        [refundTool(ran)],
+      ),
+    });
+    const { agent } = client(url, "t-deny");
+    agent.addMessage(userMessage("u1", "refund A1"));
+    await agent.runAgent();
+    await agent.runAgent({
+      resume: [{ interruptId: "c1", status: "resolved", payload: { approved: false, reason: "too late" } }],
+    });
+    expect(ran).toEqual([]);
+    expect(String(agent.messages.at(-1)?.content)).toContain("too late");
+  });
+
+  it("ask_human ends the request with an interrupt whose answer the next request carries", async () => {
+    const channel = new HumanChannel();
+    const url = await start({
+      agent: agentWith(
+        [
+          {
+            toolCalls: [
+              {
+                id: "q1",
+                name: "ask_human",
+                args: { question: "Which colour?", options: [{ label: "red" }, { label: "blue" }] },
+              },
+            ],
+          },
+          (req) => ({ text: `You chose ${lastToolText(req)}.` }),
+        ],
+        [askHuman(channel)],
+      ),
+      human: channel,
+    });
+    const { agent } = client(url, "t-ask");
+    agent.addMessage(userMessage("u1", "paint it"));
+    await agent.runAgent();
+    expect(agent.pendingInterrupts).toMatchObject([
+      {
+        id: "q1",
+        reason: "input_required",
+        message: "Which colour?",
+        responseSchema: { type: "string", examples: ["red", "blue"] },
+        metadata: { options: [{ label: "red" }, { label: "blue" }], multiSelect: false },
+      },
+    ]);
+    await agent.runAgent({ resume: [{ interruptId: "q1", status: "resolved", payload: "blue" }] });
+    expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "You chose blue." });
+  });
+
+  it("reconnecting to a thread mid-run sends a messages snapshot, then the run from its start", async () => {
+    const slow = slowTool();
+    const url = await start({
+      agent: agentWith(
+        [
+          { text: "Working.", toolCalls: [{ id: "c1", name: "slow", args: { step: "one" } }] },
+          { text: "All done." },
+        ],
+        [slow.tool],
+      ),
+    });
+    const first = client(url, "t-reconnect");
+    first.agent.addMessage(userMessage("u1", "go"));
+    const running = first.agent.runAgent();
+    await eventuallyTrue(() => first.seen.some((e) => e.type === EventType.TOOL_CALL_END));
+    first.agent.abortRun();
+    await running.catch(() => {});
+
+    // A reload: a fresh client on the same thread, with nothing to send.
+    const again = client(url, "t-reconnect");
+    const resumed = again.agent.runAgent();
+    await eventuallyTrue(() => again.seen.some((e) => e.type === EventType.TOOL_CALL_END));
+    slow.release();
+    await resumed;
+    expect(again.types().slice(0, 2)).toEqual([EventType.RUN_STARTED, EventType.MESSAGES_SNAPSHOT]);
+    expect(again.agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(again.agent.messages[0]).toMatchObject({ content: "go" });
+    expect(again.agent.messages.at(-1)).toMatchObject({ content: "All done." });
+
+    // Once it is over, a reconnect is the thread as a snapshot.
+    const later = client(url, "t-reconnect");
+    await later.agent.runAgent();
+    expect(later.types()).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(later.agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+  });
+
+  it("a thread is its user's: another user's thread id is a 404, and a bad body a 400", async () => {
+    const url = await start({
+      agent: agentWith([{ text: "for alice" }, { text: "again" }]),
+      auth: (req) => req.headers.get("authorization")?.replace(/^Bearer /, "") ?? null,
+    });
+    const alice = client(url, "t-owned", { authorization: "Bearer alice" });
+    alice.agent.addMessage(userMessage("u1", "hi"));
+    await alice.agent.runAgent();
+    expect(alice.agent.messages.at(-1)).toMatchObject({ content: "for alice" });
+
+    const body = (headers: Record<string, string>, extra: Record<string, unknown> = {}) =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+        body: JSON.stringify({
+          threadId: "t-owned",
+          runId: "r-bob",
+          messages: [userMessage("u9", "what did alice say?")],
+          tools: [],
+          context: [],
+          ...extra,
+        }),
+      });
+    const bob = await body({ authorization: "Bearer bob" });
+    expect(bob.status).toBe(404);
+    expect(await bob.json()).toMatchObject({ error: { code: "not_found" } });
+    const nobody = await body({});
+    expect(nobody.status).toBe(401);
+    const bad = await body({ authorization: "Bearer alice" }, { messages: [{ role: "user" }] });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain("RunAgentInput");
+  });
+});
+
+async function eventuallyTrue(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
