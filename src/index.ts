@@ -2,6 +2,14 @@
 
 export type { ApprovalAnswer, ApprovalDecider, ApprovalOutcome } from "./contract/approvals.js";
 export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./contract/events.js";
+export type {
+  Guardrail,
+  GuardrailContext,
+  GuardrailResult,
+  GuardrailStage,
+  GuardrailSubject,
+  Guardrails,
+} from "./contract/guardrails.js";
 export type { InstructionContext, InstructionFragment, Instructions } from "./contract/instructions.js";
 export type { RunContext } from "./contract/run-context.js";
 export { serializeEvent } from "./contract/serialize-event.js";
@@ -17,6 +25,13 @@ export {
 } from "./errors.js";
 export { InProcessToolHost } from "./hosts/in-process.js";
 export { type HostedTool, isToolHost, type ToolHost, type ToolHostChange } from "./hosts/tool-host.js";
+export {
+  type FallbackFailure,
+  FallbackModel,
+  type FallbackOptions,
+  fallback,
+  fallsOver,
+} from "./model/fallback.js";
 export { ScriptedModel, type ScriptedTurn } from "./model/scripted.js";
 export type {
   AssistantMessage,
@@ -42,6 +57,7 @@ export type { AgentToolOptions } from "./run/config/agent.js";
 export {
   Agent,
   type AgentConfig,
+  type AgentModel,
   type AgentTools,
   Handoff,
   type HandoffArgs,
@@ -50,6 +66,7 @@ export {
 } from "./run/config/agent.js";
 export { Budget, type BudgetLimits } from "./run/config/budget.js";
 export type { CompactionOptions } from "./run/config/compaction-options.js";
+export { type GuardrailConfig, GuardrailTripped, guardrail } from "./run/config/guardrail.js";
 export { OutputValidationError } from "./run/config/output-type.js";
 export {
   type PermissionDecision,

@@ -154,5 +154,6 @@ export async function withModel(agent: Agent<any, any>, model: string | undefine
 export function modelName(agent: Agent<any, any>): string {
   const model = agent.config.model;
   if (model === undefined) return "(none)";
-  return typeof model === "string" ? model : model.name;
+  if (Array.isArray(model)) return model.map((m) => (typeof m === "string" ? m : m.name)).join(", ");
+  return typeof model === "string" ? model : (model as { name: string }).name;
 }

@@ -145,7 +145,8 @@ function banner(
 ): void {
   const model = agent.config.model;
   const scripted =
-    model instanceof ScriptedModel || (typeof model === "object" && model?.name === "scripted");
+    model instanceof ScriptedModel ||
+    (typeof model === "object" && !Array.isArray(model) && (model as { name?: string }).name === "scripted");
   process.stdout.write(`${c.bold(`quiver chat · ${agent.name}`)} ${c.dim(`· model ${modelName(agent)}`)}\n`);
   if (scripted)
     process.stdout.write(

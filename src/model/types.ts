@@ -103,6 +103,11 @@ export type ModelStreamEvent =
   | { type: "reset"; reason: string }
   /** Something the provider had to degrade (a schema it cannot express, an unsupported setting). */
   | { type: "warning"; message: string; code?: string }
+  /**
+   * A fallback chain moved on: the model named `from` failed (`reason`) and what follows comes
+   * from `to`. Like `reset`, what the turn streamed so far is discarded.
+   */
+  | { type: "fallback"; from: string; to: string; reason: string }
   | { type: "finish"; reason: FinishReason; providerData?: Record<string, unknown> };
 
 /**

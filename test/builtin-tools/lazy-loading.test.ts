@@ -67,7 +67,7 @@ describe("quiver-agents/tools stays cheap to import", () => {
     );
     // The transport stands on Node's own modules: nothing to load from node_modules.
     for (const network of ["guarded-agent.ts", "http-transport.ts"]) {
-      const packages = [...eagerGraph(path.join(src, "tools", network)).packages];
+      const packages = [...eagerGraph(path.join(src, "builtin-tools", network)).packages];
       expect(
         packages.filter((p) => !p.startsWith("node:")),
         network,
@@ -129,9 +129,9 @@ describe("HTML is converted off the main thread", () => {
   it("only the conversion thread's program loads the converter (type imports load nothing)", () => {
     const loads =
       /import\(\s*"\.\/html-to-markdown\.js"\s*\)|^import\s+(?!type\b)[^;]*from\s+"\.\/html-to-markdown\.js"/m;
-    const importers = readdirSync(path.join(src, "tools"))
+    const importers = readdirSync(path.join(src, "builtin-tools"))
       .filter((f) => f.endsWith(".ts"))
-      .filter((f) => loads.test(readFileSync(path.join(src, "tools", f), "utf8")));
+      .filter((f) => loads.test(readFileSync(path.join(src, "builtin-tools", f), "utf8")));
     expect(importers).toEqual(["conversion-worker.ts"]);
   });
 });

@@ -20,6 +20,13 @@ import type { Plugin } from "./plugin.js";
  */
 export type OutputSchema<Output> = StandardSchemaV1<any, Output> | TypedJsonSchema<Output>;
 
+/**
+ * What an agent's `model` accepts: a `Model`, a `"provider:model-id"`, or a fallback chain of
+ * those (a list, or `fallback(...)`): a turn that fails on one model with a retryable provider
+ * error goes to the next.
+ */
+export type AgentModel = Model | string | ReadonlyArray<Model | string>;
+
 /** What an agent's `tools` accepts: one tool, a host, or an array mixing both. */
 export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | ToolHost>;
 
@@ -27,7 +34,7 @@ export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | Tool
 export interface AgentConfig<Deps = unknown, Output = string> {
   name: string;
   /** A `Model`, or `"provider:model-id"` resolved by `quiver-agents/providers` (e.g. `"openai:gpt-4.1-mini"`). */
-  model?: Model | string;
+  model?: AgentModel;
   instructions?: Instructions<Deps>;
   tools?: AgentTools;
   modelSettings?: ModelSettings;

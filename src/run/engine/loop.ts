@@ -1,6 +1,7 @@
 import type { EventOf, StopReason } from "../../contract/events.js";
 import type { Guardrail } from "../../contract/guardrails.js";
 import { BudgetExceeded, UserError } from "../../errors.js";
+import { FallbackModel } from "../../model/fallback.js";
 import type {
   AssistantMessage,
   ContentBlock,
@@ -14,7 +15,7 @@ import type {
   Usage,
 } from "../../model/types.js";
 import { StoreError } from "../../store/types.js";
-import type { Agent } from "../config/agent.js";
+import type { Agent, AgentModel } from "../config/agent.js";
 import { type Compaction, resolveCompaction } from "../config/compaction-options.js";
 import { GuardrailTripped } from "../config/guardrail.js";
 import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
@@ -189,9 +190,10 @@ export async function turns(
       continue;
     }
 
-    state.ended = { finish: turn.finish, usage: undefined };
+    state.ended = { finish: turn.finish, usage: undefined, model: turn.model };
     if (Object.keys(turn.usage).length) {
-      const costUsd = costOf(setup.model.name, turn.usage);
+      // Priced as the model that answered (a fallback chain may have moved past the first).
+      const costUsd = costOf(turn.model ?? setup.model.name, turn.usage);
       const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
       state.ended.usage = usage;
       run.addUsage(usage);
@@ -268,7 +270,7 @@ type LoopState = {
   /** Input guardrails running beside the current model turn. */
   besideTurn: Promise<void> | undefined;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
-  ended: { finish: FinishReason; usage: Partial<Usage> | undefined } | undefined;
+  ended: { finish: FinishReason; usage: Partial<Usage> | undefined; model: string | undefined } | undefined;
 };
 
 /** The request of one model turn (see `turnRequest`). */
@@ -291,20 +293,14 @@ function completeTurn(run: ActiveRun, state?: LoopState): void {
   }
   state.ended = undefined;
   // One literal per shape (see shapes.ts): the same fields, in the same order, as before.
-  const { finish, usage } = ended;
+  const { finish, usage, model } = ended;
+  let event: EventOf<"turn_completed">;
   if (usage)
-    run.events.emit({
-      type: "turn_completed",
-      turn: run.turn,
-      runId: "",
-      seq: 0,
-      at: 0,
-      agent: "",
-      finish,
-      usage,
-    });
-  else
-    run.events.emit({ type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish });
+    event = { type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish, usage };
+  else event = { type: "turn_completed", turn: run.turn, runId: "", seq: 0, at: 0, agent: "", finish };
+  // Only after a fallback chain moved on: the model that answered, when it is not the one asked.
+  if (model !== undefined) event.model = model;
+  run.events.emit(event);
 }
 
 /**
@@ -418,9 +414,15 @@ function deliverInbox(run: ActiveRun): void {
  */
 export function prepareAgent(run: ActiveRun, agent: Agent<any, any>): AgentSetup | Promise<AgentSetup> {
   const config = agent.config;
-  const given = config.model;
-  if (typeof given !== "object" || given === null || config.compaction !== undefined)
+  const configured = config.model;
+  if (
+    typeof configured !== "object" ||
+    configured === null ||
+    Array.isArray(configured) ||
+    config.compaction !== undefined
+  )
     return prepareResolving(run, agent);
+  const given = configured as Model;
   const plugins = checkPlugins(config.plugins, agent.name);
   if (plugins.length) return prepareResolving(run, agent);
   const toolset = agentToolset(run, agent, plugins, undefined);
@@ -521,10 +523,17 @@ function setupOf(
   return setup;
 }
 
-async function resolveModel(model: Model | string | undefined, agentName: string): Promise<Model> {
+async function resolveModel(model: AgentModel | undefined, agentName: string): Promise<Model> {
   if (model === undefined)
     throw new UserError(`agent "${agentName}" has no model: pass { model } to new Agent()`);
-  if (typeof model !== "string") return model;
+  if (Array.isArray(model)) {
+    // A fallback chain given as a list: each entry a Model or a "provider:model-id".
+    if (model.length === 0)
+      throw new UserError(`agent "${agentName}" has an empty model list: give at least one model`);
+    const models = await Promise.all(model.map((entry) => resolveModel(entry, agentName)));
+    return models.length === 1 ? models[0]! : new FallbackModel(models);
+  }
+  if (typeof model !== "string") return model as Model;
   // Loaded on demand so `import "quiver-agents"` never pulls in provider code.
   const registry: { resolveModel(id: string): Model } = await import(PROVIDERS_MODULE);
   return registry.resolveModel(model);

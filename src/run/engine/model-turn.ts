@@ -191,8 +191,23 @@ class TurnReader {
       case "usage":
         Object.assign(this.turn.usage, event.usage);
         break;
-      case "reset":
+      case "fallback":
         this.turn = freshTurn();
+        this.turn.model = event.to;
+        this.calls = new Map();
+        this.run.events.emit({
+          type: "model_fallback",
+          from: event.from,
+          to: event.to,
+          reason: event.reason,
+          turn: this.run.turn,
+        });
+        break;
+      case "reset": {
+        // A provider's own retry: the model that answers stays the same.
+        const model = this.turn.model;
+        this.turn = freshTurn();
+        this.turn.model = model;
         this.calls = new Map();
         this.run.events.emit({
           type: "warning",
@@ -200,6 +215,7 @@ class TurnReader {
           message: `model output restarted: ${event.reason}`,
         });
         break;
+      }
       case "finish":
         this.turn.finish = event.reason;
         if (event.providerData) this.turn.providerData = event.providerData;
@@ -278,7 +294,15 @@ function isBlank(text: string): boolean {
 }
 
 function freshTurn(): ModelTurn {
-  return { text: "", reasoning: [], calls: [], usage: {}, finish: "stop", providerData: undefined };
+  return {
+    text: "",
+    reasoning: [],
+    calls: [],
+    usage: {},
+    finish: "stop",
+    providerData: undefined,
+    model: undefined,
+  };
 }
 
 function nextFreeIndex(calls: Map<number, PartialCall>): number {

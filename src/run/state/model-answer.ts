@@ -21,4 +21,6 @@ export type ModelTurn = {
   usage: Partial<Usage>;
   finish: FinishReason;
   providerData: Record<string, unknown> | undefined;
+  /** The model that answered, when a fallback chain moved past the one asked first. */
+  model: string | undefined;
 };

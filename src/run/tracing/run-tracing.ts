@@ -319,7 +319,8 @@ export class RunTracing {
       "quiver.parent_run.id": run.parent?.run.runId,
       "quiver.parent_call.id": run.parent?.callId,
     };
-    const model = run.agent.config.model;
+    const configured = run.agent.config.model;
+    const model = Array.isArray(configured) ? configured[0] : configured;
     const modelName = typeof model === "string" ? model : model?.name;
     if (modelName !== undefined) {
       const { provider, model: modelId } = providerAndModel(modelName);

@@ -1,0 +1,170 @@
+/**
+ * Model fallback against real local HTTP servers replaying each provider's wire format: one
+ * answers 503, the next 429 with Retry-After, the next hangs, the next closes the connection
+ * mid-stream, and the last (Anthropic's Messages API) answers. Each provider makes its own
+ * retries first; the turn then moves down the chain, and no tool of a failed turn runs.
+ */
+import {
+  Agent,
+  fallback,
+  fallsOver,
+  ProviderError,
+  type RunEvent,
+  Runner,
+  ScriptedModel,
+  tool,
+} from "quiver-agents";
+import { anthropic, openai } from "quiver-agents/providers";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
+import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
+import {
+  closedAfterEach,
+  errorReply,
+  fixture,
+  type Reply,
+  startReplayServer,
+  streamFixture,
+  typedFrame,
+} from "./replay-server.js";
+
+const servers = closedAfterEach();
+
+async function openaiServer(replies: Reply[]) {
+  const server = await startReplayServer({
+    replies,
+    validate: (r) => validateChatRequest(r, {}),
+    reject: rejectLikeOpenAI,
+  });
+  servers.push(server);
+  return server;
+}
+
+function chat(url: string, model: string, options: Partial<Parameters<typeof openai>[0]> = {}) {
+  return openai({
+    model,
+    apiKey: "test-key",
+    baseURL: `${url}/v1`,
+    maxRetries: 1,
+    retryBackoff: { initialMs: 5, maxMs: 20 },
+    ...options,
+  });
+}
+
+function weatherAgent(model: ConstructorParameters<typeof Agent>[0]["model"], ran: string[]) {
+  const getWeather = tool({
+    name: "get_weather",
+    description: "Weather for a city.",
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }, ctx) => {
+      ran.push(`${ctx.toolCallId}:${city}`);
+      return `18C in ${city}`;
+    },
+  });
+  return new Agent({ name: "weather", model, tools: [getWeather] });
+}
+
+describe("a fallback chain of real providers", () => {
+  it("503, 429 with Retry-After, a hang, a cut stream: each provider retries, then the turn moves on; the last answers", async () => {
+    const unavailable = errorReply(503, {
+      error: { message: "The server is overloaded", type: "server_error" },
+    });
+    const limited = errorReply(
+      429,
+      { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+      { "retry-after": "1" },
+    );
+    const s1 = await openaiServer([
+      unavailable,
+      unavailable,
+      streamFixture(fixture("openai-chat/text.jsonl")),
+    ]);
+    const s2 = await openaiServer([limited, limited]);
+    const stall = streamFixture(fixture("openai-chat/text.jsonl"), { cutAfter: 1, after: "stall" });
+    const s3 = await openaiServer([stall, stall]);
+    const cut = streamFixture(fixture("openai-chat/tool-call.jsonl"), { cutAfter: 3, after: "disconnect" });
+    const s4 = await openaiServer([cut, cut]);
+    const s5 = await startReplayServer({
+      replies: [streamFixture(fixture("anthropic/tool-use.jsonl"), { frame: typedFrame })],
+      validate: validateMessagesRequest,
+      reject: rejectLikeAnthropic,
+    });
+    servers.push(s5);
+
+    const ran: string[] = [];
+    const agent = weatherAgent(
+      [
+        chat(s1.url, "gpt-4.1-mini"),
+        chat(s2.url, "gpt-4.1"),
+        chat(s3.url, "gpt-4o", { timeoutMs: 400 }),
+        chat(s4.url, "gpt-4o-mini"),
+        anthropic({ model: "claude-sonnet-4-5", apiKey: "test-key", baseURL: s5.url, maxRetries: 0 }),
+      ],
+      ran,
+    );
+    const handle = Runner.stream(agent, "What's the weather in Paris?");
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    const result = await handle.result();
+
+    expect(result).toMatchObject({ stopReason: "completed", output: "Hello! How can I help?" });
+    const fallbacks = events.filter((e) => e.type === "model_fallback");
+    expect(fallbacks.map((e) => [e.from, e.to, e.turn])).toEqual([
+      ["openai:gpt-4.1-mini", "openai:gpt-4.1", 1],
+      ["openai:gpt-4.1", "openai:gpt-4o", 1],
+      ["openai:gpt-4o", "openai:gpt-4o-mini", 1],
+      ["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5", 1],
+    ]);
+    expect(fallbacks[0]!.reason).toMatch(/503/);
+    expect(fallbacks[1]!.reason).toMatch(/429/);
+    // Each provider made its own retry before the turn moved on; the 429 waited as asked.
+    expect([s1, s2, s3, s4].map((s) => s.requests.length)).toEqual([3, 2, 2, 2]);
+    // Only the call of the model that answered ran: the cut stream's half-sent call never did.
+    expect(ran).toEqual(["toolu_01T1x1fJ34qAmk2tNTrN7Up6:Paris"]);
+    const turns = events.filter((e) => e.type === "turn_completed");
+    expect(turns.map((e) => e.model)).toEqual(["anthropic:claude-sonnet-4-5", undefined]);
+    const started = events.filter((e) => e.type === "turn_started");
+    expect(started.map((e) => e.model)).toEqual(["openai:gpt-4.1-mini", "openai:gpt-4.1-mini"]);
+    // Usage per model: turn 1's tokens are Anthropic's, turn 2's OpenAI's.
+    expect(turns[0]!.usage).toMatchObject({ inputTokens: 472 });
+    expect(turns[1]!.usage).toMatchObject({ inputTokens: 1234 });
+    // The text the cut stream sent before it failed is not in the transcript.
+    expect(result.messages.filter((m) => m.role === "assistant")).toHaveLength(2);
+  }, 30_000);
+
+  it("a 400 request error does not fall over unless `on` says so", async () => {
+    const bad = errorReply(400, { error: { message: "Invalid 'messages'", type: "invalid_request_error" } });
+    const s1 = await openaiServer([bad]);
+    const s2 = await openaiServer([streamFixture(fixture("openai-chat/text.jsonl"))]);
+    const agent = weatherAgent([chat(s1.url, "gpt-4.1-mini"), chat(s2.url, "gpt-4.1")], []);
+    await expect(Runner.run(agent, "hi")).rejects.toMatchObject({ name: "ProviderError", status: 400 });
+    expect(s2.requests).toHaveLength(0);
+
+    const s3 = await openaiServer([bad]);
+    const s4 = await openaiServer([streamFixture(fixture("openai-chat/text.jsonl"))]);
+    const anyError = fallback(chat(s3.url, "gpt-4.1-mini"), chat(s4.url, "gpt-4.1"), {
+      on: (failure) => "error" in failure && failure.error instanceof ProviderError,
+    });
+    const result = await Runner.run(weatherAgent(anyError, []), "hi");
+    expect(result.output).toBe("Hello! How can I help?");
+  });
+
+  it("a content-filter refusal moves on only when `on` accepts it; what the refusing model said never shows", async () => {
+    const refuse = new ScriptedModel([{ text: "I can't", finish: "content_filter" }]);
+    const answer = new ScriptedModel([{ text: "Here you go" }]);
+    const events: RunEvent[] = [];
+    const chain = fallback(refuse, answer, { on: (f) => "contentFilter" in f || fallsOver(f) });
+    const handle = Runner.stream(weatherAgent(chain, []), "hi");
+    for await (const event of handle) events.push(event);
+    expect((await handle.result()).output).toBe("Here you go");
+    expect(events.filter((e) => e.type === "text_delta").map((e) => e.delta)).toEqual(["Here you go"]);
+    expect(events.find((e) => e.type === "model_fallback")).toMatchObject({ reason: /content filter/ });
+
+    const plain = await Runner.run(
+      weatherAgent(fallback(new ScriptedModel([{ text: "I can't", finish: "content_filter" }]), answer), []),
+      "hi",
+    );
+    expect(plain.output).toBe("I can't");
+  });
+});
