@@ -74,14 +74,15 @@ Options:
 
 export const SERVE_HELP = `Usage: quiver serve <agent-file>[#export] [options]
 
-Serves the agent over HTTP (the chat API, the run event streams and the web page).
+Serves the agent over HTTP (the chat API, AG-UI, the run event streams and the web page).
 
 Options:
   --port N                port to listen on (default 3000; 0 picks a free one)
   --hostname HOST         address to bind (default 127.0.0.1)
   --token T               require "Authorization: Bearer T" (needed off loopback)
   --store SPEC            where runs are kept (default sqlite:.quiver/quiver.db)
-  --model PROVIDER:ID     override the agent's model`;
+  --model PROVIDER:ID     override the agent's model
+  --a2a                   also serve it over A2A (needs: npm install @a2a-js/sdk@1)`;
 
 export const MCP_HELP = `Usage: quiver mcp <agent-file>[#export] [options]
 
