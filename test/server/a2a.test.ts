@@ -130,6 +130,16 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }),
     });
     expect(refused.status).toBe(401);
+    const foreign = await fetch(`${url}/a2a`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: "Bearer s3cret",
+        origin: "https://evil.example",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }),
+    });
+    expect(foreign.status).toBe(403);
   });
 
   it("message/send: a task whose id is the run's, completed, with the answer as an artifact", async () => {

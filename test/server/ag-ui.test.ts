@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BaseEvent, EventType, HttpAgent, type Message } from "@ag-ui/client";
-import { jsonSchema, type ModelRequest, tool } from "quiver-agents";
+import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -153,6 +153,26 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
       expect(agent.messages.filter((m) => m.role === "tool")).toHaveLength(1);
     });
   }
+
+  it("a client tool's call waits for the client even when the agent's approval handler allows everything", async () => {
+    const agent = new Agent({
+      name: "eager",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "c1", name: "confirm", args: {} }] },
+        (req) => ({ text: `Client said ${lastToolText(req)}.` }),
+      ]),
+      approvalHandler: () => true,
+    });
+    const url = await start({ agent });
+    const tools = [{ name: "confirm", description: "Ask the user to confirm" }];
+    const { agent: ui } = client(url, "t-client-eager");
+    ui.addMessage(userMessage("u1", "go"));
+    await ui.runAgent({ tools });
+    expect(ui.messages.some((m) => m.role === "tool")).toBe(false);
+    ui.addMessage({ id: "r1", role: "tool", toolCallId: "c1", content: "confirmed" });
+    await ui.runAgent({ tools });
+    expect(ui.messages.at(-1)).toMatchObject({ role: "assistant", content: "Client said confirmed." });
+  });
 
   for (const stored of [false, true]) {
     it(`an approval ends the request with an interrupt; resume answers it${stored ? " (stored: the run parks)" : ""}`, async () => {
@@ -318,6 +338,9 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     const bad = await body({ authorization: "Bearer alice" }, { messages: [{ role: "user" }] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain("RunAgentInput");
+    // A page elsewhere cannot make a browser post here with the user's credentials.
+    const foreign = await body({ authorization: "Bearer alice", origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
   });
 });
 
