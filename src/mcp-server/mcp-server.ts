@@ -11,7 +11,8 @@ import {
 } from "../index.js";
 import { type AgentRunSettings, agentTool, runAgentCall } from "./agent-call.js";
 import type { CallSettings } from "./call-scope.js";
-import { listenHttp, type McpListening, type McpListenOptions } from "./http.js";
+import { listenHttp } from "./http.js";
+import type { McpListening, McpListenOptions } from "./listen-options.js";
 import { exposedTools, exposedToolsNow, sourcesOf } from "./listing.js";
 import { loadServerSdk, loadStdioTransport } from "./sdk.js";
 import { type Exposure, openSession } from "./session.js";
@@ -275,5 +276,3 @@ class Served implements QuiverMcpServer {
     ]);
   }
 }
-
-export type { McpListening, McpListenOptions };
