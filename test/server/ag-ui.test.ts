@@ -307,6 +307,34 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     expect(later.agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 
+  it("the same user message sent again is a reconnect, not a second run", async () => {
+    const url = await start({ agent: agentWith([{ text: "first answer" }, { text: "second run" }]) });
+    const post = async () => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({
+          threadId: "t-retry",
+          runId: crypto.randomUUID(),
+          messages: [userMessage("u1", "hi")],
+        }),
+      });
+      return (await response.text())
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; delta?: string; messages?: Message[] });
+    };
+    const first = await post();
+    expect(first.find((e) => e.type === EventType.TEXT_MESSAGE_CONTENT)?.delta).toBe("first answer");
+    const again = await post();
+    expect(again.map((e) => e.type)).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(again[1]!.messages!.map((m) => m.content)).toEqual(["hi", "first answer"]);
+  });
+
   it("a thread is its user's: another user's thread id is a 404, and a bad body a 400", async () => {
     const url = await start({
       agent: agentWith([{ text: "for alice" }, { text: "again" }]),
