@@ -1,7 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { Message as A2aMessage, AgentCard, Part, StreamResponse, Task, TaskState } from "@a2a-js/sdk";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
-import { type ContentBlock, type Message, replay } from "../index.js";
+import { type Message, replay } from "../index.js";
+import {
+  artifact,
+  breaksText,
+  dataOf,
+  idOf,
+  plain,
+  segments,
+  settled,
+  stopReason,
+  textOf,
+  textPart,
+} from "./a2a-parts.js";
 import type { A2aSdk } from "./a2a-sdk.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
@@ -317,78 +329,4 @@ export class A2aTasks implements A2ARequestHandler {
       },
     ];
   }
-}
-
-/** Resolves once the run ends, waits for input, or is not driven here. */
-async function settled(log: RunLog): Promise<void> {
-  while (!log.blocked && !log.finished && log.status !== "detached") await log.changed(KEEPALIVE_MS);
-}
-
-function stopReason(log: RunLog): string | undefined {
-  const end = log.own.findLast((e) => e.type === "run_completed");
-  return end?.type === "run_completed" ? end.stopReason : undefined;
-}
-
-function idOf(log: RunLog, entry: { runId: string; call: { id: string } }): string {
-  return entry.runId === log.runId ? entry.call.id : callKey(entry.runId, entry.call.id);
-}
-
-/** Events that end a run of text (the next text is another artifact). */
-function breaksText(type: string): boolean {
-  return type === "turn_started" || type === "tool_call_requested" || type === "reasoning_delta";
-}
-
-/** The run's own text, cut where `breaksText` says, with ids the stream used. */
-function segments(log: RunLog): Array<{ id: string; text: string }> {
-  const out: Array<{ id: string; text: string }> = [];
-  let current: { id: string; text: string } | undefined;
-  for (const event of log.own) {
-    if (event.type === "text_delta" && event.delta !== "") {
-      if (!current) {
-        current = { id: `${log.runId}-${event.seq}`, text: "" };
-        out.push(current);
-      }
-      current.text += event.delta;
-    } else if (breaksText(event.type)) current = undefined;
-  }
-  return out;
-}
-
-function artifact(id: string, text: string) {
-  return {
-    artifactId: id,
-    name: "text",
-    description: "",
-    parts: [textPart(text)],
-    metadata: undefined,
-    extensions: [],
-  };
-}
-
-function textPart(text: string): Part {
-  return {
-    content: { $case: "text", value: text },
-    metadata: undefined,
-    filename: "",
-    mediaType: "text/plain",
-  };
-}
-
-function textOf(parts: readonly Part[]): string {
-  return parts
-    .flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : []))
-    .join("\n")
-    .trim();
-}
-
-function dataOf(parts: readonly Part[]): Record<string, unknown> | undefined {
-  for (const part of parts)
-    if (part.content?.$case === "data" && part.content.value && typeof part.content.value === "object")
-      return part.content.value as Record<string, unknown>;
-  return undefined;
-}
-
-function plain(content: string | ContentBlock[]): string {
-  if (typeof content === "string") return content;
-  return content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
 }
