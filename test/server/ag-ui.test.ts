@@ -154,6 +154,31 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     });
   }
 
+  it("a parked client-tool call survives a restart: another server on the same store takes the result", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quiver-ag-ui-"));
+    dirs.push(dir);
+    const path = join(dir, "runs.db");
+    // Each server's model starts from its first turn: the turn answers from what the request holds.
+    const turn = (req: ModelRequest) =>
+      req.messages.at(-1)?.role === "tool"
+        ? { text: `You picked ${lastToolText(req)}.` }
+        : { toolCalls: [{ id: "c1", name: "pick_color", args: {} }] };
+    const turns = () => agentWith([turn, turn]);
+    const tools = [{ name: "pick_color", description: "Ask the user to pick a color" }];
+    const first = new SqliteStore({ path });
+    const serving = await serve(createServer({ agent: turns(), store: first }), { port: 0 });
+    const { agent: ui } = client(`${serving.url}/api/ag-ui`, "t-restart");
+    ui.addMessage(userMessage("u1", "paint it"));
+    await ui.runAgent({ tools });
+    await serving.close();
+    await first.close();
+
+    ui.url = await start({ agent: turns(), store: new SqliteStore({ path }) });
+    ui.addMessage({ id: "r1", role: "tool", toolCallId: "c1", content: "ochre" });
+    await ui.runAgent({ tools });
+    expect(ui.messages.at(-1)).toMatchObject({ role: "assistant", content: "You picked ochre." });
+  });
+
   it("a client tool's call waits for the client even when the agent's approval handler allows everything", async () => {
     const agent = new Agent({
       name: "eager",
