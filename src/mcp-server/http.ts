@@ -54,8 +54,8 @@ export async function listenHttp(
 
   const closeSession = async (id: string, entry: HttpSession) => {
     if (sessions.get(id) === entry) sessions.delete(id);
+    await entry.session.shutdown();
     await entry.transport.close().catch(() => {});
-    await entry.session.settled();
   };
 
   const open = async (request: Request, userId: string | undefined): Promise<Response> => {

@@ -245,6 +245,7 @@ class Served implements QuiverMcpServer {
     const connection: McpConnection = {
       closed,
       close: async () => {
+        await session.shutdown();
         await session.server.close().catch(() => {});
         await closed;
       },
@@ -255,7 +256,12 @@ class Served implements QuiverMcpServer {
       // The SDK aborted the calls of this connection; the connection has ended when they have.
       void session.settled().then(markClosed);
     };
-    await session.server.connect(wire as Transport);
+    try {
+      await session.server.connect(wire as Transport);
+    } catch (error) {
+      stopWatching();
+      throw error;
+    }
     this.#connections.add(connection);
     return connection;
   }

@@ -249,6 +249,34 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
     await expect(connect(url, undefined, { authorization: "Bearer wrong" })).rejects.toThrow();
   });
 
+  it("starts a session only with initialize, and closes one left idle", async () => {
+    const server = mcpServer({ tools: [add] }, { name: "calc", version: "1.0.0" });
+    servers.push(server);
+    const { url } = await server.listen({ port: 0, sessionIdleMs: 60 });
+    const stray = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(stray.status).toBe(400);
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    const client = new Client({ name: "idle", version: "1" });
+    await client.connect(transport);
+    clients.push(client);
+    expect((await client.listTools()).tools).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const late = await fetch(url, {
+      method: "POST",
+      headers: {
+        "mcp-session-id": transport.sessionId!,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+    });
+    expect(late.status).toBe(404);
+  });
+
   it("keeps a session to the user who opened it", async () => {
     const users: Record<string, string> = { "token-ann": "ann", "token-bob": "bob" };
     const server = mcpServer({ tools: [add] }, { name: "calc", version: "1.0.0" });
@@ -275,6 +303,28 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
     });
     expect(asBob.status).toBe(404);
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["add"]);
+  });
+
+  it("cancels the calls in progress on close(), answering them, and resolves once they have ended", async () => {
+    const url = await serveTools();
+    const { client } = await connect(url);
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    let stoppedAt = 0;
+    aborted = () => {
+      stoppedAt = Date.now();
+    };
+    const call = client.callTool({ name: "wait_for_cancel", arguments: {} });
+    await running;
+    await servers.pop()!.close();
+    expect(stoppedAt).toBeGreaterThan(0);
+    // The client gets an answer, not a request left to time out.
+    const answer = await call;
+    expect(answer.isError).toBe(true);
+    expect(textOf(answer)).toBe(
+      "Tool error: wait_for_cancel was stopped before it finished: the run was cancelled",
+    );
   });
 
   it("refuses to listen beyond loopback without auth", async () => {
