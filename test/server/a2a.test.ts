@@ -214,6 +214,44 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     });
   }
 
+  it("message/stream ends at input-required, and a streamed answer continues the same task to its end", async () => {
+    const ran: string[] = [];
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+          (req) => ({ text: `Done: ${lastToolText(req)}` }),
+        ],
+        [refundTool(ran)],
+      ),
+    });
+    const client = await a2aClient(url);
+    const states = async (message: Message) => {
+      const seen: Array<{ state: TaskState | undefined; taskId: string; contextId: string }> = [];
+      for await (const event of client.sendMessageStream(send(message))) {
+        const p = event.payload;
+        if (p?.$case === "task")
+          seen.push({ state: p.value.status?.state, taskId: p.value.id, contextId: p.value.contextId });
+        if (p?.$case === "statusUpdate")
+          seen.push({ state: p.value.status?.state, taskId: p.value.taskId, contextId: p.value.contextId });
+      }
+      return seen;
+    };
+    const first = await states(userText("refund A1"));
+    expect(first.map((s) => s.state)).toEqual([
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    ]);
+    const { taskId, contextId } = first[0]!;
+    const second = await states(userText("yes", { taskId, contextId }));
+    expect(second.map((s) => s.state)).toEqual([
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_COMPLETED,
+    ]);
+    expect(second.every((s) => s.taskId === taskId)).toBe(true);
+    expect(ran).toEqual(["A1"]);
+  });
+
   it("any reply but yes denies, and the agent hears it; an ask_human question is answered by the next message", async () => {
     const ran: string[] = [];
     const channel = new HumanChannel();
