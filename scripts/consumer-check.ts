@@ -28,10 +28,14 @@ const OPTIONAL_PEERS = [
   { name: "pg", usedBy: "quiver-agents/dbos" },
   // DBOS's own declarations import pg's types, which live in @types/pg.
   { name: "@types/pg", usedBy: "quiver-agents/dbos" },
+  // The clients the server's AG-UI and A2A examples talk to it with.
+  { name: "@ag-ui/client", usedBy: "@ag-ui/client" },
+  { name: "@a2a-js/sdk", usedBy: "@a2a-js/sdk" },
 ];
 
 /** An example naming one of these needs an optional peer's types to compile. */
-const NEEDS_PEER = /quiver-agents\/(mcp|otel|dbos)\b|@opentelemetry\/|@modelcontextprotocol\/|@dbos-inc\//;
+const NEEDS_PEER =
+  /quiver-agents\/(mcp|otel|dbos)\b|@opentelemetry\/|@modelcontextprotocol\/|@dbos-inc\/|@ag-ui\/client|@a2a-js\//;
 
 const versionOf = async (name: string) =>
   (

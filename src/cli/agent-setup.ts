@@ -16,7 +16,7 @@ import type { ModeName } from "./options.js";
  * agent's decision. Unlike the standard "bypass", a destructive tool still asks once untrusted
  * content entered the run: a flag typed at a terminal should not switch off that guard.
  */
-class ModePermissions implements Permissions {
+export class ModePermissions implements Permissions {
   readonly #mode: ModeName;
   readonly #inner: Permissions;
   constructor(mode: ModeName, inner: Permissions) {

@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.js")).runCommand,
   chat: async () => (await import("./chat-command.js")).chatCommand,
   serve: async () => (await import("./serve-command.js")).serveCommand,
+  mcp: async () => (await import("./mcp-command.js")).mcpCommand,
   runs: async () => (await import("./runs-command.js")).runsCommand,
   sessions: async () => (await import("./sessions-command.js")).sessionsCommand,
   demo: async () => (await import("./demo-command.js")).demoCommand,

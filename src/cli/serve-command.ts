@@ -22,6 +22,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       token: { type: "string" },
       store: { type: "string" },
       model: { type: "string" },
+      a2a: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     SERVE_HELP,
@@ -40,8 +41,16 @@ export async function serveCommand(args: string[]): Promise<number> {
   const token = text(parsed, "token") ?? process.env.QUIVER_TOKEN;
   const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
   const { createServer, serve } = await import("../server/index.js");
+  const a2a = flag(parsed, "a2a");
+  // Before anything starts: a missing optional SDK is a UserError naming the install line.
+  if (a2a) await (await import("../server/a2a-sdk.js")).loadA2aSdk();
   const opened = (await openStore(text(parsed, "store")))!;
-  const server = createServer({ agent, store: opened.store, ...(token !== undefined && { auth: token }) });
+  const server = createServer({
+    agent,
+    store: opened.store,
+    ...(token !== undefined && { auth: token }),
+    ...(a2a && { a2a: true }),
+  });
   const hostname = text(parsed, "hostname") ?? "127.0.0.1";
   let serving: Awaited<ReturnType<typeof serve>>;
   try {
@@ -56,6 +65,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       `chat page   ${serving.url}/\n` +
       `chat API    POST ${serving.url}/api/chat\n` +
       `run events  GET ${serving.url}/api/runs/<runId>/events\n` +
+      `AG-UI       POST ${serving.url}/api/ag-ui\n` +
+      (a2a ? `A2A         ${serving.url}/.well-known/agent-card.json · POST ${serving.url}/a2a\n` : "") +
       `${token !== undefined ? "auth        Authorization: Bearer <token>\n" : c.dim("open on loopback only (no --token)\n")}` +
       c.dim("Ctrl+C stops the server\n"),
   );

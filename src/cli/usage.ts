@@ -26,6 +26,7 @@ Usage:
   quiver run <agent-file>[#export] [prompt|-]   run once (prompt "-" or none: read stdin)
   quiver chat <agent-file>[#export]             an interactive conversation
   quiver serve <agent-file>[#export]            the HTTP API and web page
+  quiver mcp <agent-file>[#export]              an MCP server (stdio, or --http PORT)
   quiver runs list|show|tail|decide|resume|cancel   stored runs
   quiver sessions list|clear                    stored sessions
   quiver demo                                   a scripted walk through the features
@@ -73,14 +74,31 @@ Options:
 
 export const SERVE_HELP = `Usage: quiver serve <agent-file>[#export] [options]
 
-Serves the agent over HTTP (the chat API, the run event streams and the web page).
+Serves the agent over HTTP (the chat API, AG-UI, the run event streams and the web page).
 
 Options:
   --port N                port to listen on (default 3000; 0 picks a free one)
   --hostname HOST         address to bind (default 127.0.0.1)
   --token T               require "Authorization: Bearer T" (needed off loopback)
   --store SPEC            where runs are kept (default sqlite:.quiver/quiver.db)
-  --model PROVIDER:ID     override the agent's model`;
+  --model PROVIDER:ID     override the agent's model
+  --a2a                   also serve it over A2A (needs: npm install @a2a-js/sdk@1)`;
+
+export const MCP_HELP = `Usage: quiver mcp <agent-file>[#export] [options]
+
+Serves the agent to MCP clients (Claude Desktop, Cursor, VS Code, …): over stdio by default (the
+client starts this command), or over streamable HTTP with --http. The agent is one tool, named
+after it, whose call is a run; --tools offers its tools one by one instead. Calls that need
+approval are asked of the client (MCP elicitation) and refused when it cannot be asked.
+
+Options:
+  --http PORT             streamable HTTP on this port (0 picks a free one) at /mcp
+  --hostname HOST         address to bind with --http (default 127.0.0.1)
+  --token T               with --http: require "Authorization: Bearer T" (needed off loopback)
+  --tools                 offer the agent's tools instead of the agent
+  --store SPEC            keep the agent's runs: sqlite:PATH | postgres://… | memory (default: none)
+  --model PROVIDER:ID     override the agent's model
+  --mode MODE             permission mode: default | acceptEdits | bypass`;
 
 export const RUNS_HELP = `Usage: quiver runs <command> [options]
 

@@ -3,38 +3,12 @@ import type { AddressInfo } from "node:net";
 import { serve as nodeServe } from "@hono/node-server";
 import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { UserError } from "../index.js";
-import { authenticate, isLoopback, type ServerAuth } from "../server/auth.js";
+import { authenticate, isLoopback } from "../server/auth.js";
 import { HttpError } from "../server/http.js";
 import { checkOrigin } from "../server/origin.js";
+import type { McpListening, McpListenOptions } from "./listen-options.js";
 import { loadHttpTransport, loadServerSdk } from "./sdk.js";
 import { type Exposure, openSession, type Session } from "./session.js";
-
-/** Where and how `listen()` serves streamable HTTP. */
-export type McpListenOptions = {
-  /** 0 picks a free port. */
-  port: number;
-  /** Default "127.0.0.1". Anything but loopback needs `auth`. */
-  hostname?: string;
-  /** The endpoint's path. Default "/mcp". */
-  path?: string;
-  /**
-   * A bearer token (one user), or a function naming the user of a request (`null` refuses it),
-   * as `createServer`'s `auth`. Without it only loopback requests are answered.
-   */
-  auth?: ServerAuth;
-  /** A session with no request and no call running for this long is closed. Default 1,800,000 (30 minutes). */
-  sessionIdleMs?: number;
-};
-
-/** A listening MCP endpoint. */
-export type McpListening = {
-  /** The endpoint, e.g. `http://127.0.0.1:3001/mcp`. */
-  url: string;
-  port: number;
-  hostname: string;
-  /** Stops listening and closes every session (their calls are cancelled) once they have ended. */
-  close(): Promise<void>;
-};
 
 type HttpSession = {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -80,8 +54,8 @@ export async function listenHttp(
 
   const closeSession = async (id: string, entry: HttpSession) => {
     if (sessions.get(id) === entry) sessions.delete(id);
+    await entry.session.shutdown();
     await entry.transport.close().catch(() => {});
-    await entry.session.settled();
   };
 
   const open = async (request: Request, userId: string | undefined): Promise<Response> => {

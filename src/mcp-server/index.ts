@@ -1,6 +1,6 @@
 // The public surface of "quiver-agents/mcp-server": re-exports only.
 export type { ServerAuth } from "../server/auth.js";
-export type { McpListening, McpListenOptions } from "./http.js";
+export type { McpListening, McpListenOptions } from "./listen-options.js";
 export {
   type McpAgentOptions,
   type McpConnection,

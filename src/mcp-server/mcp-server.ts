@@ -11,7 +11,8 @@ import {
 } from "../index.js";
 import { type AgentRunSettings, agentTool, runAgentCall } from "./agent-call.js";
 import type { CallSettings } from "./call-scope.js";
-import { listenHttp, type McpListening, type McpListenOptions } from "./http.js";
+import { listenHttp } from "./http.js";
+import type { McpListening, McpListenOptions } from "./listen-options.js";
 import { exposedTools, exposedToolsNow, sourcesOf } from "./listing.js";
 import { loadServerSdk, loadStdioTransport } from "./sdk.js";
 import { type Exposure, openSession } from "./session.js";
@@ -244,6 +245,7 @@ class Served implements QuiverMcpServer {
     const connection: McpConnection = {
       closed,
       close: async () => {
+        await session.shutdown();
         await session.server.close().catch(() => {});
         await closed;
       },
@@ -254,7 +256,12 @@ class Served implements QuiverMcpServer {
       // The SDK aborted the calls of this connection; the connection has ended when they have.
       void session.settled().then(markClosed);
     };
-    await session.server.connect(wire as Transport);
+    try {
+      await session.server.connect(wire as Transport);
+    } catch (error) {
+      stopWatching();
+      throw error;
+    }
     this.#connections.add(connection);
     return connection;
   }
@@ -275,5 +282,3 @@ class Served implements QuiverMcpServer {
     ]);
   }
 }
-
-export type { McpListening, McpListenOptions };

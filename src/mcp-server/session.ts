@@ -1,7 +1,7 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { ElicitRequestFormParams } from "@modelcontextprotocol/sdk/types.js";
 import { CallGate } from "./call-gate.js";
-import type { CallScope, McpToolResult } from "./call-scope.js";
+import { type CallScope, errorResult, type McpToolResult } from "./call-scope.js";
 import { elicitationChannel } from "./elicitation.js";
 import type { ExposedTool } from "./listing.js";
 import { ProgressReporter } from "./progress.js";
@@ -29,6 +29,12 @@ export type Session = {
   readonly running: number;
   /** Settles when every call of this connection has ended. */
   settled(): Promise<void>;
+  /**
+   * Cancels the calls of this connection and resolves once their answers (cancelled results)
+   * are handed to the transport: closing the server answers its clients instead of leaving
+   * their requests to time out.
+   */
+  shutdown(): Promise<void>;
 };
 
 /**
@@ -44,6 +50,7 @@ export function openSession(sdk: ServerSdk, exposure: Exposure, userId: string |
   });
   const gate = new CallGate();
   const calls = new Set<Promise<unknown>>();
+  const closing = new AbortController();
 
   server.setRequestHandler(types.ListToolsRequestSchema, async (_request, extra) => ({
     tools: (await exposure.list(extra.signal)).map(({ parallel: _parallel, ...definition }) => definition),
@@ -76,16 +83,23 @@ export function openSession(sdk: ServerSdk, exposure: Exposure, userId: string |
       },
       { timeoutMs: exposure.approvalTimeoutMs, speaksForAgent: exposure.speaksForAgent },
     );
+    const signal = AbortSignal.any([extra.signal, closing.signal]);
     const scope: CallScope = {
-      signal: extra.signal,
+      signal,
       approvals,
       progress,
       userId,
       requestId: extra.requestId,
       clientName: server.getClientVersion()?.name,
     };
-    const work = (async () => {
-      const leave = await gate.enter(!tool.parallel, extra.signal);
+    const work = (async (): Promise<McpToolResult> => {
+      let leave: () => void;
+      try {
+        leave = await gate.enter(!tool.parallel, signal);
+      } catch {
+        progress?.end();
+        return errorResult(`${name} was cancelled before it started`);
+      }
       try {
         return await exposure.call(tool, args, scope);
       } finally {
@@ -101,13 +115,20 @@ export function openSession(sdk: ServerSdk, exposure: Exposure, userId: string |
     }
   });
 
+  const settled = async () => {
+    while (calls.size > 0) await Promise.allSettled([...calls]);
+  };
   return {
     server,
     get running() {
       return calls.size;
     },
-    settled: async () => {
-      while (calls.size > 0) await Promise.allSettled([...calls]);
+    settled,
+    shutdown: async () => {
+      closing.abort(new Error("the MCP server is closing"));
+      await settled();
+      // The SDK sends a handler's answer a few ticks after it settles.
+      await new Promise((resolve) => setImmediate(resolve));
     },
   };
 }

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { HumanChannel } from "../builtin-tools/ask-human.js";
 import { type Agent, type RunOptions, UserError } from "../index.js";
 import type { RunStore } from "../store/types.js";
+import { type A2aOptions, mountA2a } from "./a2a.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
 import {
@@ -48,6 +49,11 @@ export interface ServerOptions {
     | ((ctx: { userId: string | undefined; sessionId: string | undefined }) => ServerRunOptions);
   /** Finished runs kept in memory for replay. Default 200 (with a store, evicted ones reload from it). */
   retainFinishedRuns?: number;
+  /**
+   * Serve the default agent over A2A: its card at `/.well-known/agent-card.json`, JSON-RPC at
+   * `POST /a2a`. Needs the optional package `@a2a-js/sdk`.
+   */
+  a2a?: boolean | A2aOptions;
 }
 
 /** What `createServer` returns: a Web-standard handler plus what `serve()` needs. */
@@ -217,6 +223,16 @@ export function createServer(options: ServerOptions): QuiverServer {
     await registry.cancel(log);
     return c.json({ ok: true }, 202);
   });
+
+  if (options.a2a)
+    mountA2a(app, {
+      registry,
+      agent: agents.get(defaultAgent)!,
+      agentKey: defaultAgent,
+      caller,
+      auth: auth === undefined ? "none" : typeof auth === "string" ? "token" : "function",
+      options: options.a2a === true ? {} : options.a2a,
+    });
 
   return {
     app,

@@ -1,4 +1,5 @@
 // The public surface of "quiver-agents/server": re-exports only.
+export type { A2aOptions } from "./a2a.js";
 export type { Caller, ServerAuth } from "./auth.js";
 export {
   createServer,

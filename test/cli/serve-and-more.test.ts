@@ -59,6 +59,38 @@ describe("quiver serve", () => {
     expect(await exited).toBe(130);
   });
 
+  it("--a2a also serves the agent over A2A: its card names it and the JSON-RPC endpoint", async () => {
+    const cwd = freshProject();
+    const child = spawn(process.execPath, [bin, "serve", "chatty-agent.mjs#chatty", "--port", "0", "--a2a"], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const card = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no A2A line printed: ${out}`)), 10_000);
+      child.stdout.on("data", (d) => {
+        out += d;
+        const match = /A2A\s+(http:\/\/\S+agent-card\.json)/.exec(out);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      });
+    });
+    try {
+      const response = await fetch(card, { signal: AbortSignal.timeout(5_000) });
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { name: string; supportedInterfaces: Array<{ url: string }> };
+      expect(body.name).toBe("chatty");
+      expect(body.supportedInterfaces[0]!.url).toBe(card.replace("/.well-known/agent-card.json", "/a2a"));
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(130);
+  });
+
   it("refuses to listen beyond loopback without --token", async () => {
     const cwd = freshProject();
     const ran = await quiver(

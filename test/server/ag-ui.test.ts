@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BaseEvent, EventType, HttpAgent, type Message } from "@ag-ui/client";
-import { jsonSchema, type ModelRequest, tool } from "quiver-agents";
+import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -154,6 +154,51 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     });
   }
 
+  it("a parked client-tool call survives a restart: another server on the same store takes the result", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quiver-ag-ui-"));
+    dirs.push(dir);
+    const path = join(dir, "runs.db");
+    // Each server's model starts from its first turn: the turn answers from what the request holds.
+    const turn = (req: ModelRequest) =>
+      req.messages.at(-1)?.role === "tool"
+        ? { text: `You picked ${lastToolText(req)}.` }
+        : { toolCalls: [{ id: "c1", name: "pick_color", args: {} }] };
+    const turns = () => agentWith([turn, turn]);
+    const tools = [{ name: "pick_color", description: "Ask the user to pick a color" }];
+    const first = new SqliteStore({ path });
+    const serving = await serve(createServer({ agent: turns(), store: first }), { port: 0 });
+    const { agent: ui } = client(`${serving.url}/api/ag-ui`, "t-restart");
+    ui.addMessage(userMessage("u1", "paint it"));
+    await ui.runAgent({ tools });
+    await serving.close();
+    await first.close();
+
+    ui.url = await start({ agent: turns(), store: new SqliteStore({ path }) });
+    ui.addMessage({ id: "r1", role: "tool", toolCallId: "c1", content: "ochre" });
+    await ui.runAgent({ tools });
+    expect(ui.messages.at(-1)).toMatchObject({ role: "assistant", content: "You picked ochre." });
+  });
+
+  it("a client tool's call waits for the client even when the agent's approval handler allows everything", async () => {
+    const agent = new Agent({
+      name: "eager",
+      model: new ScriptedModel([
+        { toolCalls: [{ id: "c1", name: "confirm", args: {} }] },
+        (req) => ({ text: `Client said ${lastToolText(req)}.` }),
+      ]),
+      approvalHandler: () => true,
+    });
+    const url = await start({ agent });
+    const tools = [{ name: "confirm", description: "Ask the user to confirm" }];
+    const { agent: ui } = client(url, "t-client-eager");
+    ui.addMessage(userMessage("u1", "go"));
+    await ui.runAgent({ tools });
+    expect(ui.messages.some((m) => m.role === "tool")).toBe(false);
+    ui.addMessage({ id: "r1", role: "tool", toolCallId: "c1", content: "confirmed" });
+    await ui.runAgent({ tools });
+    expect(ui.messages.at(-1)).toMatchObject({ role: "assistant", content: "Client said confirmed." });
+  });
+
   for (const stored of [false, true]) {
     it(`an approval ends the request with an interrupt; resume answers it${stored ? " (stored: the run parks)" : ""}`, async () => {
       const ran: string[] = [];
@@ -287,6 +332,34 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     expect(later.agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 
+  it("the same user message sent again is a reconnect, not a second run", async () => {
+    const url = await start({ agent: agentWith([{ text: "first answer" }, { text: "second run" }]) });
+    const post = async () => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({
+          threadId: "t-retry",
+          runId: crypto.randomUUID(),
+          messages: [userMessage("u1", "hi")],
+        }),
+      });
+      return (await response.text())
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; delta?: string; messages?: Message[] });
+    };
+    const first = await post();
+    expect(first.find((e) => e.type === EventType.TEXT_MESSAGE_CONTENT)?.delta).toBe("first answer");
+    const again = await post();
+    expect(again.map((e) => e.type)).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(again[1]!.messages!.map((m) => m.content)).toEqual(["hi", "first answer"]);
+  });
+
   it("a thread is its user's: another user's thread id is a 404, and a bad body a 400", async () => {
     const url = await start({
       agent: agentWith([{ text: "for alice" }, { text: "again" }]),
@@ -318,6 +391,9 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     const bad = await body({ authorization: "Bearer alice" }, { messages: [{ role: "user" }] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain("RunAgentInput");
+    // A page elsewhere cannot make a browser post here with the user's credentials.
+    const foreign = await body({ authorization: "Bearer alice", origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
   });
 });
 

@@ -1,0 +1,78 @@
+import type { Part } from "@a2a-js/sdk";
+import type { ContentBlock } from "../index.js";
+import { KEEPALIVE_MS } from "./http.js";
+import { callKey, type RunLog } from "./run-log.js";
+
+/** Resolves once the run ends, waits for input, or is not driven here. */
+export async function settled(log: RunLog): Promise<void> {
+  while (!log.blocked && !log.finished && log.status !== "detached") await log.changed(KEEPALIVE_MS);
+}
+
+export function stopReason(log: RunLog): string | undefined {
+  const end = log.own.findLast((e) => e.type === "run_completed");
+  return end?.type === "run_completed" ? end.stopReason : undefined;
+}
+
+export function idOf(log: RunLog, entry: { runId: string; call: { id: string } }): string {
+  return entry.runId === log.runId ? entry.call.id : callKey(entry.runId, entry.call.id);
+}
+
+/** Events that end a run of text (the next text is another artifact). */
+export function breaksText(type: string): boolean {
+  return type === "turn_started" || type === "tool_call_requested" || type === "reasoning_delta";
+}
+
+/** The run's own text, cut where `breaksText` says, with ids the stream used. */
+export function segments(log: RunLog): Array<{ id: string; text: string }> {
+  const out: Array<{ id: string; text: string }> = [];
+  let current: { id: string; text: string } | undefined;
+  for (const event of log.own) {
+    if (event.type === "text_delta" && event.delta !== "") {
+      if (!current) {
+        current = { id: `${log.runId}-${event.seq}`, text: "" };
+        out.push(current);
+      }
+      current.text += event.delta;
+    } else if (breaksText(event.type)) current = undefined;
+  }
+  return out;
+}
+
+export function artifact(id: string, text: string) {
+  return {
+    artifactId: id,
+    name: "text",
+    description: "",
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+  };
+}
+
+export function textPart(text: string): Part {
+  return {
+    content: { $case: "text", value: text },
+    metadata: undefined,
+    filename: "",
+    mediaType: "text/plain",
+  };
+}
+
+export function textOf(parts: readonly Part[]): string {
+  return parts
+    .flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : []))
+    .join("\n")
+    .trim();
+}
+
+export function dataOf(parts: readonly Part[]): Record<string, unknown> | undefined {
+  for (const part of parts)
+    if (part.content?.$case === "data" && part.content.value && typeof part.content.value === "object")
+      return part.content.value as Record<string, unknown>;
+  return undefined;
+}
+
+export function plain(content: string | ContentBlock[]): string {
+  if (typeof content === "string") return content;
+  return content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
+}

@@ -1,0 +1,171 @@
+import type { AgentCard, AgentSkill } from "@a2a-js/sdk";
+import type { Hono } from "hono";
+import { type Agent, Tool, UserError } from "../index.js";
+import { type A2aSdk, loadA2aSdk } from "./a2a-sdk.js";
+import { A2aTasks } from "./a2a-tasks.js";
+import type { Caller } from "./auth.js";
+import { HttpError, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import type { RunRegistry } from "./runs.js";
+
+/** `createServer({ a2a })`: what the agent card says besides what the server knows. */
+export type A2aOptions = {
+  /** The card's description. Default: one naming the agent. */
+  description?: string;
+  /** The agent's version on the card. Default "1.0.0". */
+  version?: string;
+  /**
+   * Declare HTTP Bearer auth on the card. Default: when `auth` is a token. Set it when an `auth`
+   * function reads a bearer token too, so clients know to send one.
+   */
+  bearer?: boolean;
+};
+
+/** Where the JSON-RPC endpoint is (the card names it with the server's own origin). */
+export const A2A_PATH = "/a2a";
+
+type Mount = {
+  registry: RunRegistry;
+  agent: Agent<any, any>;
+  agentKey: string;
+  caller: (request: Request, env: unknown) => Promise<Caller>;
+  /** How the server authenticates: nothing (loopback only), a token, or a function. */
+  auth: "none" | "token" | "function";
+  options: A2aOptions;
+};
+
+/**
+ * Serves the agent over A2A: its card at `/.well-known/agent-card.json` and JSON-RPC at
+ * `POST /a2a`, both A2A 1.0 methods (`SendMessage`, `SendStreamingMessage`, `GetTask`,
+ * `CancelTask`, `SubscribeToTask`) and, for clients on 0.3, `message/send`, `message/stream`,
+ * `tasks/get`, `tasks/cancel`, `tasks/resubscribe` — chosen by the `A2A-Version` header as the
+ * SDK's own servers do. The SDK loads on the first request.
+ */
+export function mountA2a(app: Hono, mount: Mount): void {
+  const sdk = async (): Promise<A2aSdk> => {
+    try {
+      return await loadA2aSdk();
+    } catch (error) {
+      if (error instanceof UserError) throw new HttpError(501, "not_installed", error.message);
+      throw error;
+    }
+  };
+
+  app.get("/.well-known/agent-card.json", async (c) => {
+    // The card is how a client learns to authenticate, so it is public behind auth; without
+    // auth the server answers only on loopback, the card included.
+    if (mount.auth === "none") await mount.caller(c.req.raw, c.env);
+    const loaded = await sdk();
+    const card = agentCard(loaded, mount, originOf(c.req.raw));
+    return c.json(loaded.core.AgentCard.toJSON(card) as object, 200, { "cache-control": "no-cache" });
+  });
+
+  app.post(A2A_PATH, async (c) => {
+    const { userId } = await mount.caller(c.req.raw, c.env);
+    const body = await readJsonObject(c.req.raw);
+    const loaded = await sdk();
+    const { server, legacy, core } = loaded;
+    const requested = c.req.header(core.A2A_VERSION_HEADER) || undefined;
+    const useLegacy = (requested ?? "0.3") === "0.3";
+    const card = agentCard(loaded, mount, originOf(c.req.raw));
+    const tasks = new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card);
+    const toError = useLegacy
+      ? legacy.LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
+      : server.JsonRpcTransportHandler.mapToJSONRPCError;
+    const id = (body as { id?: unknown }).id ?? null;
+    try {
+      const context = server.defaultServerCallContextBuilder({
+        extensions: undefined,
+        user: { isAuthenticated: userId !== undefined, userName: userId ?? "" },
+        headers: {},
+        ...(requested !== undefined && { requestedVersion: requested }),
+      });
+      server.validateVersion(context.requestedVersion, card, "JSONRPC");
+      const transport = useLegacy
+        ? new legacy.LegacyJsonRpcTransportHandler(tasks)
+        : new server.JsonRpcTransportHandler(tasks);
+      const answer = await transport.handle(body, context);
+      if (!(Symbol.asyncIterator in answer)) return c.json(answer);
+      const iterator = answer[Symbol.asyncIterator]();
+      let first: IteratorResult<unknown>;
+      try {
+        first = await iterator.next();
+      } catch (error) {
+        // Refused before anything streamed (an unknown task, bad params): a plain JSON-RPC error.
+        return c.json({ jsonrpc: "2.0", id, error: toError(error) });
+      }
+      let pending: IteratorResult<unknown> | undefined = first;
+      return pullResponse(async (signal) => {
+        if (signal.aborted) return null;
+        try {
+          const step = pending ?? (await iterator.next());
+          pending = undefined;
+          return step.done ? null : `data: ${JSON.stringify(step.value)}\n\n`;
+        } catch (error) {
+          return `event: error\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: toError(error) })}\n\n`;
+        }
+      }, SSE_HEADERS);
+    } catch (error) {
+      return c.json({ jsonrpc: "2.0", id, error: toError(error) });
+    }
+  });
+}
+
+/** The card: the agent, its tools as skills, streaming, and how to authenticate. */
+function agentCard(sdk: A2aSdk, mount: Mount, origin: string): AgentCard {
+  const url = `${origin}${A2A_PATH}`;
+  const bearer = mount.options.bearer ?? mount.auth === "token";
+  return {
+    name: mount.agent.name,
+    description: mount.options.description ?? `The Quiver agent "${mount.agent.name}".`,
+    supportedInterfaces: [
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: sdk.core.A2A_PROTOCOL_VERSION },
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" },
+    ],
+    provider: undefined,
+    version: mount.options.version ?? "1.0.0",
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: bearer
+      ? {
+          bearer: {
+            scheme: {
+              $case: "httpAuthSecurityScheme",
+              value: { description: "Authorization: Bearer <token>", scheme: "Bearer", bearerFormat: "" },
+            },
+          },
+        }
+      : {},
+    securityRequirements: bearer ? [{ schemes: { bearer: { list: [] } } }] : [],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: skillsOf(mount.agent),
+    signatures: [],
+  };
+}
+
+/** The agent's tools as skills (tools of MCP servers and other hosts are known only once connected). */
+function skillsOf(agent: Agent<any, any>): AgentSkill[] {
+  const given = agent.config.tools;
+  const tools = (given === undefined ? [] : Array.isArray(given) ? given : [given]).filter(
+    (t): t is Tool<any, any> => t instanceof Tool,
+  );
+  const skill = (id: string, name: string, description: string): AgentSkill => ({
+    id,
+    name,
+    description,
+    tags: [],
+    examples: [],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: [],
+  });
+  if (tools.length === 0) return [skill(agent.name, agent.name, `Talk to ${agent.name}.`)];
+  return tools.map((t) => skill(t.name, t.label ?? t.name, t.description));
+}
+
+/** The origin the request was made to (its Host, and the scheme a proxy reports). */
+function originOf(request: Request): string {
+  const url = new URL(request.url);
+  const forwarded = request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
+  const scheme = forwarded === "http" || forwarded === "https" ? forwarded : url.protocol.slice(0, -1);
+  return `${scheme}://${request.headers.get("host") ?? url.host}`;
+}

@@ -1,0 +1,343 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
+import {
+  type Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
+import { jsonSchema, type ModelRequest, tool } from "quiver-agents";
+import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
+import { SqliteStore } from "quiver-agents/store";
+import { askHuman, HumanChannel } from "quiver-agents/tools";
+import { afterEach, describe, expect, it } from "vitest";
+import { agentWith, refundTool, slowTool } from "./helpers.js";
+
+const lookup = tool({
+  name: "lookup",
+  description: "Look up an order",
+  parameters: jsonSchema<{ order: string }>({
+    type: "object",
+    properties: { order: { type: "string" } },
+    required: ["order"],
+  }),
+  execute: async ({ order }) => `order ${order} shipped`,
+});
+
+const dirs: string[] = [];
+const servings: Serving[] = [];
+afterEach(async () => {
+  for (const serving of servings.splice(0)) await serving.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function sqlite(): SqliteStore {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-a2a-"));
+  dirs.push(dir);
+  return new SqliteStore({ path: join(dir, "runs.db") });
+}
+
+async function start(options: Omit<ServerOptions, "a2a">): Promise<string> {
+  const serving = await serve(createServer({ ...options, a2a: true }), { port: 0 });
+  servings.push(serving);
+  return serving.url;
+}
+
+/** The SDK's own client, sending `Authorization: Bearer <token>` when given one. */
+function a2aClient(baseUrl: string, token?: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(baseUrl);
+}
+
+let counter = 0;
+function userText(text: string, task?: { taskId: string; contextId: string }): Message {
+  return {
+    messageId: `m${++counter}`,
+    contextId: task?.contextId ?? "",
+    taskId: task?.taskId ?? "",
+    role: Role.ROLE_USER,
+    parts: [
+      { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+function send(message: Message, returnImmediately = false) {
+  return {
+    tenant: "",
+    message,
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+    metadata: undefined,
+  };
+}
+
+function asTask(result: unknown): Task {
+  expect(result).toHaveProperty("status");
+  return result as Task;
+}
+
+function textOf(task: Task): string {
+  return task.artifacts
+    .flatMap((a) => a.parts)
+    .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
+    .join("|");
+}
+
+function statusText(task: Task): string {
+  const part = task.status?.message?.parts[0];
+  return part?.content?.$case === "text" ? part.content.value : "";
+}
+
+function lastToolText(req: ModelRequest): string {
+  const message = req.messages.at(-1);
+  return message?.role === "tool" && typeof message.content === "string" ? message.content : "(none)";
+}
+
+describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () => {
+  it("serves an agent card: name, skills from the tools, streaming, and bearer auth when auth is a token", async () => {
+    const url = await start({ agent: agentWith([{ text: "hi" }], [lookup], "orders"), auth: "s3cret" });
+    const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as Record<string, any>;
+    expect(card).toMatchObject({
+      name: "orders",
+      capabilities: { streaming: true },
+      skills: [{ id: "lookup", name: "lookup", description: "Look up an order" }],
+      securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: "Bearer" } } },
+      securityRequirements: [{ schemes: { bearer: {} } }],
+    });
+    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${url}/a2a`, protocolBinding: "JSONRPC" });
+
+    const client = await a2aClient(url, "s3cret");
+    expect((await client.getAgentCard()).name).toBe("orders");
+    const refused = await fetch(`${url}/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }),
+    });
+    expect(refused.status).toBe(401);
+    const foreign = await fetch(`${url}/a2a`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: "Bearer s3cret",
+        origin: "https://evil.example",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }),
+    });
+    expect(foreign.status).toBe(403);
+  });
+
+  it("message/send: a task whose id is the run's, completed, with the answer as an artifact", async () => {
+    const url = await start({
+      agent: agentWith(
+        [{ toolCalls: [{ id: "c1", name: "lookup", args: { order: "A1" } }] }, { text: "It shipped." }],
+        [lookup],
+      ),
+    });
+    const client = await a2aClient(url);
+    const task = asTask(await client.sendMessage(send(userText("where is A1?"))));
+    expect(task.id).toMatch(/^run_/);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(task)).toBe("It shipped.");
+    expect(task.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+    // The same run through the native API.
+    const native = (await (await fetch(`${url}/api/runs/${task.id}`)).json()) as { status: string };
+    expect(native.status).toBe("completed");
+    expect((await client.getTask({ tenant: "", id: task.id })).status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+  });
+
+  it("message/stream: the task, its text as artifact updates, then the final status", async () => {
+    const url = await start({ agent: agentWith([{ text: "hello there" }]) });
+    const client = await a2aClient(url);
+    const seen: string[] = [];
+    let text = "";
+    let final: TaskState | undefined;
+    for await (const event of client.sendMessageStream(send(userText("hi")))) {
+      const payload = event.payload;
+      if (!payload) continue;
+      seen.push(payload.$case);
+      if (payload.$case === "artifactUpdate")
+        for (const part of payload.value.artifact?.parts ?? [])
+          if (part.content?.$case === "text") text += part.content.value;
+      if (payload.$case === "statusUpdate") final = payload.value.status?.state;
+    }
+    expect(seen[0]).toBe("task");
+    expect(seen).toContain("artifactUpdate");
+    expect(seen.at(-1)).toBe("statusUpdate");
+    expect(text).toBe("hello there");
+    expect(final).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  for (const stored of [false, true]) {
+    it(`input-required while an approval waits; the next message answers it${stored ? " (stored: the run parks)" : ""}`, async () => {
+      const ran: string[] = [];
+      const url = await start({
+        agent: agentWith(
+          [
+            { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+            (req) => ({ text: `Done: ${lastToolText(req)}` }),
+          ],
+          [refundTool(ran)],
+        ),
+        ...(stored && { store: sqlite() }),
+      });
+      const client = await a2aClient(url);
+      const waiting = asTask(await client.sendMessage(send(userText("refund A1"))));
+      expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect(statusText(waiting)).toContain('Approve refund {"order":"A1"}');
+      expect(ran).toEqual([]);
+
+      const done = asTask(
+        await client.sendMessage(send(userText("yes", { taskId: waiting.id, contextId: waiting.contextId }))),
+      );
+      expect(done.id).toBe(waiting.id);
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(ran).toEqual(["A1"]);
+      expect(textOf(done)).toBe("Done: refunded A1");
+    });
+  }
+
+  it("message/stream ends at input-required, and a streamed answer continues the same task to its end", async () => {
+    const ran: string[] = [];
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+          (req) => ({ text: `Done: ${lastToolText(req)}` }),
+        ],
+        [refundTool(ran)],
+      ),
+    });
+    const client = await a2aClient(url);
+    const states = async (message: Message) => {
+      const seen: Array<{ state: TaskState | undefined; taskId: string; contextId: string }> = [];
+      for await (const event of client.sendMessageStream(send(message))) {
+        const p = event.payload;
+        if (p?.$case === "task")
+          seen.push({ state: p.value.status?.state, taskId: p.value.id, contextId: p.value.contextId });
+        if (p?.$case === "statusUpdate")
+          seen.push({ state: p.value.status?.state, taskId: p.value.taskId, contextId: p.value.contextId });
+      }
+      return seen;
+    };
+    const first = await states(userText("refund A1"));
+    expect(first.map((s) => s.state)).toEqual([
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    ]);
+    const { taskId, contextId } = first[0]!;
+    const second = await states(userText("yes", { taskId, contextId }));
+    expect(second.map((s) => s.state)).toEqual([
+      TaskState.TASK_STATE_WORKING,
+      TaskState.TASK_STATE_COMPLETED,
+    ]);
+    expect(second.every((s) => s.taskId === taskId)).toBe(true);
+    expect(ran).toEqual(["A1"]);
+  });
+
+  it("any reply but yes denies, and the agent hears it; an ask_human question is answered by the next message", async () => {
+    const ran: string[] = [];
+    const channel = new HumanChannel();
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+          { toolCalls: [{ id: "q1", name: "ask_human", args: { question: "Which order then?" } }] },
+          (req) => ({ text: `Noted: ${lastToolText(req)}` }),
+        ],
+        [refundTool(ran), askHuman(channel)],
+      ),
+      human: channel,
+    });
+    const client = await a2aClient(url);
+    const first = asTask(await client.sendMessage(send(userText("refund A1"))));
+    const ids = { taskId: first.id, contextId: first.contextId };
+    const asked = asTask(await client.sendMessage(send(userText("no, not that one", ids))));
+    expect(ran).toEqual([]);
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(statusText(asked)).toBe("Which order then?");
+    const done = asTask(await client.sendMessage(send(userText("B2", ids))));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(done)).toBe("Noted: B2");
+  });
+
+  it("tasks/cancel stops a working task", async () => {
+    const slow = slowTool();
+    const url = await start({
+      agent: agentWith(
+        [{ toolCalls: [{ id: "c1", name: "slow", args: { step: "one" } }] }, { text: "never" }],
+        [slow.tool],
+      ),
+    });
+    const client = await a2aClient(url);
+    const working = asTask(await client.sendMessage(send(userText("go"), true)));
+    expect(working.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    const cancelled = await client.cancelTask({ tenant: "", id: working.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    slow.release();
+    await expect(client.cancelTask({ tenant: "", id: working.id, metadata: undefined })).rejects.toThrow();
+  });
+
+  it("a second user's task is not found: get, cancel and messages to it", async () => {
+    const url = await start({
+      agent: agentWith(
+        [{ toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] }],
+        [refundTool([])],
+      ),
+      auth: (req) => req.headers.get("authorization")?.replace(/^Bearer /, "") ?? null,
+    });
+    const alice = await a2aClient(url, "alice");
+    const bob = await a2aClient(url, "bob");
+    const task = asTask(await alice.sendMessage(send(userText("refund A1"))));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    await expect(bob.getTask({ tenant: "", id: task.id })).rejects.toThrow(/no task/);
+    await expect(bob.cancelTask({ tenant: "", id: task.id, metadata: undefined })).rejects.toThrow(/no task/);
+    await expect(
+      bob.sendMessage(send(userText("yes", { taskId: task.id, contextId: task.contextId }))),
+    ).rejects.toThrow(/no task/);
+    await expect(
+      bob.sendMessage(send(userText("hi", { taskId: "", contextId: task.contextId }))),
+    ).rejects.toThrow(/no context/);
+    expect((await alice.getTask({ tenant: "", id: task.id })).status?.state).toBe(
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    );
+  });
+
+  it("speaks A2A 0.3 JSON-RPC too (message/send, tasks/get) for clients that send no A2A-Version", async () => {
+    const url = await start({ agent: agentWith([{ text: "hello from 0.3" }]) });
+    const rpc = async (method: string, params: unknown) =>
+      (await (
+        await fetch(`${url}/a2a`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+        })
+      ).json()) as { result?: any; error?: any };
+    const sent = await rpc("message/send", {
+      message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hi" }] },
+    });
+    expect(sent.error).toBeUndefined();
+    expect(sent.result).toMatchObject({ kind: "task", status: { state: "completed" } });
+    const got = await rpc("tasks/get", { id: sent.result.id });
+    expect(got.result).toMatchObject({ id: sent.result.id, status: { state: "completed" } });
+    const missing = await rpc("tasks/get", { id: "run_nope" });
+    expect(missing.error).toMatchObject({ code: -32001 });
+  });
+});
