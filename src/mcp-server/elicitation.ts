@@ -84,7 +84,7 @@ function messageFor(question: ApprovalQuestion, speaksForAgent: boolean): string
     speaksForAgent && agentPath?.length ? `The agent ${agentPath.join(" › ")} wants to call` : "Call";
   const lines = [`${who} ${call.name} with ${argumentsText(call.args)}?`];
   if (description) lines.push(description);
-  if (reason) lines.push(`It needs approval: ${reason}.`);
+  if (reason) lines.push(`Why it asks: ${reason}.`);
   return lines.join("\n");
 }
 

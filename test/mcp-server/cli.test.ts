@@ -171,7 +171,7 @@ describe("quiver mcp <agent file> (the agent as one tool)", () => {
     expect(textOf(result)).toBe("finished: deleted old.log");
     expect(existsSync(join(cwd, "deleted-old.log"))).toBe(true);
     expect(questions).toEqual([
-      'The agent janitor wants to call delete_file with {"path":"old.log"}?\nIt needs approval: delete_file is destructive.',
+      'The agent janitor wants to call delete_file with {"path":"old.log"}?\nWhy it asks: delete_file is destructive.',
     ]);
   });
 

@@ -165,7 +165,7 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
     expect(result).toEqual({ content: [{ type: "text", text: "deleted notes.txt" }] });
     expect(deleted).toEqual(["notes.txt"]);
     expect(questions).toEqual([
-      'Call delete_file with {"path":"notes.txt"}?\nIt needs approval: delete_file is destructive.',
+      'Call delete_file with {"path":"notes.txt"}?\nWhy it asks: delete_file is destructive.',
     ]);
   });
 
@@ -383,7 +383,7 @@ describe("mcpServer({ agent }).listen() over streamable HTTP", () => {
     expect(result.isError).toBeFalsy();
     expect(deleted).toEqual(["old.log"]);
     expect(questions).toEqual([
-      'The agent janitor wants to call delete_file with {"path":"old.log"}?\nIt needs approval: delete_file is destructive.',
+      'The agent janitor wants to call delete_file with {"path":"old.log"}?\nWhy it asks: delete_file is destructive.',
     ]);
     expect(progress).toContain("calling delete_file");
 

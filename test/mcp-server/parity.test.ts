@@ -225,7 +225,7 @@ describe("approvals", () => {
     expect(textOf(await c.callTool({ name: "wipe", arguments: {} }))).toBe("wiped");
     expect(questions).toEqual([]);
     expect(textOf(await c.callTool({ name: "deploy", arguments: {} }))).toBe("deployed");
-    expect(questions).toEqual(["Call deploy with {}?\nIt needs approval: deploy needs approval."]);
+    expect(questions).toEqual(["Call deploy with {}?\nWhy it asks: deploy needs approval."]);
     expect(ran).toEqual(["wipe", "deploy"]);
   });
 
