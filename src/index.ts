@@ -11,6 +11,12 @@ export type {
   Guardrails,
 } from "./contract/guardrails.js";
 export type { InstructionContext, InstructionFragment, Instructions } from "./contract/instructions.js";
+export type {
+  CallDescription,
+  PermissionDecision,
+  PermissionSubject,
+  Permissions,
+} from "./contract/permissions.js";
 export type { RunContext } from "./contract/run-context.js";
 export { serializeEvent } from "./contract/serialize-event.js";
 export {
@@ -69,10 +75,7 @@ export type { CompactionOptions } from "./run/config/compaction-options.js";
 export { type GuardrailConfig, GuardrailTripped, guardrail } from "./run/config/guardrail.js";
 export { OutputValidationError } from "./run/config/output-type.js";
 export {
-  type PermissionDecision,
   type PermissionMode,
-  type PermissionSubject,
-  type Permissions,
   StandardPermissions,
   type StandardPermissionsOptions,
 } from "./run/config/permissions.js";

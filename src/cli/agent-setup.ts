@@ -1,13 +1,9 @@
 import type { ApprovalAnswer } from "../contract/approvals.js";
+import type { PermissionDecision, PermissionSubject, Permissions } from "../contract/permissions.js";
 import type { RunContext } from "../contract/run-context.js";
 import type { ToolCall } from "../model/types.js";
 import type { Agent } from "../run/config/agent.js";
-import {
-  type PermissionDecision,
-  type PermissionSubject,
-  type Permissions,
-  StandardPermissions,
-} from "../run/config/permissions.js";
+import { StandardPermissions } from "../run/config/permissions.js";
 import type { ModeName } from "./options.js";
 
 /**

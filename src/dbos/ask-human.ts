@@ -9,7 +9,6 @@
 import { askHuman, HumanChannel, type QuestionOption } from "../builtin-tools/ask-human.js";
 import type { RunEvent } from "../contract/events.js";
 import { InvalidToolArguments, ToolError } from "../errors.js";
-import { CALL_REVIEWS } from "../run/config/permissions.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 
@@ -58,6 +57,16 @@ export function durableAskHuman(options: { name?: string } = {}): Tool<AskArgs> 
     parameters: jsonSchema<AskArgs>(base.parameters),
     parallel: false,
     readOnly: true,
+    describeCall: (args) => {
+      const options = args.options ?? [];
+      const details: QuestionDetails = {
+        kind: "ask_human",
+        question: args.question,
+        options,
+        multiSelect: options.length > 0 && args.multi_select === true,
+      };
+      return { description: args.question, details };
+    },
     // Returning a stored answer again is harmless: a call cut off by a crash is simply re-run.
     idempotent: true,
     // Parks the run (with a store and no handler deciding): the park is the wait for the answer.
@@ -81,19 +90,6 @@ export function durableAskHuman(options: { name?: string } = {}): Tool<AskArgs> 
         );
       }
       return answer;
-    },
-  });
-  CALL_REVIEWS.set(asker, {
-    describe: (raw) => {
-      const args = raw as AskArgs;
-      const options = args.options ?? [];
-      const details: QuestionDetails = {
-        kind: "ask_human",
-        question: args.question,
-        options,
-        multiSelect: options.length > 0 && args.multi_select === true,
-      };
-      return { description: args.question, details };
     },
   });
   return asker;

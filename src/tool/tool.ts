@@ -63,6 +63,9 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
   readonly isolate?: ToolOptions["isolate"];
   readonly concurrency?: number;
   readonly guardrails?: ToolOptions["guardrails"];
+  readonly permissionRule?: ToolOptions<Args>["permissionRule"];
+  readonly describeCall?: ToolOptions<Args>["describeCall"];
+  readonly editsFiles?: boolean;
   readonly #schema: ParameterSchema;
 
   constructor(config: ToolConfig<any>) {

@@ -1,4 +1,5 @@
 import type { Guardrails } from "../contract/guardrails.js";
+import type { CallDescription, PermissionDecision } from "../contract/permissions.js";
 import type { RunContext } from "../contract/run-context.js";
 import type { ContentBlock } from "../model/types.js";
 
@@ -58,6 +59,17 @@ export interface ToolOptions<Args = any, Result = unknown> {
   untrustedOutput?: boolean;
   /** A successful call ends the run (`stopReason: "ends_turn"`). */
   endsTurn?: boolean;
+  /**
+   * The tool's own permission rule for a call's arguments (the workspace shell's command
+   * prefixes, the edit tools' protected paths): `deny` refuses in every mode, `allow` stands in
+   * for the person a destructive call would ask, `ask` sends the call to one — even where
+   * `acceptEdits` would pass it. `undefined` leaves the decision to the permission mode.
+   */
+  permissionRule?: (args: Args) => PermissionDecision | undefined;
+  /** What an approval prompt shows about a call besides the reason: a line, and e.g. a diff (`details`). */
+  describeCall?: (args: Args, ctx: RunContext<any>) => CallDescription | Promise<CallDescription>;
+  /** A file-edit tool: `acceptEdits` lets it run without asking, unless its `permissionRule` asks. */
+  editsFiles?: boolean;
   /** At most this many calls of this tool run at once, across every run in the process (rate-limited APIs). */
   concurrency?: number;
   /** A human-readable name for UIs. */

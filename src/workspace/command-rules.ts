@@ -1,4 +1,4 @@
-import type { PermissionDecision } from "../run/config/permissions.js";
+import type { PermissionDecision } from "../contract/permissions.js";
 import { loadedBashParser, withBashTree } from "./bash-parser.js";
 import { type DenyRule, denyRule, findDenied } from "./deny-rules.js";
 import { type PlainCommand, plainCommands } from "./plain-commands.js";

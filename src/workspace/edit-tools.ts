@@ -1,5 +1,3 @@
-import { CALL_REVIEWS } from "../run/config/permissions.js";
-import { BUILTIN_EDIT_TOOLS } from "../run/engine/approval-step.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import { type Tool, tool } from "../tool/tool.js";
 import type { EditArgs, FileEditor, WriteArgs } from "./file-edits.js";
@@ -9,7 +7,7 @@ import type { EditArgs, FileEditor, WriteArgs } from "./file-edits.js";
  * except for protected paths, which its permission rule sends to a person.
  */
 export function writeFileTool(editor: FileEditor): Tool<WriteArgs> {
-  const write = tool({
+  return tool({
     name: "write_file",
     label: "Write file",
     description:
@@ -27,19 +25,16 @@ export function writeFileTool(editor: FileEditor): Tool<WriteArgs> {
     }),
     destructive: true,
     parallel: false,
+    editsFiles: true,
+    permissionRule: (args) => editor.protectedPaths.rule("write_file", args),
+    describeCall: (args, ctx) => editor.describe("write", args, ctx),
     execute: async (args, ctx) => editor.apply(await editor.planWrite(args, ctx, true), ctx),
   });
-  BUILTIN_EDIT_TOOLS.add(write);
-  CALL_REVIEWS.set(write, {
-    rule: (args) => editor.protectedPaths.rule("write_file", args),
-    describe: (args, ctx) => editor.describe("write", args as WriteArgs, ctx),
-  });
-  return write;
 }
 
 /** `edit_file`: exact string replacement; a destructive barrier and a built-in edit tool. */
 export function editFileTool(editor: FileEditor): Tool<EditArgs> {
-  const edit = tool({
+  return tool({
     name: "edit_file",
     label: "Edit file",
     description:
@@ -63,12 +58,9 @@ export function editFileTool(editor: FileEditor): Tool<EditArgs> {
     }),
     destructive: true,
     parallel: false,
+    editsFiles: true,
+    permissionRule: (args) => editor.protectedPaths.rule("edit_file", args),
+    describeCall: (args, ctx) => editor.describe("edit", args, ctx),
     execute: async (args, ctx) => editor.apply(await editor.planEdit(args, ctx, true), ctx),
   });
-  BUILTIN_EDIT_TOOLS.add(edit);
-  CALL_REVIEWS.set(edit, {
-    rule: (args) => editor.protectedPaths.rule("edit_file", args),
-    describe: (args, ctx) => editor.describe("edit", args as EditArgs, ctx),
-  });
-  return edit;
 }

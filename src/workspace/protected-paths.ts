@@ -1,8 +1,8 @@
 import { realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import type { PermissionDecision } from "../contract/permissions.js";
 import { UserError } from "../errors.js";
-import type { PermissionDecision } from "../run/config/permissions.js";
 import { isWithin, toPosix } from "./paths.js";
 
 /**

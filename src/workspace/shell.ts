@@ -1,6 +1,5 @@
 import type { RunContext } from "../contract/run-context.js";
 import { ToolError, UserError } from "../errors.js";
-import { CALL_REVIEWS } from "../run/config/permissions.js";
 import { jsonSchema } from "../tool/json-schema.js";
 import type { Validation } from "../tool/parameters.js";
 import { Tool } from "../tool/tool.js";
@@ -100,18 +99,7 @@ export function shellTool(root: string, options: ShellOptions, executor?: ShellE
       `workspace shell network must be true or false, got ${JSON.stringify(options.network)}`,
     );
   }
-  const shell = new ShellTool(root, options, sandbox, defaultTimeout, executor);
-  CALL_REVIEWS.set(shell, {
-    rule: shell.rule,
-    describe: (args) => {
-      const { command, description } = args as ShellArgs;
-      return {
-        description: description ? `${description}: ${command}` : `Run: ${command}`,
-        details: { command },
-      };
-    },
-  });
-  return shell;
+  return new ShellTool(root, options, sandbox, defaultTimeout, executor);
 }
 
 class ShellTool extends Tool<ShellArgs> {
@@ -125,6 +113,7 @@ class ShellTool extends Tool<ShellArgs> {
     readonly defaultTimeout: number,
     readonly executor: ShellExecutor | undefined,
   ) {
+    const rule = shellRule(options.allow ?? [], options.deny ?? []);
     super({
       name: "shell",
       label: "Shell",
@@ -156,9 +145,17 @@ class ShellTool extends Tool<ShellArgs> {
       destructive: true,
       parallel: false,
       maxOutputChars: options.maxOutputChars ?? DEFAULT_SHELL_OUTPUT_CHARS,
+      permissionRule: (args) => rule(args),
+      describeCall: (args) => {
+        const { command, description } = args as ShellArgs;
+        return {
+          description: description ? `${description}: ${command}` : `Run: ${command}`,
+          details: { command },
+        };
+      },
     });
     this.#env = shellEnvironment(options.env);
-    this.rule = shellRule(options.allow ?? [], options.deny ?? []);
+    this.rule = rule;
   }
 
   /**

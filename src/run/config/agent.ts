@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { ApprovalAnswer } from "../../contract/approvals.js";
 import { assertGuardrails, type Guardrails } from "../../contract/guardrails.js";
 import type { Instructions } from "../../contract/instructions.js";
+import type { Permissions } from "../../contract/permissions.js";
 import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
 import type { ToolHost } from "../../hosts/tool-host.js";
@@ -11,7 +12,6 @@ import { type Tool, tool } from "../../tool/tool.js";
 import type { ResultRenderer, ToolOptions } from "../../tool/types.js";
 import type { Budget } from "./budget.js";
 import type { CompactionOptions } from "./compaction-options.js";
-import type { Permissions } from "./permissions.js";
 import type { Plugin } from "./plugin.js";
 
 /**

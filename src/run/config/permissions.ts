@@ -1,53 +1,5 @@
-import type { RunContext } from "../../contract/run-context.js";
+import type { PermissionDecision, PermissionSubject, Permissions } from "../../contract/permissions.js";
 import { UserError } from "../../errors.js";
-
-/** What a permission check concludes for one call. */
-export type PermissionDecision =
-  | { behavior: "allow" }
-  | { behavior: "ask"; reason: string }
-  | { behavior: "deny"; reason: string };
-
-/** The facts about a tool that permission rules look at. */
-export type PermissionSubject = {
-  name: string;
-  destructive?: boolean;
-  readOnly?: boolean;
-  /** A built-in file-edit tool (the workspace's write/edit), auto-approved in "acceptEdits". */
-  editTool?: boolean;
-  /**
-   * The tool's own verdict on this call's arguments, when it has rules of its own (the workspace
-   * shell's `allow` / `deny` command prefixes). `undefined` leaves the decision to the mode.
-   */
-  rule?: (args: unknown) => PermissionDecision | undefined;
-};
-
-/** What a tool adds to permission checks and approval prompts for each of its calls. */
-export interface CallReview {
-  /** See `PermissionSubject.rule`. */
-  rule?(args: unknown): PermissionDecision | undefined;
-  /** What an approval prompt shows besides the reason: a one-line description and, e.g., a diff. */
-  describe?(
-    args: unknown,
-    ctx: RunContext,
-  ): { description: string; details?: unknown } | Promise<{ description: string; details?: unknown }>;
-}
-
-/**
- * Per-tool reviews, keyed by the tool object (the workspace registers its tools here; the
- * approval step reads it). A weak map: a tool that is dropped takes its review with it.
- */
-export const CALL_REVIEWS = new WeakMap<object, CallReview>();
-
-/** Decides, per call, whether a tool may run, must ask a human, or is refused. */
-export interface Permissions {
-  check(
-    tool: PermissionSubject,
-    args: unknown,
-    ctx: RunContext,
-  ): PermissionDecision | Promise<PermissionDecision>;
-  /** Whether the model is shown the tool at all. Tools it would always deny are not offered. */
-  offers?(tool: PermissionSubject): boolean;
-}
 
 export type PermissionMode = "default" | "acceptEdits" | "bypass";
 

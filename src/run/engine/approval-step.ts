@@ -1,16 +1,14 @@
 import type { ApprovalAnswer, ApprovalOutcome } from "../../contract/approvals.js";
+import type { Permissions } from "../../contract/permissions.js";
 import type { RunContext } from "../../contract/run-context.js";
 import type { ToolCall } from "../../model/types.js";
 import type { Tool } from "../../tool/tool.js";
-import { CALL_REVIEWS, type Permissions, StandardPermissions } from "../config/permissions.js";
+import { StandardPermissions } from "../config/permissions.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { messageOf } from "./tool-result.js";
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
 const DEFAULT_PERMISSIONS = new StandardPermissions();
-
-/** Marks the built-in file-edit tools that `acceptEdits` auto-approves. */
-export const BUILTIN_EDIT_TOOLS = new WeakSet<Tool>();
 
 /**
  * Step 3 of a call's preflight: permissions, then `needsApproval`, then (if anyone must be
@@ -38,7 +36,6 @@ async function checkAndAsk(
   const config = run.agent.config;
   const ctx = preflightContext(run, call);
   const permissions: Permissions = config.permissions ?? DEFAULT_PERMISSIONS;
-  const review = CALL_REVIEWS.get(tool);
   let askReason: string | undefined;
   try {
     const decision = await permissions.check(
@@ -46,8 +43,8 @@ async function checkAndAsk(
         name: tool.name,
         destructive: tool.destructive ?? false,
         readOnly: tool.readOnly ?? false,
-        editTool: BUILTIN_EDIT_TOOLS.has(tool),
-        ...(review?.rule && { rule: (a: unknown) => review.rule!(a) }),
+        editTool: tool.editsFiles ?? false,
+        ...(tool.permissionRule && { rule: (a: unknown) => tool.permissionRule!(a) }),
       },
       args,
       ctx,
@@ -87,7 +84,7 @@ async function checkAndAsk(
     call,
     askReason,
     ctx,
-    review?.describe ? await describeCall(review.describe, args, ctx) : undefined,
+    tool.describeCall ? await describeCall(tool.describeCall, args, ctx) : undefined,
   );
 }
 

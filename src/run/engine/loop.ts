@@ -1,5 +1,6 @@
 import type { EventOf, StopReason } from "../../contract/events.js";
 import type { Guardrail } from "../../contract/guardrails.js";
+import type { Permissions } from "../../contract/permissions.js";
 import { BudgetExceeded, UserError } from "../../errors.js";
 import { FallbackModel } from "../../model/fallback.js";
 import type {
@@ -19,7 +20,6 @@ import type { Agent, AgentModel } from "../config/agent.js";
 import { type Compaction, resolveCompaction } from "../config/compaction-options.js";
 import { GuardrailTripped } from "../config/guardrail.js";
 import { type OutputContract, OutputValidationError, outputContract } from "../config/output-type.js";
-import type { Permissions } from "../config/permissions.js";
 import { checkPlugins, type Plugin } from "../config/plugin.js";
 import { inputMessages, type RunInput } from "../config/run-input.js";
 import { compactRequest, observeUsage, resetView } from "../conversation/compaction.js";
