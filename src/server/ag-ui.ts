@@ -57,7 +57,8 @@ export async function postAgUi(
     last?.role === "user" && !(latest && startedBy.get(latest) === last.id) ? last : undefined;
   const live = latest && !latest.finished && latest.status !== "detached" ? latest : undefined;
   if (live) {
-    if (tools.length > 0) live.extraTools = tools;
+    const added = registry.toolsBesides(live.agentKey, tools);
+    if (added.length > 0) live.extraTools = added;
     const from = cursors.get(live) ?? live.all.length;
     if ((await applyAnswers(live, input, registry, results)) > 0) return agUiStream(live, input, from);
     if (!newMessage) return agUiStream(live, input, 0, snapshotBefore(live));

@@ -8,6 +8,7 @@ import {
   Runner,
   Tool,
   type ToolCall,
+  type ToolHost,
   UserError,
 } from "../index.js";
 import { LeaseConflict, type RunStore } from "../store/types.js";
@@ -87,7 +88,8 @@ export class RunRegistry {
   ): RunLog {
     const known = this.#agents.get(agentKey);
     if (!known) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
-    const agent = this.#withTools(agentKey, extraTools) ?? known;
+    const added = this.toolsBesides(agentKey, extraTools ?? []);
+    const agent = this.#withTools(agentKey, added) ?? known;
     const extra = this.#options.runOptions?.(context) ?? {};
     const handle = Runner.stream(agent, input, {
       ...extra,
@@ -96,25 +98,26 @@ export class RunRegistry {
       ...(this.store && { store: this.store }),
     });
     const log = new RunLog(handle.runId, agentKey, context.userId, context.sessionId);
-    if (extraTools?.length) log.extraTools = extraTools;
+    if (added.length) log.extraTools = added;
     this.#logs.set(log.runId, log);
     this.#drive(log, handle);
     this.#evict();
     return log;
   }
 
+  /** `tools` minus the names the agent has tools of: the agent's own tool wins over a client's. */
+  toolsBesides(agentKey: string, tools: readonly Tool<any, any>[]): Tool<any, any>[] {
+    const own = toolsOf(this.#options.agents.get(agentKey));
+    const taken = new Set(own.flatMap((t) => (t instanceof Tool ? [t.name] : [])));
+    return tools.filter((t) => !taken.has(t.name));
+  }
+
   /** The served agent with `tools` added (asked about every call), or undefined without any. */
   #withTools(agentKey: string, tools: readonly Tool<any, any>[] | undefined): Agent<any, any> | undefined {
     if (!tools?.length) return undefined;
     const original = this.#options.agents.get(agentKey)!;
-    const given = original.config.tools;
-    const own = given === undefined ? [] : Array.isArray(given) ? given : [given];
-    // The agent's own tool wins over a client's of the same name.
-    const taken = new Set(own.flatMap((t) => (t instanceof Tool ? [t.name] : [])));
-    const added = tools.filter((t) => !taken.has(t.name));
-    if (added.length === 0) return undefined;
-    const combined = [...own, ...added];
-    const asked = new Set(added.map((t) => t.name));
+    const combined = [...toolsOf(original), ...tools];
+    const asked = new Set(tools.map((t) => t.name));
     return askingAgent(original.clone({ tools: combined }), (call, ctx) => this.#onAsk(call, ctx), asked);
   }
 
@@ -413,6 +416,11 @@ export class RunRegistry {
   cancelAll(reason: string): void {
     for (const log of this.#logs.values()) log.handle?.cancel(reason);
   }
+}
+
+function toolsOf(agent: Agent<any, any> | undefined): Array<Tool<any, any> | ToolHost> {
+  const given = agent?.config.tools;
+  return given === undefined ? [] : Array.isArray(given) ? [...given] : [given];
 }
 
 function matches(entry: { call: ToolCall; runId: string }, callId: string): boolean {

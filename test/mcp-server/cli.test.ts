@@ -67,7 +67,8 @@ const textOf = (result: unknown) =>
     .join("");
 
 async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
+  // Generous: the machine running the tests may be busy starting other processes.
+  const deadline = Date.now() + 15_000;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -235,7 +235,7 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     });
   }
 
-  it("a denial in resume reaches the model, and the tool never runs", async () => {
+  it("a denial in resume reaches the model, and the tool never runs (nor a client tool of its name)", async () => {
     const ran: string[] = [];
     const url = await start({
       agent: agentWith(
@@ -248,8 +248,12 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     });
     const { agent } = client(url, "t-deny");
     agent.addMessage(userMessage("u1", "refund A1"));
-    await agent.runAgent();
+    // A client tool of the same name does not replace the agent's: its call is still an approval.
+    const tools = [{ name: "refund", description: "The page's own refund" }];
+    await agent.runAgent({ tools });
+    expect(agent.pendingInterrupts).toMatchObject([{ id: "c1", reason: "tool_approval" }]);
     await agent.runAgent({
+      tools,
       resume: [{ interruptId: "c1", status: "resolved", payload: { approved: false, reason: "too late" } }],
     });
     expect(ran).toEqual([]);
