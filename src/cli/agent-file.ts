@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { UserError } from "../errors.js";
+import { FallbackModel } from "../model/fallback.js";
 import type { Model } from "../model/types.js";
 import { Agent } from "../run/config/agent.js";
 
@@ -140,14 +141,20 @@ function describe(value: unknown): string {
 }
 
 /**
- * The agent with `--model` (a "provider:id" string resolved by quiver-agents/providers) in
+ * The agent with `--model` (a "provider:id" string resolved by quiver-agents/providers, or a
+ * comma-separated fallback chain of them: `openai:gpt-4.1-mini,anthropic:claude-sonnet-4-5`) in
  * place of its own model.
  */
 export async function withModel(agent: Agent<any, any>, model: string | undefined): Promise<Agent<any, any>> {
   if (model === undefined) return agent;
   const { resolveModel } = await import("../providers/registry.js");
-  const resolved: Model = resolveModel(model);
-  return agent.clone({ model: resolved });
+  const ids = model
+    .split(",")
+    .map((id) => id.trim())
+    .filter(Boolean);
+  const resolved: Model[] = ids.map((id) => resolveModel(id));
+  if (resolved.length === 0) throw new UserError(`--model needs a provider:id, got ${JSON.stringify(model)}`);
+  return agent.clone({ model: resolved.length === 1 ? resolved[0]! : new FallbackModel(resolved) });
 }
 
 /** The model an agent will use, as a user would name it. */

@@ -37,7 +37,8 @@ export named after #, is an Agent.
 Common options:
   --store SPEC          sqlite:PATH, postgres://…, or memory (runs/sessions/chat/serve
                         default to sqlite:.quiver/quiver.db; run stores only when given)
-  --model PROVIDER:ID   use this model instead of the agent's (e.g. openai:gpt-4.1-mini)
+  --model PROVIDER:ID   use this model instead of the agent's (e.g. openai:gpt-4.1-mini);
+                        a,b,c is a fallback chain: a turn that fails on one goes to the next
   --json                one JSON event per line on stdout
   --show-reasoning      print the model's reasoning (hidden by default)
   -h, --help            help for a command
@@ -56,7 +57,7 @@ Options:
   --store SPEC            persist the run: sqlite:PATH | postgres://… | memory; a call that
                           needs approval with no terminal to ask then parks the run (exit 3)
   --session ID            continue (and store) this session's conversation (needs --store)
-  --model PROVIDER:ID     override the agent's model
+  --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --mode MODE             permission mode: default | acceptEdits | bypass
   --show-reasoning        print the model's reasoning`;
 
@@ -69,7 +70,7 @@ Options:
   --session ID            continue this session (default: a new one)
   --store SPEC            where runs and sessions are kept (default sqlite:.quiver/quiver.db)
   --mode MODE             permission mode: default | acceptEdits | bypass
-  --model PROVIDER:ID     override the agent's model
+  --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --show-reasoning        print the model's reasoning`;
 
 export const SERVE_HELP = `Usage: quiver serve <agent-file>[#export] [options]
@@ -81,7 +82,7 @@ Options:
   --hostname HOST         address to bind (default 127.0.0.1)
   --token T               require "Authorization: Bearer T" (needed off loopback)
   --store SPEC            where runs are kept (default sqlite:.quiver/quiver.db)
-  --model PROVIDER:ID     override the agent's model
+  --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --a2a                   also serve it over A2A (needs: npm install @a2a-js/sdk@1)`;
 
 export const MCP_HELP = `Usage: quiver mcp <agent-file>[#export] [options]
@@ -97,7 +98,7 @@ Options:
   --token T               with --http: require "Authorization: Bearer T" (needed off loopback)
   --tools                 offer the agent's tools instead of the agent
   --store SPEC            keep the agent's runs: sqlite:PATH | postgres://… | memory (default: none)
-  --model PROVIDER:ID     override the agent's model
+  --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --mode MODE             permission mode: default | acceptEdits | bypass`;
 
 export const RUNS_HELP = `Usage: quiver runs <command> [options]

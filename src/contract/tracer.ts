@@ -30,6 +30,8 @@ export interface TraceSpanOptions {
   kind?: number;
   attributes?: TraceAttributes;
   links?: TraceLink[];
+  /** Epoch ms, for a span recorded after the fact (a guardrail check, from its event). */
+  startTime?: number;
 }
 
 /** The span methods runs call. */
@@ -41,7 +43,8 @@ export interface TraceSpan {
   /** `code`: 1 OK, 2 ERROR. */
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: Error): void;
-  end(): void;
+  /** `endTime`: epoch ms; now when absent. */
+  end(endTime?: number): void;
   isRecording(): boolean;
 }
 

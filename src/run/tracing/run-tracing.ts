@@ -9,7 +9,7 @@
  * An untraced run has no `RunTracing` at all: the loop pays one `undefined` check per event.
  */
 
-import type { RunEvent } from "../../contract/events.js";
+import type { EventOf, RunEvent } from "../../contract/events.js";
 import type {
   TraceAttributes,
   TracerLike,
@@ -177,6 +177,17 @@ export class RunTracing {
         this.#calls.delete(event.call.id);
         break;
       }
+      case "guardrail_passed":
+      case "guardrail_tripped":
+        this.#guardrailSpan(event);
+        break;
+      case "model_fallback":
+        (this.#chat?.span ?? this.#span)?.addEvent("quiver.model.fallback", {
+          "quiver.fallback.from": event.from,
+          "quiver.fallback.to": event.to,
+          "quiver.fallback.reason": event.reason,
+        });
+        break;
       case "handoff":
         this.#span?.addEvent("quiver.handoff", {
           "quiver.handoff.from": event.from,
@@ -354,6 +365,28 @@ export class RunTracing {
       this.#calls.set(call.id, entry);
     }
     return entry;
+  }
+
+  /**
+   * One span per guardrail check, recorded from its outcome event (which carries how long the
+   * check took): under the call's span for a tool's guardrails, else under the run's.
+   */
+  #guardrailSpan(event: EventOf<"guardrail_passed"> | EventOf<"guardrail_tripped">): void {
+    const tripped = event.type === "guardrail_tripped";
+    const attributes: TraceAttributes = {
+      "quiver.guardrail.name": event.guardrail,
+      "quiver.guardrail.stage": event.stage,
+      "quiver.guardrail.tripped": tripped,
+      "gen_ai.tool.call.id": event.callId,
+    };
+    if (tripped) attributes["quiver.guardrail.reason"] = event.reason;
+    const parent = event.callId !== undefined ? this.callContext(event.callId) : this.#context;
+    const span = this.tracer.startSpan(
+      `guardrail ${event.guardrail}`,
+      { kind: SPAN_KIND_INTERNAL, attributes, startTime: event.at - event.durationMs },
+      parent,
+    );
+    span.end(event.at);
   }
 
   /** Ends the run's span and anything still open under it (a run that stopped mid-turn). */
