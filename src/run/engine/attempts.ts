@@ -12,6 +12,7 @@ import { isInstance } from "../../thrown.js";
 import type { Tool } from "../../tool/tool.js";
 import type { RetryBackoff } from "../../tool/types.js";
 import { runInWorker } from "../../tool/worker.js";
+import { GuardrailTripped } from "../config/guardrail.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { CallContext } from "./call-context.js";
 import { enterRunContext, leaveRunContext } from "./call-scope.js";
@@ -382,6 +383,9 @@ function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttemp
       retryable: true,
     };
   }
+  // A guardrail of a child run (an agent used as a tool) refused its input or output.
+  if (isInstance(error, GuardrailTripped))
+    return { kind: "error", errorKind: "guardrail", message: error.message, retryable: false };
   if (isInstance(error, HostCallError))
     return { kind: "error", errorKind: "host_error", message: error.message, retryable: true };
   const hint = isInstance(error, ToolError) ? readHint(error) : undefined;

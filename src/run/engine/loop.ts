@@ -162,15 +162,17 @@ export async function turns(
     // finish first, now; the others beside its first model turn (awaited before any of its calls).
     if (setup.inputGuardrails && state.guarded !== run.agent) {
       state.guarded = run.agent;
-      const beside = await guardInput(run, setup.inputGuardrails);
-      if (beside) state.besideTurn = beside;
+      const guarding = await guardInput(run, setup.inputGuardrails);
+      if (guarding) state.besideTurn = guarding.beside;
     }
     const request = modelRequest(run, setup);
     if (setup.compaction) {
       const compacting = compactRequest(run, setup.compaction, request);
       if (compacting) await compacting;
     }
-    const turn = await streamModelTurn(run, setup.model, request);
+    const turn = state.besideTurn
+      ? await besideGuardrails(run, state.besideTurn, streamModelTurn(run, setup.model, request))
+      : await streamModelTurn(run, setup.model, request);
     if (state.besideTurn) {
       const beside = state.besideTurn;
       state.besideTurn = undefined;
@@ -610,6 +612,18 @@ export function finishWithOutput(
 }
 
 /**
+ * A model turn that ran beside input guardrails: if it fails, the guardrails still have the
+ * last word (a trip is the reason the run ends, whatever the model did meanwhile).
+ */
+function besideGuardrails<T>(run: ActiveRun, guardrails: Promise<void>, turn: Promise<T>): Promise<T> {
+  return turn.catch(async (error: unknown) => {
+    await guardrails;
+    const reason = run.control.stopper.reason;
+    throw reason instanceof GuardrailTripped ? reason : error;
+  });
+}
+
+/**
  * Starts an agent's input guardrails on what it was given: those with `runInParallel: false`
  * are awaited here (a trip throws); the others run on, and their promise is returned for the
  * loop to await after the model turn. A trip among them stops the run at once, cancelling the
@@ -618,7 +632,7 @@ export function finishWithOutput(
 async function guardInput(
   run: ActiveRun,
   guardrails: ReadonlyArray<Guardrail<any>>,
-): Promise<Promise<void> | undefined> {
+): Promise<{ beside: Promise<void> } | undefined> {
   const subject = inputSubject(run.transcript);
   const first = guardrails.filter((g) => !g.runInParallel);
   if (first.length) {
@@ -627,9 +641,12 @@ async function guardInput(
   }
   const beside = guardrails.filter((g) => g.runInParallel);
   if (!beside.length) return undefined;
-  return runGuardrails(run, beside, subject).then((tripped) => {
-    if (tripped) run.control.abort(tripped);
-  });
+  // Wrapped: an async function returning the promise itself would wait for it.
+  return {
+    beside: runGuardrails(run, beside, subject).then((tripped) => {
+      if (tripped) run.control.abort(tripped);
+    }),
+  };
 }
 
 export function finishRun(
