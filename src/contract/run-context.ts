@@ -10,8 +10,13 @@ export interface RunContext<Deps = unknown> {
   readonly parentCallId?: string;
   /** Names of the agents from the root run down to this one (`["root", "researcher"]`). */
   readonly path: readonly string[];
-  readonly sessionId?: string;
-  readonly userId?: string;
+  /**
+   * The conversation this run belongs to: the `sessionId` it was given, else one of its own
+   * (`session_<runId>`, the same after a resume). Always set inside a run.
+   */
+  readonly sessionId: string;
+  /** The user the run acts for: the `userId` it was given, else `"anonymous"`. Always set inside a run. */
+  readonly userId: string;
   readonly deps: Deps;
   /** The name of the agent running this call. */
   readonly agent: string;
@@ -31,4 +36,27 @@ export interface RunContext<Deps = unknown> {
   readonly idempotencyKey: string;
   /** Report progress; observers see it as a `tool_call_update` event. */
   update(partial: unknown): void;
+  /** Messages sent to the run while it works (`handle.inject`, a parent run's): read them, or wait for the next. */
+  readonly mailbox: RunMailbox;
+}
+
+/**
+ * Messages sent to a running agent — by its caller (`handle.inject()`, the server's
+ * `/api/runs/:id/inject`), or to a run above it — that a tool can read while it works. It is the
+ * steering queue itself: the model still reads each message before its next request, after which
+ * it is no longer pending here.
+ *
+ * @example
+ * execute: async ({ query }, ctx) => {
+ *   for (const page of pages(query)) {
+ *     if (ctx.mailbox.messages.some((m) => m.content === "stop")) return "stopped early, as asked";
+ *     await crawl(page);
+ *   }
+ * }
+ */
+export interface RunMailbox {
+  /** Messages that arrived and the model has not read yet, oldest first (a run's ancestors' included). */
+  readonly messages: readonly Message[];
+  /** The next message to arrive; `undefined` if `signal` aborts or `timeoutMs` passes first. */
+  next(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<Message | undefined>;
 }

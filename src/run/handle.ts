@@ -69,7 +69,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
    */
   inject(message: string | Message, options: { interrupt?: boolean } = {}): void {
     this.#assertRunning("inject");
-    this.#run.mailbox.inbox.push(toMessage(message));
+    this.#run.mailbox.send(toMessage(message));
     if (options.interrupt) this.#run.control.interruptModel(new Error("interrupted by a new user message"));
   }
 

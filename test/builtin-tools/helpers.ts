@@ -64,6 +64,8 @@ export function send(
 export function testContext(signal: AbortSignal = new AbortController().signal): RunContext {
   return {
     runId: "run_test",
+    sessionId: "session_run_test",
+    userId: "anonymous",
     path: ["test"],
     deps: undefined,
     agent: "test",
@@ -75,5 +77,6 @@ export function testContext(signal: AbortSignal = new AbortController().signal):
     attempt: 1,
     idempotencyKey: "run_test:call_1",
     update: () => {},
+    mailbox: { messages: [], next: async () => undefined },
   };
 }

@@ -1,5 +1,5 @@
 import type { Stopper } from "../../abort.js";
-import type { RunContext } from "../../contract/run-context.js";
+import type { RunContext, RunMailbox } from "../../contract/run-context.js";
 import type { Message, ToolCall, Usage } from "../../model/types.js";
 import { type ChildRunRequest, START_CHILD_RUN } from "../config/agent.js";
 import type { ActiveRun } from "../state/active-run.js";
@@ -15,8 +15,8 @@ export class CallContext implements RunContext<any> {
   readonly parentRunId?: string;
   readonly parentCallId?: string;
   readonly path: readonly string[];
-  readonly sessionId?: string;
-  readonly userId?: string;
+  readonly sessionId: string;
+  readonly userId: string;
   readonly deps: any;
   readonly agent: string;
   readonly turn: number;
@@ -45,8 +45,8 @@ export class CallContext implements RunContext<any> {
       this.parentCallId = run.parent.callId;
     }
     this.path = run.path;
-    if (run.sessionId !== undefined) this.sessionId = run.sessionId;
-    if (run.userId !== undefined) this.userId = run.userId;
+    this.sessionId = run.contextSessionId;
+    this.userId = run.contextUserId;
     this.deps = run.deps;
     this.agent = run.agent.name;
     this.turn = turn;
@@ -92,6 +92,11 @@ export class CallContext implements RunContext<any> {
     const run = this.#run;
     const childRuns = run.childRuns;
     return childRuns && ((request) => childRuns(run, request, this));
+  }
+
+  /** The run's mailbox, as the tool reads it (see `RunMailbox`). */
+  get mailbox(): RunMailbox {
+    return this.#run.mailbox.view();
   }
 
   update(partial: unknown): void {

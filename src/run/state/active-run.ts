@@ -14,6 +14,9 @@ import { RunEvents } from "./run-events.js";
 import { RunLimits } from "./run-limits.js";
 import type { RunTracer } from "./run-tracer.js";
 
+/** Who a run acts for when nobody said: `ctx.userId` is always set. */
+export const ANONYMOUS_USER_ID = "anonymous";
+
 /** A child run's link to the call that started it. */
 export type ParentLink = { run: ActiveRun; callId: string };
 
@@ -51,6 +54,13 @@ export class ActiveRun {
    */
   readonly sessionId: string | undefined;
   readonly userId: string | undefined;
+  /**
+   * The session and user as tools see them (`ctx.sessionId`, `ctx.userId`): always set. A run
+   * with no session has its own, derived from its id so a resume sees the same; a child run
+   * shares its parent's. No user reads as `"anonymous"`.
+   */
+  readonly contextSessionId: string;
+  readonly contextUserId: string;
   readonly deps: unknown;
   readonly path: string[];
   readonly parent: ParentLink | undefined;
@@ -66,7 +76,7 @@ export class ActiveRun {
   readonly events: RunEvents;
   readonly limits: RunLimits;
   readonly control = new RunControl();
-  readonly mailbox = new Mailbox();
+  readonly mailbox: Mailbox;
   readonly callIds = new CallIds();
   /** The out-of-band approval channel (`handle.approvals`), shared by child runs. */
   readonly approvals: Approvals;
@@ -83,6 +93,9 @@ export class ActiveRun {
     this.options = options;
     this.sessionId = options.sessionId;
     this.userId = options.userId;
+    this.contextSessionId = options.sessionId ?? parent?.run.contextSessionId ?? `session_${this.runId}`;
+    this.contextUserId = options.userId ?? parent?.run.contextUserId ?? ANONYMOUS_USER_ID;
+    this.mailbox = new Mailbox(parent?.run.mailbox);
     this.deps = options.deps;
     this.parent = parent;
     this.path = parent ? [...parent.run.path, agent.name] : [agent.name];
@@ -164,12 +177,13 @@ export class ActiveRun {
       runId: this.runId,
       ...(this.parent && { parentRunId: this.parent.run.runId, parentCallId: this.parent.callId }),
       path: this.path,
-      ...(this.sessionId !== undefined && { sessionId: this.sessionId }),
-      ...(this.userId !== undefined && { userId: this.userId }),
+      sessionId: this.contextSessionId,
+      userId: this.contextUserId,
       deps: this.deps,
       agent: this.agent.name,
       transcript: this.transcript,
       usage: this.usage,
+      mailbox: this.mailbox.view(),
     };
   }
 }
