@@ -17,7 +17,7 @@ export type {
   PermissionSubject,
   Permissions,
 } from "./contract/permissions.js";
-export type { RunContext } from "./contract/run-context.js";
+export type { RunContext, RunMailbox } from "./contract/run-context.js";
 export { serializeEvent } from "./contract/serialize-event.js";
 export {
   type ArgumentIssue,

@@ -1,3 +1,4 @@
+import { FENCE_NOTE, fence } from "../../builtin-tools/fence.js";
 import type { Message, ToolMessage } from "../../model/types.js";
 import { contentChars, messageChars } from "./estimate.js";
 
@@ -60,6 +61,8 @@ export class ContextView {
   /** Results the model no longer sees in full (elided or summarised): call id → transcript index. */
   readonly #hidden = new Map<string, number>();
   #summary: string | undefined;
+  /** Whether the summary covers untrusted output (then it is fenced, and so is the next one). */
+  #summaryUntrusted = false;
   /** System messages of summarised turns: instructions are never summarised away. */
   #pinned: Message[] = [];
 
@@ -151,6 +154,7 @@ export class ContextView {
     this.#cursor = 0;
     this.#hidden.clear();
     this.#summary = undefined;
+    this.#summaryUntrusted = false;
     this.#pinned = [];
   }
 
@@ -194,7 +198,17 @@ export class ContextView {
         this.#hidden.set(message.toolCallId, index);
       if (message.role === "system") this.#pinned.push(message);
     }
-    const summary: Message = { role: "user", content: `${SUMMARY_HEADING}\n\n${text}` };
+    // A summary of third-party text is third-party text: fenced like what it summarizes, and
+    // marked so a conversation continued from it stays tainted.
+    let untrusted = this.#summaryUntrusted;
+    for (let index = this.#cut; index < upTo && !untrusted; index++) {
+      const message = transcript[index]!;
+      if (message.role === "tool" && message.untrusted) untrusted = true;
+    }
+    const body = untrusted
+      ? `${FENCE_NOTE}\n${fence(text, { source: "a summary of earlier turns that read third-party material" })}`
+      : text;
+    const summary: Message = { role: "user", content: `${SUMMARY_HEADING}\n\n${body}` };
     const head = [...this.#pinned, summary];
     let headChars = 0;
     for (const message of head) headChars += messageChars(message);
@@ -205,6 +219,7 @@ export class ContextView {
     this.#headChars = headChars;
     this.#cut = upTo;
     this.#summary = text;
+    this.#summaryUntrusted = untrusted;
     this.#cursor = Math.max(this.#cursor, upTo);
     // Turn starts before the cut are never needed again.
     const firstKept = this.#turnStarts.findIndex((start) => start >= upTo);
