@@ -38,7 +38,17 @@ export function segments(log: RunLog): Array<{ id: string; text: string }> {
   return out;
 }
 
-export function artifact(id: string, text: string) {
+/** One text artifact of a task. */
+export type TextArtifact = {
+  artifactId: string;
+  name: string;
+  description: string;
+  parts: Part[];
+  metadata: undefined;
+  extensions: string[];
+};
+
+export function artifact(id: string, text: string): TextArtifact {
   return {
     artifactId: id,
     name: "text",
