@@ -57,8 +57,7 @@ async function load(): Promise<PageAssets> {
   }
   for (const source of SOURCES) {
     try {
-      // The package's own exports may not list the browser build: find its folder instead.
-      const root = dirname(require!.resolve(`${source.name}/package.json`));
+      const root = await packageRoot(require!.resolve(source.name), source.name);
       const text = await readFile(join(root, source.file), "utf8");
       // A source map the package ships beside it is not served: drop the comment that asks for it.
       const body = text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");
@@ -71,4 +70,22 @@ async function load(): Promise<PageAssets> {
     }
   }
   return { marked: found.marked, purify: found.purify, files };
+}
+
+/**
+ * The folder of package `name`, found from its entry point: a package's exports need not list
+ * its browser build or even its package.json (DOMPurify's list neither), so neither is resolved.
+ */
+async function packageRoot(entry: string, name: string): Promise<string> {
+  for (let dir = dirname(entry); ; ) {
+    try {
+      const manifest = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as { name?: string };
+      if (manifest.name === name) return dir;
+    } catch {
+      // No manifest here (or a partial one): keep going up.
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`cannot find the folder of ${name}`);
+    dir = up;
+  }
 }
