@@ -39,6 +39,18 @@ describe("content parts as a run's input", () => {
     expect(model.requests[0]!.messages).toHaveLength(3);
   });
 
+  it("parts continue a stored session like a message does", async () => {
+    const model = new ScriptedModel([{ text: "hello" }, { text: "a red pixel" }]);
+    const a = new Agent({ name: "looker", model });
+    const store = new MemoryStore();
+    await Runner.run(a, "hi", { store, sessionId: "s1" });
+    await Runner.run(a, [{ type: "image", data: PNG_1PX, mimeType: "image/png" }], {
+      store,
+      sessionId: "s1",
+    });
+    expect(model.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+  });
+
   it("a data: URL becomes base64 data with its media type", async () => {
     const { model, agent: a } = agent();
     await Runner.run(a, [{ type: "image", url: `data:image/png;base64,${PNG_1PX}` }]);

@@ -33,6 +33,14 @@ export function inputMessages(input: RunInput): Message[] {
   return [normalizeMessage(input as Message)];
 }
 
+/**
+ * Whether the input is a whole transcript (an array of messages), which a run takes as it is;
+ * a string, a message or parts are one new turn, which continues a stored session.
+ */
+export function isTranscript(input: RunInput): boolean {
+  return Array.isArray(input) && !(input.length > 0 && isPart(input[0]));
+}
+
 function normalizeMessage(message: Message): Message {
   if (typeof message.content === "string") return message;
   const content = message.content.map(normalizePart);

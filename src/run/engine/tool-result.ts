@@ -1,6 +1,6 @@
 import type { RunContext } from "../../contract/run-context.js";
 import type { ToolErrorKind } from "../../errors.js";
-import { isMediaBlock } from "../../model/media.js";
+import { base64Bytes, isMediaBlock } from "../../model/media.js";
 import type { ContentBlock, ToolCall, ToolMessage } from "../../model/types.js";
 import { thrownMessage } from "../../thrown.js";
 import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../../tool/render.js";
@@ -122,7 +122,7 @@ function capContent(
       blocks.push(block);
       continue;
     }
-    const bytes = Math.floor((block.data.length * 3) / 4);
+    const bytes = base64Bytes(block.data);
     if (imageBytes + bytes > settings.maxImageBytes) {
       blocks.push({
         type: "text",
