@@ -2,7 +2,8 @@
  * What a stranger gets: packs the package, installs the tarball into an empty project that has
  * only zod, typescript and @types/node, compiles the README's and the docs' examples there with
  * `skipLibCheck: false` (so every type a public .d.ts names must come from a dependency), then
- * runs the examples that need no network. Nothing here resolves to src/: the examples see only
+ * runs every example not marked `no-run: <why>` (doc-examples.ts refuses a no-run without a
+ * reason), and the README's `quiver init` / `run` / `chat` commands. Nothing here resolves to src/: the examples see only
  * what `npm install quiver-agents` gives.
  *
  * Usage: `npm run test:consumer` (CI runs it after `npm test`). Needs the npm registry (or the
@@ -78,6 +79,9 @@ async function main(): Promise<number> {
       maxBuffer: 64 * 1024 * 1024,
     });
     console.log("installed the tarball with zod, typescript and @types/node only");
+    // The README's first commands, as a newcomer types them in that folder (no optional peer:
+    // the chat keeps its conversation in memory without better-sqlite3, and says so).
+    if (!(await readmeCommands(scratch))) return 1;
 
     const examples = await docExamples(root);
     for (const example of examples) await writeFile(join(scratch, example.file), example.code);
@@ -141,11 +145,63 @@ async function main(): Promise<number> {
       );
       return 1;
     }
-    console.log(`ran ${runnable.length} examples (${examples.length - runnable.length} marked no-run)`);
+    console.log(`ran ${runnable.length} examples; not run, as their pages say:`);
+    for (const example of examples.filter((e) => !e.run))
+      console.log(`  ${example.page}:${example.line}: ${example.noRun}`);
     return 0;
   } finally {
     if (!process.env.KEEP_CONSUMER_CHECK) await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * `npx quiver init`, then the agent it wrote and the example the package ships, run the way the
+ * README shows; each must exit 0 and print what a person would look for. Prints what failed.
+ */
+async function readmeCommands(scratch: string): Promise<boolean> {
+  const env = { PATH: process.env.PATH ?? "", HOME: scratch, NO_COLOR: "1" };
+  const checks: { args: string[]; input?: string; expect: RegExp; in: "stdout" | "stderr" }[] = [
+    { args: ["init"], expect: /wrote agent\.mjs/, in: "stdout" },
+    { args: ["run", "agent.mjs", "what time is it?"], expect: /● now\(\)/, in: "stderr" },
+    {
+      args: ["run", "agent.mjs", "what time is it?", "--json"],
+      expect: /"type":"run_completed"/,
+      in: "stdout",
+    },
+    {
+      args: ["chat", "agent.mjs"],
+      input: "what time is it?\n/exit\n",
+      expect: /Done — [\s\S]*continue with: quiver chat agent\.mjs --session chat-/,
+      in: "stdout",
+    },
+    {
+      args: ["run", "node_modules/quiver-agents/examples/agents/hello.mjs", "hello"],
+      expect: /I'm a ScriptedModel/,
+      in: "stdout",
+    },
+  ];
+  const failures: string[] = [];
+  for (const check of checks) {
+    const command = `npx quiver ${check.args.join(" ")}`;
+    const ran = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+      const child = execFile(
+        "npx",
+        ["quiver", ...check.args],
+        { cwd: scratch, env, timeout: RUN_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) =>
+          done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+      child.stdin?.end(check.input ?? "");
+    });
+    if (ran.code !== 0 || !check.expect.test(ran[check.in]))
+      failures.push(`${command} (exit ${ran.code}):\n${ran.stdout}${ran.stderr}`.trim());
+  }
+  if (failures.length) {
+    console.error(`the README's commands failed in an empty project:\n${failures.join("\n\n")}`);
+    return false;
+  }
+  console.log(`ran the README's ${checks.length} quiver commands (init, run, chat, the shipped example)`);
+  return true;
 }
 
 /** Compiles `files` in `scratch` with `skipLibCheck: false`; prints tsc's errors when it fails. */

@@ -41,10 +41,13 @@ export {
 export { ScriptedModel, type ScriptedTurn } from "./model/scripted.js";
 export type {
   AssistantMessage,
+  AudioBlock,
   ContentBlock,
+  FileBlock,
   FinishReason,
   ImageBlock,
   JSONSchema,
+  MediaBlock,
   Message,
   Model,
   ModelRequest,

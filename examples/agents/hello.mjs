@@ -1,8 +1,9 @@
-// An agent file for the `quiver` command:
+// An agent file for the `quiver` command. `npx quiver init` writes a copy of it as agent.mjs
+// (the package ships it as node_modules/quiver-agents/examples/agents/hello.mjs):
 //
-//   npx quiver chat examples/agents/hello.mjs
-//   npx quiver run examples/agents/hello.mjs "what time is it?"
-//   npx quiver chat examples/agents/hello.mjs --model openai:gpt-4.1-mini   (a real model)
+//   npx quiver chat agent.mjs
+//   npx quiver run agent.mjs "what time is it?"
+//   npx quiver chat agent.mjs --model openai:gpt-4.1-mini   (a real model; needs OPENAI_API_KEY)
 //
 // With no --model (and no QUIVER_MODEL), a ScriptedModel answers: it follows a tiny script
 // and is not a language model. Ask it for the time, or to save a note (it asks before writing).

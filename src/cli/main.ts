@@ -16,6 +16,7 @@ const commands: Record<string, () => Promise<Command>> = {
   runs: async () => (await import("./runs-command.js")).runsCommand,
   sessions: async () => (await import("./sessions-command.js")).sessionsCommand,
   demo: async () => (await import("./demo-command.js")).demoCommand,
+  init: async () => (await import("./init-command.js")).initCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -1,5 +1,6 @@
 import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
+import { describeMedia, isMediaBlock } from "../model/media.js";
 import type { ContentBlock, Message, ToolCall } from "../model/types.js";
 import { type RunState, replay } from "../run/durability/replay.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
@@ -227,9 +228,7 @@ function renderCall(report: CallReport, c: Colors): string[] {
 function textOf(content: string | ContentBlock[]): string {
   if (typeof content === "string") return content;
   return content
-    .map((block) =>
-      block.type === "text" ? block.text : block.type === "image" ? `[image ${block.mimeType}]` : "",
-    )
+    .map((block) => (block.type === "text" ? block.text : isMediaBlock(block) ? describeMedia(block) : ""))
     .filter(Boolean)
     .join("\n");
 }

@@ -30,6 +30,7 @@ Usage:
   quiver runs list|show|tail|decide|resume|cancel   stored runs
   quiver sessions list|clear                    stored sessions
   quiver demo                                   a scripted walk through the features
+  quiver init [dir]                             write a starter agent file, agent.mjs
 
 An agent file is a .js/.mjs module (.ts when tsx is installed) whose default export, or the
 export named after #, is an Agent.
@@ -131,3 +132,12 @@ Plays a short scripted session with the workspace's file and shell tools on a te
 some of the package's files — parallel calls, a retry, streamed shell output cut to head + tail,
 an edit that asks for approval — with a ScriptedModel (a fixed script, not a language model).
 --model drives it with a real model.`;
+
+export const INIT_HELP = `Usage: quiver init [dir] [--force]
+
+Writes a starter agent file, agent.mjs, into dir (default: the current folder): an agent with
+the built-in now tool and a save_note tool that asks before it writes. With no model set it is
+played by a ScriptedModel; --model provider:id or QUIVER_MODEL gives it a real one.
+
+Options:
+  --force                 replace an existing agent.mjs`;

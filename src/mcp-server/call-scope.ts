@@ -1,4 +1,5 @@
 import type { ContentBlock, RunEvent } from "../index.js";
+import { describeMedia } from "../model/media.js";
 import type { ApprovalChannel } from "./approval.js";
 import type { ProgressReporter } from "./progress.js";
 
@@ -24,7 +25,10 @@ export type CallSettings = {
   onEvent: ((event: RunEvent) => void) | undefined;
 };
 
-export type McpContent = { type: "text"; text: string } | { type: "image"; data: string; mimeType: string };
+export type McpContent =
+  | { type: "text"; text: string }
+  | { type: "image" | "audio"; data: string; mimeType: string }
+  | { type: "resource"; resource: { uri: string; mimeType: string; blob: string } };
 
 /** A `CallToolResult`: what the client receives. */
 export type McpToolResult = {
@@ -42,14 +46,22 @@ export function errorResult(message: string, hint?: string): McpToolResult {
   };
 }
 
-/** Quiver content blocks as MCP content: text and images; reasoning is the model's, never a result's. */
+/**
+ * Quiver content blocks as MCP content: text, images, audio, a document's bytes as an embedded
+ * resource, and a part given by URL as text naming it; reasoning is the model's, never a result's.
+ */
 export function mcpContent(content: string | readonly ContentBlock[]): McpContent[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   const blocks: McpContent[] = [];
   for (const block of content) {
     if (block.type === "text") blocks.push({ type: "text", text: block.text });
-    else if (block.type === "image")
-      blocks.push({ type: "image", data: block.data, mimeType: block.mimeType });
+    else if (block.type === "reasoning") continue;
+    else if (block.url !== undefined)
+      blocks.push({ type: "text", text: `${describeMedia(block)} ${block.url}` });
+    else if (block.type === "file") {
+      const uri = `file:///${encodeURIComponent(block.filename ?? "attachment")}`;
+      blocks.push({ type: "resource", resource: { uri, mimeType: block.mimeType, blob: block.data } });
+    } else blocks.push({ type: block.type, data: block.data, mimeType: block.mimeType });
   }
   return blocks.length > 0 ? blocks : [{ type: "text", text: "" }];
 }

@@ -8,11 +8,34 @@
 export type JSONSchema = { [key: string]: unknown };
 
 export type TextBlock = { type: "text"; text: string };
-/** An image as base64 data. */
-export type ImageBlock = { type: "image"; data: string; mimeType: string };
+/**
+ * An image: base64 `data` with its `mimeType` (`image/png`, `image/jpeg`, `image/gif`,
+ * `image/webp`), or a `url` the provider fetches itself.
+ *
+ * @example
+ * const shot: ImageBlock = { type: "image", data: png.toString("base64"), mimeType: "image/png" };
+ * const remote: ImageBlock = { type: "image", url: "https://example.com/cat.jpg" };
+ */
+export type ImageBlock =
+  | { type: "image"; data: string; mimeType: string; url?: undefined }
+  | { type: "image"; url: string; mimeType?: string; data?: undefined };
+/**
+ * A document (a PDF, a text file…): base64 `data` or a `url`, its `mimeType`, and the
+ * `filename` the model is told.
+ *
+ * @example
+ * const pdf: FileBlock = { type: "file", data: bytes.toString("base64"), mimeType: "application/pdf", filename: "q3.pdf" };
+ */
+export type FileBlock =
+  | { type: "file"; data: string; mimeType: string; filename?: string; url?: undefined }
+  | { type: "file"; url: string; mimeType: string; filename?: string; data?: undefined };
+/** Recorded sound as base64 `data` (`audio/wav`, `audio/mpeg`…), for models that listen. */
+export type AudioBlock = { type: "audio"; data: string; mimeType: string; url?: undefined };
 /** Model reasoning; `providerData` (keyed by provider) lets the same provider replay it exactly. */
 export type ReasoningBlock = { type: "reasoning"; text: string; providerData?: Record<string, unknown> };
-export type ContentBlock = TextBlock | ImageBlock | ReasoningBlock;
+/** The parts that carry bytes (or a URL to them) rather than text. */
+export type MediaBlock = ImageBlock | FileBlock | AudioBlock;
+export type ContentBlock = TextBlock | ImageBlock | FileBlock | AudioBlock | ReasoningBlock;
 
 /**
  * One tool call. `id` is unique within its run; `providerCallId` keeps the provider's original

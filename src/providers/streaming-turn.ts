@@ -4,7 +4,7 @@
  * output. A provider only supplies its `WireFormat`: how to encode a request, decode a
  * stream and read an error response.
  */
-import { ProviderError } from "../errors.js";
+import { ProviderError, UserError } from "../errors.js";
 import type { ModelRequest, ModelStreamEvent } from "../model/types.js";
 import { postServerSentEvents } from "./http-stream.js";
 import type { HttpSettings } from "./provider-options.js";
@@ -112,8 +112,12 @@ export function parseChunk(provider: string, data: string): Record<string, unkno
   return value as Record<string, unknown>;
 }
 
-/** A request that could not be built (a value JSON cannot hold, say): never retried. */
-export function encodingError(provider: string, error: unknown): ProviderError {
+/**
+ * A request that could not be built (a value JSON cannot hold, say): never retried. A
+ * `UserError` (a part the provider cannot take) stays one: the caller's input is at fault.
+ */
+export function encodingError(provider: string, error: unknown): ProviderError | UserError {
+  if (error instanceof UserError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new ProviderError(`${provider}: could not build the request: ${message}`, {
     provider,

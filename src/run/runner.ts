@@ -6,7 +6,7 @@ import { asError } from "../thrown.js";
 import { runChild } from "./child-run.js";
 import type { Agent } from "./config/agent.js";
 import { GuardrailTripped } from "./config/guardrail.js";
-import { assertRunInput, inputMessages, type RunInput } from "./config/run-input.js";
+import { assertRunInput, inputMessages, isTranscript, type RunInput } from "./config/run-input.js";
 import type { RunOptions } from "./config/run-options.js";
 import { EventWriter, leaseOwner } from "./durability/event-writer.js";
 import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
@@ -195,7 +195,7 @@ type Body = (run: ActiveRun) => Promise<RunResult<any> | { finished: RunResult<a
 /** A fresh run: with a store and a known session, its conversation continues from the store. */
 function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   const { store, sessionId } = run.options;
-  if (store && sessionId !== undefined && !Array.isArray(input) && !run.parent)
+  if (store && sessionId !== undefined && !isTranscript(input) && !run.parent)
     return continueSession(run, store, sessionId, input);
   return runLoop(run, input);
 }

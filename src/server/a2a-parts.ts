@@ -38,17 +38,19 @@ export function segments(log: RunLog): Array<{ id: string; text: string }> {
   return out;
 }
 
-/** One text artifact of a task. */
-export type TextArtifact = {
+// Typed out: the inferred type names the SDK's Part through a private chunk of its dist, which
+// a declaration file cannot reference (TS2883 broke `npm run build`).
+export function artifact(
+  id: string,
+  text: string,
+): {
   artifactId: string;
   name: string;
   description: string;
   parts: Part[];
   metadata: undefined;
   extensions: string[];
-};
-
-export function artifact(id: string, text: string): TextArtifact {
+} {
   return {
     artifactId: id,
     name: "text",

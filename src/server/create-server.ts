@@ -17,8 +17,9 @@ import {
 } from "./http.js";
 import { eventStream, resumePoint, runSummary, wantsChildren } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
-import { PAGE_HTML } from "./page.js";
+import { mountPage } from "./page.js";
 import { RunRegistry } from "./runs.js";
+import { mountSessions } from "./sessions-api.js";
 
 /** Options every run the server starts gets (besides its store, session and user). */
 export type ServerRunOptions = Omit<RunOptions<any>, "store" | "sessionId" | "userId" | "runId" | "signal">;
@@ -119,17 +120,11 @@ export function createServer(options: ServerOptions): QuiverServer {
     await next();
   });
 
-  app.get("/", async (c) => {
-    // The page holds no secrets: behind auth it is public and asks for the token itself.
-    if (auth === undefined) await caller(c.req.raw, c.env);
-    return c.html(PAGE_HTML, 200, {
-      "cache-control": "no-cache",
-      "content-security-policy":
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-    });
+  // The page holds no secrets: behind auth it is public and asks for the token itself.
+  mountPage(app, async (request, env) => {
+    if (auth === undefined) await caller(request, env);
   });
+  mountSessions(app, registry, caller);
 
   app.get("/api/agents", async (c) => {
     await caller(c.req.raw, c.env);

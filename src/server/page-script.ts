@@ -1,34 +1,24 @@
 /**
- * The chat page's script: plain browser JavaScript (no build step, no dependencies), kept as a
- * string so \`tsc\` ships it. It speaks the native API: \`POST /api/runs\` to start a run in the
- * page's session, \`GET /api/runs/:id/events\` to follow it (resuming with \`?after=\` after a
- * drop), and the control endpoints for approvals, answers, steering and cancel. The session and
- * its run ids live in localStorage, so a reload replays each run once and follows the live one.
+ * The chat page's main script: plain browser JavaScript (no build step), kept as a string so
+ * `tsc` ships it. It speaks the native API: `POST /api/runs` to start a run in the page's
+ * session, `GET /api/runs/:id/events` to follow it (resuming with `?after=` after a drop), the
+ * control endpoints for approvals, answers, steering and stop, and `GET /api/sessions/:id` to
+ * replay a chat's runs. The open chat's id lives in localStorage, so a reload replays each of its
+ * runs once and follows the live one. Tool arguments, results, questions and errors are shown as
+ * text, never as HTML.
  */
 export const PAGE_SCRIPT = String.raw`
-"use strict";
-(() => {
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, attrs, ...children) => {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : String(v));
-    }
-    for (const c of children) if (c !== undefined && c !== null) node.append(c);
-    return node;
-  };
-  const pretty = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
   const STORE_KEY = "quiver.chat";
   const saved = () => { try { return JSON.parse(localStorage.getItem(STORE_KEY) || "{}"); } catch { return {}; } };
-  const save = (s) => localStorage.setItem(STORE_KEY, JSON.stringify(s));
+  // A chat with no run yet is "fresh": the server does not know it, so the page does not ask.
+  const save = (s) => localStorage.setItem(STORE_KEY, JSON.stringify({ sessionId: s.sessionId, fresh: !!s.fresh }));
+  const newSessionId = () => "session_" + crypto.randomUUID();
   let state = saved();
-  if (!state.sessionId) state = { sessionId: "session_" + crypto.randomUUID(), runs: [] };
+  if (!state.sessionId) state = { sessionId: newSessionId(), fresh: true };
   save(state);
 
-  const log = $("log"), statusLine = $("status"), form = $("composer"), input = $("message");
-  const sendButton = $("send"), cancelButton = $("cancel"), agentSelect = $("agent");
+  const log = $("log"), scroller = $("scroller"), statusLine = $("status"), form = $("composer"), input = $("message");
+  const sendButton = $("send"), cancelButton = $("cancel"), agentSelect = $("agent"), jumpButton = $("jump");
   let token = localStorage.getItem("quiver.token") || "";
   const runs = new Map();
   let current = null;
@@ -39,29 +29,65 @@ export const PAGE_SCRIPT = String.raw`
     if (token) h.authorization = "Bearer " + token;
     return h;
   }
+  function refused() {
+    const text = token ? "The server refused this access token." : "This server needs an access token.";
+    askToken(text);
+    const error = new Error(text);
+    error.status = 401;
+    return error;
+  }
   async function api(method, path, body) {
     const res = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
-    if (res.status === 401) { askToken(); throw new Error("this server needs a token"); }
+    if (res.status === 401) throw refused();
     const data = res.status === 204 ? null : await res.json().catch(() => null);
-    if (!res.ok) throw new Error((data && data.error && data.error.message) || res.status + " " + res.statusText);
+    if (!res.ok) {
+      const error = new Error((data && data.error && data.error.message) || res.status + " " + res.statusText);
+      error.status = res.status;
+      throw error;
+    }
     return data;
   }
   function setStatus(text, isError) {
     statusLine.textContent = text;
     statusLine.classList.toggle("error", !!isError);
   }
-  function askToken() {
+  function askToken(text) {
+    $("token-note").textContent = text;
     const box = $("token-box");
+    const wasHidden = box.hidden;
     box.hidden = false;
-    $("token").focus();
+    if (wasHidden) { $("token").value = ""; $("token").focus(); }
+    setStatus(text, true);
   }
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
     token = $("token").value.trim();
     localStorage.setItem("quiver.token", token);
     $("token-box").hidden = true;
+    setStatus("");
     boot();
   });
+
+  // ---- following the conversation ---------------------------------------------------------
+  // The view stays at the newest content while it is there; a person who scrolls up to read
+  // keeps their place, and "Jump to latest" brings them back.
+  let pinned = true;
+  scroller.addEventListener("scroll", () => {
+    pinned = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
+    if (pinned) jumpButton.hidden = true;
+  }, { passive: true });
+  afterFrame.push(() => {
+    if (pinned) scroller.scrollTop = scroller.scrollHeight;
+    else if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight >= 48) jumpButton.hidden = false;
+  });
+  function toLatest() {
+    pinned = true;
+    jumpButton.hidden = true;
+    scroller.scrollTop = scroller.scrollHeight;
+  }
+  jumpButton.addEventListener("click", () => { toLatest(); input.focus(); });
+  /** Something in the conversation changed: follow it on the next frame. */
+  const changed = askFrame;
 
   // ---- rendering one run -------------------------------------------------------------
   // A run's view, and one per child run (an agent used as a tool) nested in the card of the
@@ -71,17 +97,28 @@ export const PAGE_SCRIPT = String.raw`
     const section = el("section", { class: "run", "aria-label": "Run " + runId, "data-run-id": runId });
     log.append(section);
     const run = { runId, section, lastSeq: 0, text: null, reasoning: null, calls: new Map(), children: new Map(),
-      waiting: new Map(), parked: false, status: "running", closed: false };
+      waiting: new Map(), parked: false, status: "running", stopReason: null, closed: false };
     run.root = run;
     runs.set(runId, run);
     return run;
   }
   function wireId(view, call) { return view === view.root ? call.id : view.runId + "/" + call.id; }
-  function closeText(view) { view.text = null; view.reasoning = null; }
+  function closeText(view) { endText(view.text); view.text = null; view.reasoning = null; }
+  function userBubble(text) {
+    return el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "), text);
+  }
   function statusOf(run) {
     if (run.waiting.size === 0) return "Running…";
     if (run.parked) return "Waiting for your decision (saved: you can close this page)";
     return [...run.waiting.values()].pop();
+  }
+  function endStatus(run) {
+    if (run.status === "failed") return "The run failed.";
+    if (run.status !== "completed") return "";
+    if (run.stopReason === "cancelled") return "Cancelled.";
+    if (run.stopReason === "max_turns") return "Stopped: the agent reached its turn limit.";
+    if (run.stopReason === "budget") return "Stopped: the run's budget ran out.";
+    return "Done.";
   }
   function wait(view, call, text) {
     view.root.waiting.set(wireId(view, call), text);
@@ -101,7 +138,7 @@ export const PAGE_SCRIPT = String.raw`
     const details = el("details", { class: "tool", open: true, "data-call-id": key },
       el("summary", {}, el("span", { class: "tool-name" }, call.name), state), body);
     body.append(el("div", { class: "label" }, "Arguments"), argsView(call));
-    const progress = el("pre", { class: "progress", hidden: true, "aria-live": "polite" });
+    const progress = el("pre", { class: "progress", hidden: true });
     const output = el("div", { class: "output" });
     const controls = el("div", { class: "controls" });
     const nested = el("div", { class: "sub" });
@@ -156,15 +193,17 @@ export const PAGE_SCRIPT = String.raw`
     const run = view.root, callId = wireId(view, call);
     const card = toolCard(view, call);
     setState(card, "needs your approval", "bad");
+    card.details.open = true;
     card.controls.replaceChildren();
     const reasonId = "reason-" + run.runId + "-" + callId;
-    const reasonInput = el("input", { type: "text", id: reasonId, placeholder: "optional" });
+    const reasonInput = el("input", { type: "text", id: reasonId, placeholder: "optional", autocomplete: "off" });
     const decide = async (approved) => {
       for (const b of card.controls.querySelectorAll("button")) b.disabled = true;
       try {
         await api("POST", "/api/runs/" + encodeURIComponent(run.runId) + "/approve",
           { callId, approved, ...(reasonInput.value.trim() && { reason: reasonInput.value.trim() }) });
         card.controls.replaceChildren(el("p", { class: "state" }, approved ? "Approved" : "Denied"));
+        input.focus();
       } catch (err) {
         setStatus(err.message, true);
         for (const b of card.controls.querySelectorAll("button")) b.disabled = false;
@@ -184,6 +223,7 @@ export const PAGE_SCRIPT = String.raw`
     const a = call.args || {};
     const card = toolCard(view, call);
     setState(card, "asks you", "bad");
+    card.details.open = true;
     const id = "answer-" + run.runId + "-" + callId;
     const field = el("input", { type: "text", id, autocomplete: "off" });
     const send = async (text) => {
@@ -196,7 +236,7 @@ export const PAGE_SCRIPT = String.raw`
     const f = el("form", { class: "ask", onsubmit: (e) => { e.preventDefault(); if (field.value.trim()) send(field.value.trim()); } },
       el("p", {}, String(a.question)),
       options.length ? el("div", { class: "options", role: "group", "aria-label": "Suggested answers" },
-        ...options.map((o) => el("button", { type: "button", title: o.description || "", onclick: () => send(o.label) }, o.label))) : null,
+        ...options.map((o) => el("button", { type: "button", title: String(o.description || ""), onclick: () => send(String(o.label)) }, String(o.label)))) : null,
       el("div", { class: "row" }, el("label", { for: id }, "Your answer"), field, el("button", { type: "submit", class: "primary" }, "Answer")));
     card.controls.replaceChildren(f);
     wait(view, call, "The agent asks: " + a.question);
@@ -217,27 +257,32 @@ export const PAGE_SCRIPT = String.raw`
     return view;
   }
 
+  function textOf(content) {
+    if (typeof content === "string") return content;
+    return (content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
+  }
+
   function apply(run, ev) {
     const view = viewOf(run, ev);
     // Skips what was seen already: a child's events may come again after a reconnect.
     if (!view || ev.seq <= view.lastSeq) return;
     view.lastSeq = ev.seq;
     const own = view === run;
+    changed();
     switch (ev.type) {
       case "run_started": {
         if (!own) break;
         const users = (ev.input || []).filter((m) => m.role === "user");
         const last = users[users.length - 1];
-        const text = last ? (typeof last.content === "string" ? last.content : last.content.filter((b) => b.type === "text").map((b) => b.text).join("")) : "";
-        run.section.append(el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "), text));
+        run.section.append(userBubble(last ? textOf(last.content) : ""));
         break;
       }
       case "text_delta":
-        if (!view.text) { view.text = el("div", { class: "text" }); view.section.append(view.text); view.reasoning = null; }
-        view.text.textContent += ev.delta;
+        if (!view.text) { view.text = textBlock(view.section, "text"); view.reasoning = null; }
+        addText(view.text, ev.delta);
         break;
       case "reasoning_delta":
-        if (!view.reasoning) { view.reasoning = el("div", { class: "reasoning" }); view.section.append(view.reasoning); view.text = null; }
+        if (!view.reasoning) { closeText(view); view.reasoning = el("div", { class: "reasoning" }); view.section.append(view.reasoning); }
         view.reasoning.textContent += ev.delta;
         break;
       case "turn_completed": closeText(view); break;
@@ -268,7 +313,7 @@ export const PAGE_SCRIPT = String.raw`
         card.controls.replaceChildren();
         card.progress.hidden = true;
         setState(card, ev.ok ? "done" : "failed" + (ev.error ? " (" + ev.error.kind + ")" : ""), ev.ok ? "ok" : "bad");
-        card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, ev.output));
+        card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, pretty(ev.output)));
         if (ev.details && typeof ev.details.diff === "string") card.output.append(el("div", { class: "label" }, "Diff"), diffView(ev.details.diff));
         if (ev.ok && run.calls.size > 2) card.details.open = false;
         waited(view, ev.call);
@@ -289,10 +334,13 @@ export const PAGE_SCRIPT = String.raw`
       case "run_completed":
         if (ev.stopReason === "awaiting_approval") break;
         closeText(view);
-        if (own) run.status = "completed";
-        if (ev.stopReason !== "completed") view.section.append(el("p", { class: "state" }, "Stopped: " + ev.stopReason));
+        if (own) { run.status = "completed"; run.stopReason = ev.stopReason; }
+        if (ev.stopReason === "cancelled") view.section.append(el("p", { class: "state" }, own ? "Cancelled." : ev.agent + " was cancelled."));
+        else if (ev.stopReason !== "completed" && ev.stopReason !== "ends_turn")
+          view.section.append(el("p", { class: "state" }, "Stopped: " + ev.stopReason));
         break;
       case "run_failed":
+        closeText(view);
         if (own) run.status = "failed";
         view.section.append(el("p", { class: "error", role: "alert" }, (own ? "The run failed: " : ev.agent + " failed: ") + ev.message));
         break;
@@ -305,42 +353,61 @@ export const PAGE_SCRIPT = String.raw`
     while (!run.closed && run.status === "running") {
       try {
         const res = await fetch("/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&after=" + run.lastSeq, { headers: headers(false) });
-        if (res.status === 401) { askToken(); return; }
+        if (run.closed) break;
+        if (res.status === 401) { refused(); return; }
         if (res.status === 404) { run.status = "gone"; run.section.append(el("p", { class: "state" }, "This run is no longer available.")); break; }
         if (!res.ok || !res.body) throw new Error("stream failed: " + res.status);
-        if (run === current) setStatus(statusOf(run));
+        if (run === current) { setStatus(statusOf(run)); busy(true); }
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
         for (;;) {
           const { done, value } = await reader.read();
-          if (done) break;
+          if (done || run.closed) break;
           delay = 500;
           buffer += value;
-          let cut;
-          while ((cut = buffer.indexOf("\n\n")) >= 0) {
-            const block = buffer.slice(0, cut);
-            buffer = buffer.slice(cut + 2);
-            const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          // Reads the frames in place: slicing the buffer per frame would copy it again and again.
+          let start = 0, cut;
+          while ((cut = buffer.indexOf("\n\n", start)) >= 0) {
+            let data = "";
+            for (const line of buffer.slice(start, cut).split("\n"))
+              if (line.startsWith("data: ")) data += (data ? "\n" : "") + line.slice(6);
+            start = cut + 2;
             if (data) apply(run, JSON.parse(data));
           }
+          buffer = buffer.slice(start);
         }
       } catch (err) {
-        if (run === current) setStatus("Connection lost, reconnecting…", true);
+        if (run === current && !run.closed) setStatus("Connection lost, reconnecting…", true);
       }
-      if (run.status !== "running") break;
+      if (run.status !== "running" || run.closed) break;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 8000);
     }
-    if (run === current) {
-      setStatus(run.status === "failed" ? "The run failed." : run.status === "completed" ? "Done." : "");
+    if (run === current && !run.closed) {
+      setStatus(endStatus(run), run.status === "failed");
       refreshControls();
+      loadChats();
     }
   }
 
+  function busy(on) { log.setAttribute("aria-busy", on ? "true" : "false"); }
   function refreshControls() {
-    const busy = current && current.status === "running";
-    cancelButton.hidden = !busy;
-    sendButton.textContent = busy ? "Send to the running agent" : "Send";
+    const running = current && current.status === "running";
+    busy(running);
+    cancelButton.hidden = !running;
+    sendButton.textContent = running ? "Send to the running agent" : "Send";
+  }
+
+  // The one place a message becomes a run: attachments will join the body here.
+  async function startRun(message) {
+    const body = { message, sessionId: state.sessionId };
+    if (agentSelect.value) body.agent = agentSelect.value;
+    const { runId } = await api("POST", "/api/runs", body);
+    if (state.fresh) { state.fresh = false; save(state); }
+    current = makeRun(runId);
+    refreshControls();
+    follow(current);
+    loadChats();
   }
 
   form.addEventListener("submit", async (e) => {
@@ -348,20 +415,13 @@ export const PAGE_SCRIPT = String.raw`
     const message = input.value.trim();
     if (!message) return;
     sendButton.disabled = true;
+    toLatest();
     try {
       if (current && current.status === "running") {
         await api("POST", "/api/runs/" + encodeURIComponent(current.runId) + "/inject", { message });
-        current.section.append(el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "), message));
-      } else {
-        const body = { message, sessionId: state.sessionId };
-        if (agentSelect.value) body.agent = agentSelect.value;
-        const { runId } = await api("POST", "/api/runs", body);
-        state.runs.push(runId);
-        save(state);
-        current = makeRun(runId);
-        refreshControls();
-        follow(current);
-      }
+        current.section.append(userBubble(message));
+        changed();
+      } else await startRun(message);
       input.value = "";
     } catch (err) {
       setStatus(err.message, true);
@@ -374,40 +434,55 @@ export const PAGE_SCRIPT = String.raw`
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
   });
   cancelButton.addEventListener("click", async () => {
-    if (!current) return;
-    try { await api("POST", "/api/runs/" + encodeURIComponent(current.runId) + "/cancel", {}); setStatus("Cancelling…"); }
-    catch (err) { setStatus(err.message, true); }
+    const run = current;
+    if (!run) return;
+    try {
+      await api("POST", "/api/runs/" + encodeURIComponent(run.runId) + "/cancel", {});
+      // The run may have ended (and said so) while the request was on its way.
+      if (run === current && run.status === "running") setStatus("Stopping…");
+    } catch (err) { setStatus(err.message, true); }
   });
-  $("new-chat").addEventListener("click", () => {
+
+  /** Shows a chat: each of its runs replayed from its first event, the live one followed. */
+  let opening = 0;
+  async function openSession(sessionId, fresh) {
+    const mine = ++opening;
     for (const run of runs.values()) run.closed = true;
     runs.clear();
     log.replaceChildren();
-    state = { sessionId: "session_" + crypto.randomUUID(), runs: [] };
-    save(state);
     current = null;
-    refreshControls();
+    state = { sessionId, fresh: !!fresh };
+    save(state);
     setStatus("");
+    let info = null;
+    if (!fresh) {
+      try { info = await api("GET", "/api/sessions/" + encodeURIComponent(sessionId)); }
+      catch (err) { if (err.status !== 404) setStatus(err.message, true); }
+    }
+    if (mine !== opening) return;
+    showTitle(info);
+    for (const runId of info ? info.runs : []) {
+      const run = makeRun(runId);
+      current = run;
+      follow(run);
+    }
+    refreshControls();
+    markOpenChat();
+    toLatest();
+  }
+  function newChat() {
+    openSession(newSessionId(), true);
     input.focus();
-  });
+  }
 
   async function boot() {
     try {
       const { agents, default: first } = await api("GET", "/api/agents");
       agentSelect.replaceChildren(...agents.map((a) => el("option", { value: a, selected: a === first }, a)));
       $("agent-field").hidden = agents.length < 2;
-    } catch (err) { setStatus(err.message, true); return; }
-    for (const run of runs.values()) run.closed = true;
-    runs.clear();
-    log.replaceChildren();
-    // Every run of the session is replayed from its first event: a reload shows each once.
-    for (const runId of state.runs) {
-      const run = makeRun(runId);
-      current = run;
-      follow(run);
-    }
-    refreshControls();
+    } catch (err) { if (err.status !== 401) setStatus(err.message, true); return; }
+    loadChats();
+    await openSession(state.sessionId, state.fresh);
     input.focus();
   }
-  boot();
-})();
 `;

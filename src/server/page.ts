@@ -1,41 +1,151 @@
+import { randomBytes } from "node:crypto";
+import type { Hono } from "hono";
+import type { PageAssets } from "./page-assets.js";
+import { pageAssets } from "./page-assets.js";
+import { PAGE_CHATS } from "./page-chats.js";
+import { PAGE_DOM } from "./page-dom.js";
+import { PAGE_MARKDOWN } from "./page-markdown.js";
 import { PAGE_SCRIPT } from "./page-script.js";
 import { PAGE_STYLE } from "./page-style.js";
 
-/** The web chat page served at `GET /`: one self-contained document. */
-export const PAGE_HTML = `<!doctype html>
+/**
+ * The page's Content-Security-Policy. Only scripts and styles carrying this response's nonce run
+ * (the page's own, and the Markdown and sanitizer builds it loads from `/assets/`); nothing is
+ * loaded from another host; the page cannot be framed; and with Trusted Types only DOMPurify may
+ * turn a string into HTML, so a slip in the page's own code cannot become an injection either.
+ */
+export function pageCsp(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "img-src 'self'",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+    "require-trusted-types-for 'script'",
+    "trusted-types dompurify",
+  ].join("; ");
+}
+
+/** The web chat page served at `GET /`: one document, its scripts inline or from `/assets/`. */
+export function pageHtml(nonce: string, assets: Pick<PageAssets, "marked" | "purify">): string {
+  const external = [assets.marked, assets.purify]
+    .filter((src) => src !== undefined)
+    .map((src) => `<script nonce="${nonce}" src="${src}"></script>`)
+    .join("\n");
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>Quiver chat</title>
-<style>${PAGE_STYLE}</style>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<style nonce="${nonce}">${PAGE_STYLE}</style>
+${external}
 </head>
 <body>
-<header>
-  <h1>Quiver chat</h1>
-  <div class="row">
-    <span id="agent-field" hidden><label for="agent">Agent</label> <select id="agent"></select></span>
-    <button type="button" id="new-chat">New chat</button>
+<div class="app">
+  <aside id="sidebar" aria-label="Chats">
+    <div class="side-head">
+      <button type="button" id="new-chat" class="primary">New chat</button>
+      <button type="button" id="close-sidebar" class="icon narrow-only" aria-label="Close the chat list">✕</button>
+    </div>
+    <nav aria-label="Past chats"><ul id="chats"></ul></nav>
+    <p id="chats-note" class="note"></p>
+  </aside>
+  <div id="scrim" class="narrow-only" hidden></div>
+  <div class="main">
+    <header>
+      <button type="button" id="open-sidebar" class="icon narrow-only" aria-label="Show chats" aria-controls="sidebar" aria-expanded="false">☰</button>
+      <h1 id="chat-title">New chat</h1>
+      <form id="rename-form" class="rename" hidden>
+        <label for="rename-input" class="sr-only">Chat title</label>
+        <input type="text" id="rename-input" maxlength="120" autocomplete="off">
+        <button type="submit" class="primary">Save</button>
+        <button type="button" id="rename-cancel">Cancel</button>
+      </form>
+      <button type="button" id="rename" hidden>Rename</button>
+      <span id="agent-field" hidden><label for="agent">Agent</label> <select id="agent"></select></span>
+    </header>
+    <div id="token-box" hidden>
+      <form id="token-form" class="row token-form">
+        <p id="token-note" class="token-note"></p>
+        <label for="token">Access token</label>
+        <input type="password" id="token" autocomplete="current-password" required>
+        <button type="submit" class="primary">Use token</button>
+      </form>
+    </div>
+    <main id="scroller" tabindex="-1">
+      <div id="log" role="log" aria-live="polite" aria-label="Conversation"></div>
+    </main>
+    <div class="composer">
+      <button type="button" id="jump" class="jump" hidden>Jump to latest ↓</button>
+      <p id="status" class="status" role="status"></p>
+      <form id="composer">
+        <div id="attach-slot" class="attach-slot"></div>
+        <label for="message" class="sr-only">Message</label>
+        <textarea id="message" rows="2" placeholder="Message the agent (Enter sends, Shift+Enter for a new line)" required></textarea>
+        <button type="submit" id="send" class="primary">Send</button>
+        <button type="button" id="cancel" class="danger" hidden>Stop</button>
+      </form>
+    </div>
   </div>
-</header>
-<div id="token-box" hidden>
-  <form id="token-form" class="row" style="max-width:52rem;margin:1rem auto;padding:0 1rem">
-    <label for="token">Access token</label>
-    <input type="password" id="token" autocomplete="current-password" required>
-    <button type="submit" class="primary">Use token</button>
-  </form>
 </div>
-<main id="log" aria-live="polite" aria-relevant="additions text" aria-label="Conversation"></main>
-<div class="composer">
-  <p id="status" class="status" role="status"></p>
-  <form id="composer">
-    <label for="message" class="sr-only">Message</label>
-    <textarea id="message" rows="2" placeholder="Message the agent (Enter sends, Shift+Enter for a new line)" required></textarea>
-    <button type="submit" id="send" class="primary">Send</button>
-    <button type="button" id="cancel" class="danger" hidden>Cancel run</button>
-  </form>
-</div>
-<script>${PAGE_SCRIPT}</script>
+<script nonce="${nonce}">"use strict";
+(() => {
+${PAGE_DOM}
+${PAGE_MARKDOWN}
+${PAGE_SCRIPT}
+${PAGE_CHATS}
+  boot();
+})();</script>
 </body>
 </html>
 `;
+}
+
+/**
+ * Serves the page at `/`, its scripts under `/assets/` and its icon (`/favicon.svg`, and
+ * `/favicon.ico` for clients that ask for that name). The page and its assets hold no secrets:
+ * behind auth they are public and the page asks for the token; without auth `guard` keeps them
+ * to loopback, like every other route.
+ */
+export function mountPage(app: Hono, guard: (request: Request, env: unknown) => Promise<void>): void {
+  app.get("/", async (c) => {
+    await guard(c.req.raw, c.env);
+    const nonce = randomBytes(18).toString("base64");
+    return c.html(pageHtml(nonce, await pageAssets()), 200, {
+      "cache-control": "no-cache",
+      "content-security-policy": pageCsp(nonce),
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    });
+  });
+  const asset = async (path: string, request: Request, env: unknown) => {
+    await guard(request, env);
+    const file = (await pageAssets()).files.get(path);
+    if (!file) return undefined;
+    // Named by a digest of their contents: a new version has a new name, so keep them for good.
+    const cache = path.startsWith("/assets/")
+      ? "public, max-age=31536000, immutable"
+      : "public, max-age=86400";
+    return new Response(file.body, {
+      headers: {
+        "content-type": file.type,
+        "cache-control": cache,
+        "x-content-type-options": "nosniff",
+      },
+    });
+  };
+  app.get("/assets/:name", async (c, next) => {
+    const response = await asset(`/assets/${c.req.param("name")}`, c.req.raw, c.env);
+    if (response) return response;
+    await next();
+  });
+  app.get("/favicon.svg", async (c) => (await asset("/favicon.svg", c.req.raw, c.env))!);
+  app.get("/favicon.ico", async (c) => (await asset("/favicon.svg", c.req.raw, c.env))!);
+}

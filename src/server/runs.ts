@@ -75,6 +75,11 @@ export class RunRegistry {
     return [...this.#agents.keys()];
   }
 
+  /** The root runs held in memory (started here, or loaded from the store), for listing chats. */
+  held(): IterableIterator<RunLog> {
+    return this.#logs.values();
+  }
+
   /**
    * Starts a run and begins draining it. `extraTools` are offered to the agent for this run only
    * (an AG-UI client's own tools) and always wait for a person's decision, whatever the agent's

@@ -11,6 +11,11 @@
  * out in a top-level `$payloads` field — `{ "call.args": "<key>", "message.toolCalls.0.args":
  * "<key>" }` — with `null` left in each place. Paths only ever name event fields Quiver
  * defines, so no value a tool or model produced can be mistaken for a reference.
+ *
+ * Images, documents and recordings are stored by their bytes: in content that holds one, each
+ * part's base64 `data` (and each long text) is its own payload — `input.0.content.1.data` —
+ * so the event keeps the part's type, media type and name, and the same image under other text
+ * (a tool's result, the message that carries it, a handoff's transcript) is one artifact.
  */
 import { createHash } from "node:crypto";
 import type { RunEvent } from "../contract/events.js";
@@ -34,6 +39,8 @@ export type Payload = { key: string; text: string };
  * so remembering them never doubles what a long run holds in memory.
  */
 const seen = new WeakMap<object, string | null>();
+/** Parts whose `data` was measured: the part → its data's payload key. */
+const seenData = new WeakMap<object, string>();
 const recentTexts = new Map<string, string>();
 let recentChars = 0;
 const RECENT_MAX_CHARS = 16 * 1024 * 1024;
@@ -58,8 +65,15 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   // Most events hold nothing large: no path is built (nor anything else allocated) until a
   // payload is found.
   let found: Found[] | undefined;
-  const visit = (value: unknown, p0: string, p1?: string | number, p2?: string, p3?: number, p4?: string) => {
-    const payload = payloadOf(value);
+  const visit = (
+    value: unknown,
+    p0: string,
+    p1?: string | number,
+    p2?: string | number,
+    p3?: string | number,
+    p4?: string,
+    payload = payloadOf(value),
+  ) => {
     if (payload === undefined) return;
     const path: Array<string | number> = [p0];
     for (const segment of [p1, p2, p3, p4]) if (segment !== undefined) path.push(segment);
@@ -69,12 +83,19 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   const visitMessage = (message: unknown, p0: string, p1?: number) => {
     if (!isRecord(message)) return;
     // Paths are [p0, p1?, field, …]: a message at `message` or at `input.3`.
-    if (p1 === undefined) {
-      visit(message.content, p0, "content");
-      if (message.details !== undefined) visit(message.details, p0, "details");
-    } else {
-      visit(message.content, p0, p1, "content");
-      if (message.details !== undefined) visit(message.details, p0, p1, "details");
+    const content = message.content;
+    if (hasLargeMedia(content)) {
+      for (let i = 0; i < content.length; i++) {
+        const part = partPayload(content[i]);
+        if (part === undefined) continue;
+        if (p1 === undefined) visit(undefined, p0, "content", i, part.field, undefined, part.payload);
+        else visit(undefined, p0, p1, "content", i, part.field, part.payload);
+      }
+    } else if (p1 === undefined) visit(content, p0, "content");
+    else visit(content, p0, p1, "content");
+    if (message.details !== undefined) {
+      if (p1 === undefined) visit(message.details, p0, "details");
+      else visit(message.details, p0, p1, "details");
     }
     const calls = message.toolCalls;
     if (!Array.isArray(calls)) return;
@@ -100,7 +121,15 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
     }
   }
   for (const field of PAYLOAD_FIELDS) {
-    if (source[field] !== undefined) visit(source[field], field);
+    const value = source[field];
+    if (value === undefined) continue;
+    // A tool result's `content` keeps its media apart, as a message's does.
+    if (field === "content" && hasLargeMedia(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const part = partPayload(value[i]);
+        if (part !== undefined) visit(undefined, field, i, part.field, undefined, undefined, part.payload);
+      }
+    } else visit(value, field);
   }
   if (found === undefined) return undefined;
   if (found.length === 0) return undefined;
@@ -133,6 +162,52 @@ type Found = { path: Array<string | number>; payload: Payload };
 
 /** Top-level event fields that may hold a large value. */
 const PAYLOAD_FIELDS = ["output", "details", "content", "partial"] as const;
+
+/** Content holding an image, document or recording whose inline bytes are worth a payload of their own. */
+function hasLargeMedia(content: unknown): content is unknown[] {
+  if (!Array.isArray(content)) return false;
+  for (const block of content) {
+    if (
+      isRecord(block) &&
+      (block.type === "image" || block.type === "file" || block.type === "audio") &&
+      typeof block.data === "string" &&
+      block.data.length >= PAYLOAD_MIN_CHARS - 2
+    )
+      return true;
+  }
+  return false;
+}
+
+/** One content part's large field: a media part's `data`, a text part's `text`. */
+function partPayload(block: unknown): { field: "data" | "text"; payload: Payload } | undefined {
+  if (!isRecord(block)) return undefined;
+  if (typeof block.data === "string") {
+    const payload = dataPayloadOf(block);
+    return payload && { field: "data", payload };
+  }
+  if (typeof block.text === "string") {
+    const payload = payloadOf(block.text);
+    return payload && { field: "text", payload };
+  }
+  return undefined;
+}
+
+/**
+ * The payload of a part's base64 `data`, remembered per part object: the same part rides on
+ * several events (the tool result, its message), and hashing megabytes once is enough.
+ */
+function dataPayloadOf(block: Record<string, unknown>): Payload | undefined {
+  const known = seenData.get(block);
+  if (known !== undefined) {
+    const text = recentTexts.get(known);
+    if (text !== undefined) return { key: known, text };
+  }
+  const payload = payloadOf(block.data);
+  if (payload === undefined) return undefined;
+  seenData.set(block, payload.key);
+  remember(payload);
+  return payload;
+}
 
 /** The payload of `value` if its JSON text is large enough to store once; undefined otherwise. */
 function payloadOf(value: unknown): Payload | undefined {

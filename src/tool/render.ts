@@ -1,3 +1,4 @@
+import { describeMedia, isMediaBlock } from "../model/media.js";
 import type { ContentBlock } from "../model/types.js";
 import { toJsonText } from "../plain-json.js";
 import type { ToolOutput } from "./types.js";
@@ -10,7 +11,11 @@ export function isToolOutput(value: unknown): value is ToolOutput {
     (b) =>
       typeof b === "object" &&
       b !== null &&
-      (b.type === "text" || b.type === "image" || b.type === "reasoning"),
+      (b.type === "text" ||
+        b.type === "image" ||
+        b.type === "file" ||
+        b.type === "audio" ||
+        b.type === "reasoning"),
   );
 }
 
@@ -22,13 +27,11 @@ export function defaultRender(value: unknown): string | ContentBlock[] {
   return toJsonText(value);
 }
 
-/** The text a person or a log reads for some content: text blocks joined, images named. */
+/** The text a person or a log reads for some content: text blocks joined, images and files named. */
 export function contentText(content: string | readonly ContentBlock[]): string {
   if (typeof content === "string") return content;
   return content
-    .map((block) =>
-      block.type === "image" ? `[image: ${block.mimeType}]` : block.type === "text" ? block.text : "",
-    )
+    .map((block) => (isMediaBlock(block) ? describeMedia(block) : block.type === "text" ? block.text : ""))
     .filter(Boolean)
     .join("\n");
 }

@@ -1,6 +1,6 @@
 /**
  * The `quiver` binary as users get it: the package compiled with tsc into a private folder
- * (dist/ beside a copy of package.json, node_modules linked), so the binary and the agent files
+ * (dist/ beside a copy of package.json and the shipped examples/agents, node_modules linked), so the binary and the agent files
  * of a test resolve "quiver-agents" through the package's own `exports`, exactly as in an
  * installed package. Built once per source tree (test files share it through a lock), so a
  * clean clone needs no prebuilt dist/ and the checkout's own dist/ is never touched.
@@ -37,6 +37,7 @@ function sourceKey(): string {
     }
   };
   walk(join(repo, "src"));
+  walk(join(repo, "examples/agents"));
   hash.update(readFileSync(join(repo, "package.json")));
   return hash.digest("hex").slice(0, 16);
 }
@@ -76,6 +77,8 @@ export async function builtPackage(): Promise<{ root: string; bin: string }> {
         2,
       ),
     );
+    // The example agents ship with the package ("files"): `quiver init` copies one.
+    cpSync(join(repo, "examples/agents"), join(root, "examples/agents"), { recursive: true });
     symlinkSync(join(repo, "node_modules"), join(root, "node_modules"), "dir");
     writeFileSync(ready, "");
     return { root, bin };

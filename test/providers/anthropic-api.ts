@@ -2,7 +2,10 @@
  * What the real Messages API checks about a request, as far as these tests rely on it:
  * headers, known fields, alternating roles starting with user, non-empty text blocks,
  * every tool_use answered by a tool_result at the start of the next user message, id
- * format, intact thinking blocks, thinking constraints, at most 4 cache breakpoints.
+ * format, intact thinking blocks, thinking constraints, at most 4 cache breakpoints; the
+ * media blocks it takes: `image` (base64 JPEG/PNG/GIF/WebP or a URL source) and `document` (a
+ * base64 or URL PDF, or a plain-text source; a title of at most 500 characters), in user
+ * messages and inside `tool_result`. No audio.
  */
 import type { ServerResponse } from "node:http";
 import type { RecordedRequest } from "./replay-server.js";
@@ -92,11 +95,8 @@ function checkMessages(messages: any, thinking: boolean): string[] {
         problems.push(`${at}.content.${j}: thinking blocks cannot be cached`);
       if (block.type === "thinking" && !block.signature)
         problems.push(`${at}.content.${j}.signature: Field required`);
-      if (
-        block.type === "image" &&
-        (block.source?.type !== "base64" || !block.source.media_type || !block.source.data)
-      )
-        problems.push(`${at}.content.${j}: image source`);
+      if (m.role === "user" && block.type !== "tool_result")
+        problems.push(...checkUserBlock(block, `${at}.content.${j}`));
     }
     if (m.role === "user") {
       const results = blocks.filter((b) => b.type === "tool_result");
@@ -109,11 +109,10 @@ function checkMessages(messages: any, thinking: boolean): string[] {
           problems.push(
             `${at}: unexpected tool_use_id found in tool_result blocks: ${result.tool_use_id}. Each tool_result block must have a corresponding tool_use block in the previous message.`,
           );
-        for (const inner of Array.isArray(result.content) ? result.content : []) {
-          if (inner.type !== "text" && inner.type !== "image")
-            problems.push(`${at}: tool_result content type ${inner.type}`);
+        for (const [k, inner] of (Array.isArray(result.content) ? result.content : []).entries()) {
           if (inner.type === "text" && !inner.text)
             problems.push(`${at}: tool_result text blocks must be non-empty`);
+          problems.push(...checkUserBlock(inner, `${at}.tool_result.content.${k}`));
         }
       }
       const answered = new Set(results.map((r) => r.tool_use_id));
@@ -156,6 +155,69 @@ function checkMessages(messages: any, thinking: boolean): string[] {
   if (pending.length > 0 && messages.at(-1).role === "assistant" && messages.length > 0) {
     // A trailing assistant message with tool_use is a prefill; the API rejects it too.
     problems.push("the final assistant message has tool_use blocks without results");
+  }
+  return problems;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+=*$/;
+
+/** A block of a user message or a tool result: text, image, document. */
+function checkUserBlock(block: any, at: string): string[] {
+  const problems: string[] = [];
+  const extra = (object: any, keys: string[], where: string) => {
+    for (const key of Object.keys(object ?? {}))
+      if (!keys.includes(key)) problems.push(`${where}.${key}: Extra inputs are not permitted`);
+  };
+  const source = block?.source;
+  switch (block?.type) {
+    case "text":
+      break;
+    case "image":
+      extra(block, ["type", "source", "cache_control"], at);
+      if (source?.type === "base64") {
+        extra(source, ["type", "media_type", "data"], `${at}.source`);
+        if (!["image/jpeg", "image/png", "image/gif", "image/webp"].includes(source.media_type))
+          problems.push(
+            `${at}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`,
+          );
+        if (!BASE64.test(String(source.data))) problems.push(`${at}.source.base64.data: invalid base64 data`);
+      } else if (source?.type === "url") {
+        extra(source, ["type", "url"], `${at}.source`);
+        if (!/^https?:\/\//.test(String(source.url))) problems.push(`${at}.source.url.url`);
+      } else
+        problems.push(`${at}.source: Input tag '${source?.type}' does not match 'base64', 'url' or 'file'`);
+      break;
+    case "document":
+      extra(block, ["type", "source", "title", "context", "citations", "cache_control"], at);
+      if (
+        block.title !== undefined &&
+        (typeof block.title !== "string" || block.title === "" || block.title.length > 500)
+      )
+        problems.push(`${at}.title`);
+      if (source?.type === "base64") {
+        extra(source, ["type", "media_type", "data"], `${at}.source`);
+        if (source.media_type !== "application/pdf")
+          problems.push(`${at}.source.base64.media_type: Input should be 'application/pdf'`);
+        if (!BASE64.test(String(source.data))) problems.push(`${at}.source.base64.data: invalid base64 data`);
+      } else if (source?.type === "text") {
+        extra(source, ["type", "media_type", "data"], `${at}.source`);
+        if (source.media_type !== "text/plain")
+          problems.push(`${at}.source.text.media_type: Input should be 'text/plain'`);
+        if (typeof source.data !== "string") problems.push(`${at}.source.text.data`);
+      } else if (source?.type === "url") {
+        extra(source, ["type", "url"], `${at}.source`);
+        if (!/^https?:\/\//.test(String(source.url))) problems.push(`${at}.source.url.url`);
+      } else
+        problems.push(
+          `${at}.source: Input tag '${source?.type}' does not match 'base64', 'text', 'content', 'url' or 'file'`,
+        );
+      break;
+    case "search_result":
+      break;
+    default:
+      problems.push(
+        `${at}: Input tag '${block?.type}' found using 'type' does not match any of the expected tags: 'text', 'image', 'document', 'search_result'`,
+      );
   }
   return problems;
 }

@@ -2,7 +2,9 @@
  * What the real Chat Completions API checks about a request, as far as these tests rely on
  * it: known fields only, message roles and ordering, every assistant tool call answered by
  * a `tool` message before anything else, text-only tool messages, id length, tool shapes,
- * strict schemas closed and fully required.
+ * strict schemas closed and fully required, and the user-message parts it takes: `text`,
+ * `image_url` (a base64 data URL or an http(s) URL), `file` (`file_data` as a data URL with its
+ * `filename`, or a `file_id`), `input_audio` (raw base64, `wav` or `mp3`).
  */
 import type { ServerResponse } from "node:http";
 import type { RecordedRequest } from "./replay-server.js";
@@ -118,16 +120,70 @@ function checkMessages(messages: any[]): string[] {
         }
       }
     } else if (m.role === "user" && Array.isArray(m.content)) {
-      for (const part of m.content) {
-        if (part.type === "image_url" && !String(part.image_url?.url).startsWith("data:image/"))
-          problems.push(`${at}: image_url.url`);
-        if (part.type !== "text" && part.type !== "image_url") problems.push(`${at}: part type ${part.type}`);
-      }
+      m.content.forEach((part: any, j: number) => {
+        problems.push(...checkUserPart(part, `${at}.content[${j}]`));
+      });
     } else if (typeof m.content !== "string") {
       problems.push(`${at}.content must be a string`);
     }
   });
   if (open && open.size > 0) problems.push(`tool calls without results: ${[...open].join(", ")}`);
+  return problems;
+}
+
+const DATA_URL = /^data:[a-z]+\/[-+.\w]+;base64,[A-Za-z0-9+/]+=*$/;
+
+function checkUserPart(part: any, at: string): string[] {
+  const problems: string[] = [];
+  const only = (object: any, keys: string[], where: string) => {
+    for (const key of Object.keys(object ?? {}))
+      if (!keys.includes(key)) problems.push(`${where}: Unrecognized parameter ${key}`);
+  };
+  switch (part?.type) {
+    case "text":
+      only(part, ["type", "text"], at);
+      if (typeof part.text !== "string") problems.push(`${at}.text`);
+      break;
+    case "image_url": {
+      only(part, ["type", "image_url"], at);
+      only(part.image_url, ["url", "detail"], `${at}.image_url`);
+      const url = String(part.image_url?.url);
+      if (
+        !(/^data:image\/(png|jpeg|gif|webp);base64,/.test(url) && DATA_URL.test(url)) &&
+        !/^https?:\/\//.test(url)
+      )
+        problems.push(
+          `${at}.image_url.url: Invalid image URL: expected a base64 image data URL or an http(s) URL`,
+        );
+      if (part.image_url?.detail !== undefined && !["auto", "low", "high"].includes(part.image_url.detail))
+        problems.push(`${at}.image_url.detail`);
+      break;
+    }
+    case "file": {
+      only(part, ["type", "file"], at);
+      const file = part.file ?? {};
+      only(file, ["file_data", "file_id", "filename"], `${at}.file`);
+      const given = ["file_data", "file_id"].filter((k) => file[k] !== undefined);
+      if (given.length !== 1) problems.push(`${at}.file: exactly one of file_data or file_id is required`);
+      if (file.file_data !== undefined) {
+        if (!DATA_URL.test(String(file.file_data)))
+          problems.push(`${at}.file.file_data: expected a base64 data URL`);
+        if (typeof file.filename !== "string" || file.filename === "")
+          problems.push(`${at}.file.filename: required with file_data`);
+      }
+      break;
+    }
+    case "input_audio":
+      only(part, ["type", "input_audio"], at);
+      only(part.input_audio, ["data", "format"], `${at}.input_audio`);
+      if (!/^[A-Za-z0-9+/]+=*$/.test(String(part.input_audio?.data)))
+        problems.push(`${at}.input_audio.data: expected base64`);
+      if (!["wav", "mp3"].includes(part.input_audio?.format))
+        problems.push(`${at}.input_audio.format: Input should be 'wav' or 'mp3'`);
+      break;
+    default:
+      problems.push(`${at}: Invalid value '${part?.type}' for type`);
+  }
   return problems;
 }
 

@@ -2,7 +2,10 @@
  * What the real Responses API checks about a request, as far as these tests rely on it:
  * known fields, item shapes, every function_call answered by a function_call_output and
  * no output without its call, reasoning items followed by their item and (without `store`)
- * carrying encrypted content, `strict` tools in strict form.
+ * carrying encrypted content, `strict` tools in strict form; the parts of user messages and
+ * of function outputs: `input_text`, `input_image` (`image_url` as a base64 data URL or an
+ * http(s) URL, or a `file_id`), `input_file` (one of `file_data` as a data URL with its
+ * `filename`, `file_url`, `file_id`). No audio.
  */
 import { checkStrict } from "./openai-chat-api.js";
 import type { RecordedRequest } from "./replay-server.js";
@@ -36,6 +39,56 @@ const KNOWN_FIELDS = new Set([
   "prompt",
 ]);
 
+const DATA_URL = /^data:[a-z]+\/[-+.\w]+;base64,[A-Za-z0-9+/]+=*$/;
+
+function checkInputPart(part: any, at: string): string[] {
+  const problems: string[] = [];
+  const only = (keys: string[]) => {
+    for (const key of Object.keys(part))
+      if (!keys.includes(key)) problems.push(`Unknown parameter: '${at}.${key}'.`);
+  };
+  switch (part?.type) {
+    case "input_text":
+      only(["type", "text"]);
+      if (typeof part.text !== "string") problems.push(`${at}.text`);
+      break;
+    case "input_image": {
+      only(["type", "image_url", "file_id", "detail"]);
+      const url = part.image_url;
+      if (url === undefined && part.file_id === undefined)
+        problems.push(`${at}: image_url or file_id is required`);
+      if (
+        url !== undefined &&
+        !(/^data:image\//.test(url) && DATA_URL.test(url)) &&
+        !/^https?:\/\//.test(url)
+      )
+        problems.push(`${at}.image_url: Invalid image URL`);
+      if (part.detail !== undefined && !["auto", "low", "high"].includes(part.detail))
+        problems.push(`${at}.detail`);
+      break;
+    }
+    case "input_file": {
+      only(["type", "file_data", "file_url", "file_id", "filename", "detail"]);
+      const given = ["file_data", "file_url", "file_id"].filter((k) => part[k] !== undefined);
+      if (given.length !== 1)
+        problems.push(`${at}: exactly one of file_data, file_url or file_id is required`);
+      if (part.file_data !== undefined) {
+        if (!DATA_URL.test(String(part.file_data)))
+          problems.push(`${at}.file_data: expected a base64 data URL`);
+        if (typeof part.filename !== "string" || part.filename === "")
+          problems.push(`${at}.filename: required with file_data`);
+      }
+      if (part.file_url !== undefined && !/^https?:\/\//.test(part.file_url)) problems.push(`${at}.file_url`);
+      break;
+    }
+    default:
+      problems.push(
+        `Invalid value: '${part?.type}'. Supported values are: 'input_text', 'input_image', and 'input_file'. (${at}.type)`,
+      );
+  }
+  return problems;
+}
+
 export function validateResponsesRequest(req: RecordedRequest): string[] {
   const problems: string[] = [];
   if (req.method !== "POST" || req.path !== "/v1/responses") problems.push(`${req.method} ${req.path}`);
@@ -67,16 +120,15 @@ export function validateResponsesRequest(req: RecordedRequest): string[] {
     if (item.type === undefined || item.type === "message") {
       if (!["user", "assistant", "system", "developer"].includes(item.role)) problems.push(`${at}.role`);
       if (Array.isArray(item.content)) {
-        for (const part of item.content) {
+        item.content.forEach((part: any, j: number) => {
           const allowed =
             item.role === "assistant"
               ? ["output_text", "refusal"]
               : ["input_text", "input_image", "input_file"];
           if (!allowed.includes(part.type))
             problems.push(`${at}: content type ${part.type} for role ${item.role}`);
-          if (part.type === "input_image" && !String(part.image_url).startsWith("data:image/"))
-            problems.push(`${at}: image_url`);
-        }
+          else if (item.role !== "assistant") problems.push(...checkInputPart(part, `${at}.content[${j}]`));
+        });
       } else if (typeof item.content !== "string") problems.push(`${at}.content`);
     } else if (item.type === "function_call") {
       if (
@@ -91,15 +143,11 @@ export function validateResponsesRequest(req: RecordedRequest): string[] {
         problems.push(`No tool call found for function call output with call_id ${item.call_id}.`);
       answered.add(item.call_id);
       const output = item.output;
-      if (
-        typeof output !== "string" &&
-        !(
-          Array.isArray(output) &&
-          output.every((p: any) => ["input_text", "input_image", "input_file"].includes(p.type))
-        )
-      ) {
-        problems.push(`${at}.output`);
-      }
+      if (Array.isArray(output))
+        output.forEach((part: any, j: number) => {
+          problems.push(...checkInputPart(part, `${at}.output[${j}]`));
+        });
+      else if (typeof output !== "string") problems.push(`${at}.output`);
     } else if (item.type === "reasoning") {
       if (!Array.isArray(item.summary)) problems.push(`${at}.summary: Field required`);
       if (body.store === false && typeof item.encrypted_content !== "string") {

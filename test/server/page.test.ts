@@ -1,48 +1,23 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { Agent, jsonSchema, ScriptedModel, tool } from "quiver-agents";
-import { createServer, type Serving, serve } from "quiver-agents/server";
+import { createServer, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentWith, refundTool, slowTool } from "./helpers.js";
+import { launchBrowser, withPage } from "./page-browser.js";
 
 let browser: Browser;
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchBrowser();
 }, 30_000);
 
 afterAll(async () => {
   await browser?.close();
 });
-
-async function withPage<T>(serving: Serving, body: (page: Page) => Promise<T>, width = 390): Promise<T> {
-  const context = await browser.newContext({ viewport: { width, height: 800 } });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
-  try {
-    await page.goto(serving.url);
-    const result = await body(page);
-    expect(errors).toEqual([]);
-    return result;
-  } finally {
-    await context.close();
-  }
-}
 
 describe("the web chat page in Chromium", () => {
   it("sends a message, streams the answer, approves a call, and picks the run up again after a reload", async () => {
@@ -58,12 +33,12 @@ describe("the web chat page in Chromium", () => {
     );
     const serving = await serve(createServer({ agent }), { port: 0 });
     try {
-      await withPage(serving, async (page) => {
+      await withPage(browser, serving, async (page) => {
         // Keyboard only: the message box is labelled, Enter sends.
         await page.getByLabel("Message").fill("Refund order A1");
         await page.getByLabel("Message").press("Enter");
         await expect.poll(() => page.getByText("Checking the order.").count()).toBe(1);
-        await expect.poll(() => page.getByText("Refund order A1").count()).toBe(1);
+        await expect.poll(() => page.getByRole("log").getByText("Refund order A1").count()).toBe(1);
 
         // The approval shows the call's arguments and waits for the person.
         const approve = page.getByRole("button", { name: "Approve refund" });
@@ -123,7 +98,7 @@ describe("the web chat page in Chromium", () => {
     );
     const serving = await serve(createServer({ agent, human: channel }), { port: 0 });
     try {
-      await withPage(serving, async (page) => {
+      await withPage(browser, serving, async (page) => {
         await page.getByLabel("Message").fill("Refund something");
         await page.getByRole("button", { name: "Send" }).click();
         await page.getByText("Which order?", { exact: true }).waitFor({ timeout: 5_000 });
@@ -137,8 +112,9 @@ describe("the web chat page in Chromium", () => {
         await page.getByLabel("Message").fill("one more thing");
         await page.getByLabel("Message").press("Enter");
         await page.getByText("working on forever").waitFor({ timeout: 5_000 });
-        await page.getByRole("button", { name: "Cancel run" }).click();
-        await page.getByText("Stopped: cancelled").waitFor({ timeout: 5_000 });
+        await page.getByRole("button", { name: "Stop" }).click();
+        await page.getByRole("log").getByText("Cancelled.", { exact: true }).waitFor({ timeout: 5_000 });
+        await expect.poll(() => page.getByRole("status").textContent()).toBe("Cancelled.");
       });
     } finally {
       slow.release();
@@ -166,7 +142,7 @@ describe("the web chat page in Chromium", () => {
     });
     const serving = await serve(createServer({ agent: boss }), { port: 0 });
     try {
-      await withPage(serving, async (page) => {
+      await withPage(browser, serving, async (page) => {
         await page.getByLabel("Message").fill("please refund A1");
         await page.getByLabel("Message").press("Enter");
         // The child's work shows inside the boss's call to it, approval buttons included.
@@ -223,7 +199,7 @@ describe("the web chat page in Chromium", () => {
     });
     const serving = await serve(createServer({ agent: boss, human: channel }), { port: 0 });
     try {
-      await withPage(serving, async (page) => {
+      await withPage(browser, serving, async (page) => {
         await page.getByLabel("Message").fill("refund something");
         await page.getByLabel("Message").press("Enter");
         const parent = page.locator('details[data-call-id="p1"]');
@@ -250,7 +226,7 @@ describe("the web chat page in Chromium", () => {
     let serving = await serve(createServer({ agent: before, store }), { port: 0 });
     const port = serving.port;
     try {
-      await withPage(serving, async (page) => {
+      await withPage(browser, serving, async (page) => {
         await page.getByLabel("Message").fill("Refund order A1");
         await page.getByLabel("Message").press("Enter");
         await page.getByRole("button", { name: "Approve refund" }).waitFor({ timeout: 5_000 });
@@ -296,7 +272,7 @@ describe("the web chat page in Chromium", () => {
     }
   }, 45_000);
 
-  it("shows an edit as a diff before it is approved, and asks for the token of a server behind auth", async () => {
+  it("shows an edit as a diff before it is approved, and asks for the token of a server behind auth, saying when one is refused", async () => {
     const edits: string[] = [];
     const edit = tool({
       name: "edit_file",
@@ -333,21 +309,38 @@ describe("the web chat page in Chromium", () => {
     );
     const serving = await serve(createServer({ agent, auth: "open-sesame" }), { port: 0 });
     try {
-      await withPage(serving, async (page) => {
-        // The page itself loads; the API wants the token, so the page asks for it.
-        await page.getByLabel("Access token").fill("open-sesame");
-        await page.getByLabel("Access token").press("Enter");
-        await page.getByLabel("Message").fill("fix the greeting");
-        await page.getByLabel("Message").press("Enter");
-        await page.getByRole("button", { name: "Approve edit_file" }).waitFor({ timeout: 5_000 });
-        const diff = page.locator('details[data-call-id="e1"] pre.diff');
-        expect(await diff.locator(".del").allTextContents()).toEqual(["-world\n"]);
-        expect(await diff.locator(".add").allTextContents()).toEqual(["+there\n"]);
-        expect(edits).toEqual([]);
-        await page.getByRole("button", { name: "Approve edit_file" }).click();
-        await page.getByText("Edited.").waitFor({ timeout: 5_000 });
-        expect(edits).toEqual(["greet.ts"]);
-      });
+      await withPage(
+        browser,
+        serving,
+        async (page) => {
+          // The page itself loads; the API wants the token, so the page asks for it.
+          await expect
+            .poll(() => page.getByRole("status").textContent())
+            .toBe("This server needs an access token.");
+          // A wrong token is refused, and the page says so (not that a token is needed).
+          await page.getByLabel("Access token").fill("guess");
+          await page.getByLabel("Access token").press("Enter");
+          await expect
+            .poll(() => page.getByRole("status").textContent())
+            .toBe("The server refused this access token.");
+          await expect
+            .poll(() => page.locator("#token-note").textContent())
+            .toBe("The server refused this access token.");
+          await page.getByLabel("Access token").fill("open-sesame");
+          await page.getByLabel("Access token").press("Enter");
+          await page.getByLabel("Message").fill("fix the greeting");
+          await page.getByLabel("Message").press("Enter");
+          await page.getByRole("button", { name: "Approve edit_file" }).waitFor({ timeout: 5_000 });
+          const diff = page.locator('details[data-call-id="e1"] pre.diff');
+          expect(await diff.locator(".del").allTextContents()).toEqual(["-world\n"]);
+          expect(await diff.locator(".add").allTextContents()).toEqual(["+there\n"]);
+          expect(edits).toEqual([]);
+          await page.getByRole("button", { name: "Approve edit_file" }).click();
+          await page.getByText("Edited.").waitFor({ timeout: 5_000 });
+          expect(edits).toEqual(["greet.ts"]);
+        },
+        { allowStatus: [401] },
+      );
     } finally {
       await serving.close();
     }

@@ -7,6 +7,7 @@ import type { LanguageModelV2, LanguageModelV3 } from "@ai-sdk/provider";
 import { ProviderError, UserError } from "../../errors.js";
 import type { Model, ModelRequest, ModelStreamEvent } from "../../model/types.js";
 import { abortedError } from "../http-stream.js";
+import { mediaOf, unsupportedPart } from "../message-content.js";
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_TIMEOUT_MS,
@@ -82,6 +83,7 @@ export function fromAiSdk(aiSdkModel: AiSdkLanguageModel, options: FromAiSdkOpti
         } catch (error) {
           throw encodingError(provider, error);
         }
+        await refuseUnsupportedUrls(model, request);
         for (const message of warnings.splice(0))
           yield { type: "warning", message, code: `${provider}_degraded` };
         yield* retryingStream(retry, request.signal, () =>
@@ -90,6 +92,45 @@ export function fromAiSdk(aiSdkModel: AiSdkLanguageModel, options: FromAiSdkOpti
       })();
     },
   };
+}
+
+/**
+ * A part given by URL goes to the model as a URL only where the model says it takes one
+ * (`supportedUrls`); elsewhere the AI SDK's `generateText` would download it, which Quiver does
+ * not do on a caller's behalf: a `UserError` before the request says to pass the bytes instead.
+ */
+async function refuseUnsupportedUrls(model: SpecModel, request: ModelRequest): Promise<void> {
+  const byUrl = request.messages.flatMap((message) =>
+    message.role === "user" ? mediaOf(message.content).filter((block) => block.url !== undefined) : [],
+  );
+  if (byUrl.length === 0) return;
+  let supported: Record<string, RegExp[]> | undefined;
+  try {
+    supported = await (model as { supportedUrls?: PromiseLike<Record<string, RegExp[]>> }).supportedUrls;
+  } catch {
+    return; // the model cannot say: the provider decides
+  }
+  if (supported === undefined || supported === null) return;
+  for (const block of byUrl) {
+    const mediaType = (block.mimeType ?? "image/*").toLowerCase();
+    const patterns = Object.entries(supported)
+      .filter(([type]) => typeMatches(type.toLowerCase(), mediaType))
+      .flatMap(([, list]) => list);
+    if (!patterns.some((pattern) => pattern.test(block.url!)))
+      throw unsupportedPart(
+        model.provider,
+        block,
+        "in a user message",
+        "this model does not take that URL (its supportedUrls); fetch it and pass its bytes as data",
+      );
+  }
+}
+
+/** A pattern such as `image/png`, `image/` plus a star, or a star alone, matching a media type. */
+function typeMatches(pattern: string, mediaType: string): boolean {
+  if (pattern === "*" || pattern === "*/*" || pattern === mediaType) return true;
+  const [major] = mediaType.split("/");
+  return pattern.endsWith("/*") && (pattern.slice(0, -2) === major || mediaType.endsWith("/*"));
 }
 
 type Limits = { timeoutMs: number; idleTimeoutMs: number };

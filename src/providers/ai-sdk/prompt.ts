@@ -9,9 +9,16 @@ import type {
   LanguageModelV3CallOptions,
   LanguageModelV3Prompt,
 } from "@ai-sdk/provider";
+import { isMediaBlock } from "../../model/media.js";
 import { objectRootSchema } from "../../model/schema-lowering.js";
-import type { AssistantMessage, ContentBlock, ModelRequest, ToolMessage } from "../../model/types.js";
-import { blocksOf, imagesOf, providerEntry, textOf } from "../message-content.js";
+import type {
+  AssistantMessage,
+  ContentBlock,
+  MediaBlock,
+  ModelRequest,
+  ToolMessage,
+} from "../../model/types.js";
+import { blocksOf, inResult, mediaOf, providerEntry, textOf, unsupportedPart } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
 
@@ -97,7 +104,7 @@ function prompt(
         out.push({ role: "assistant", content: assistantParts(message, provider, ids) });
         break;
       case "tool": {
-        const part = toolResult(message, version, ids);
+        const part = toolResult(message, version, provider, ids);
         const last = out.at(-1);
         // One tool message holds all results of a turn.
         if (last?.role === "tool" && Array.isArray(last.content)) last.content.push(part);
@@ -109,20 +116,32 @@ function prompt(
   return out as unknown as LanguageModelV2Prompt & LanguageModelV3Prompt;
 }
 
+/**
+ * Every image, document and recording is a `file` part: base64 data, or a `URL` the AI SDK
+ * provider fetches or passes on (an image URL without a media type is `image/*`). Which media
+ * types the model takes is the provider's to say.
+ */
 function userParts(content: string | ContentBlock[]): Part[] {
   const parts: Part[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text") parts.push({ type: "text", text: block.text });
-    else if (block.type === "image")
-      parts.push({ type: "file", data: block.data, mediaType: block.mimeType });
+    else if (isMediaBlock(block)) {
+      const part: Part = {
+        type: "file",
+        data: block.url !== undefined ? new URL(block.url) : block.data,
+        mediaType: block.mimeType ?? "image/*",
+      };
+      if (block.type === "file" && block.filename !== undefined) part.filename = block.filename;
+      parts.push(part);
+    }
   }
   return parts;
 }
 
-function toolResult(message: ToolMessage, version: SpecVersion, ids: WireCallIds): Part {
-  const base = { type: "tool-result", toolCallId: ids.forResult(message.toolCallId), toolName: message.name };
-  const images = imagesOf(message.content);
-  if (images.length === 0) {
+function toolResult(message: ToolMessage, version: SpecVersion, provider: string, ids: WireCallIds): Part {
+  const callId = ids.forResult(message.toolCallId);
+  const base = { type: "tool-result", toolCallId: callId, toolName: message.name };
+  if (mediaOf(message.content).length === 0) {
     return {
       ...base,
       output: { type: message.isError ? "error-text" : "text", value: textOf(message.content) },
@@ -131,16 +150,33 @@ function toolResult(message: ToolMessage, version: SpecVersion, ids: WireCallIds
   const value: Part[] = [];
   for (const block of blocksOf(message.content)) {
     if (block.type === "text") value.push({ type: "text", text: block.text });
-    else if (block.type === "image") {
-      // v2 calls every binary part "media"; v3 names images "image-data".
-      value.push({
-        type: version === "v2" ? "media" : "image-data",
-        data: block.data,
-        mediaType: block.mimeType,
-      });
-    }
+    else if (isMediaBlock(block))
+      value.push(outputPart(block, version, provider, inResult(message.name, callId)));
   }
   return { ...base, output: { type: "content", value } };
+}
+
+/** v2 calls every binary part "media" and has none for a URL; v3 has image-data, file-data and their URL forms. */
+function outputPart(block: MediaBlock, version: SpecVersion, provider: string, where: string): Part {
+  if (version === "v2") {
+    if (block.url !== undefined)
+      throw unsupportedPart(
+        provider,
+        block,
+        where,
+        "AI SDK 5 (specification v2) tool results take bytes only; pass them as data",
+      );
+    return { type: "media", data: block.data, mediaType: block.mimeType };
+  }
+  if (block.type === "image") {
+    return block.url !== undefined
+      ? { type: "image-url", url: block.url }
+      : { type: "image-data", data: block.data, mediaType: block.mimeType };
+  }
+  if (block.url !== undefined) return { type: "file-url", url: block.url, mediaType: block.mimeType };
+  const part: Part = { type: "file-data", data: block.data, mediaType: block.mimeType };
+  if (block.type === "file" && block.filename !== undefined) part.filename = block.filename;
+  return part;
 }
 
 /**

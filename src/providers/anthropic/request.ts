@@ -7,15 +7,25 @@
  * as they were streamed (signature included) when a tool loop continues.
  */
 
+import { isMediaBlock } from "../../model/media.js";
 import { objectRootSchema } from "../../model/schema-lowering.js";
 import type {
   AssistantMessage,
   ContentBlock,
+  MediaBlock,
   ModelRequest,
   ToolMessage,
   ToolSpec,
 } from "../../model/types.js";
-import { blocksOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
+import {
+  blocksOf,
+  inResult,
+  isInlineText,
+  providerEntry,
+  reasoningOf,
+  textOf,
+  unsupportedPart,
+} from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
 
@@ -157,7 +167,7 @@ function wireMessages(request: ModelRequest, systemParts: string[], toolsDefined
         break;
       }
       case "user":
-        push("user", userBlocks(message.content));
+        push("user", userBlocks(message.content, "in a user message"));
         break;
       case "assistant":
         push("assistant", toolsDefined ? assistantBlocks(message, ids) : assistantAsText(message));
@@ -170,20 +180,63 @@ function wireMessages(request: ModelRequest, systemParts: string[], toolsDefined
   return out;
 }
 
-function userBlocks(content: string | ContentBlock[]): Block[] {
+function userBlocks(content: string | ContentBlock[], where: string): Block[] {
   const out: Block[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text" && block.text !== "") out.push({ type: "text", text: block.text });
-    else if (block.type === "image") {
-      out.push({ type: "image", source: { type: "base64", media_type: block.mimeType, data: block.data } });
-    }
+    else if (isMediaBlock(block)) out.push(mediaBlock(block, where));
   }
   return out;
 }
 
+const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+
+/**
+ * `image` blocks (base64 or URL source; JPEG, PNG, GIF, WebP) and `document` blocks: a PDF as
+ * base64 or by URL, a text document as a text source. The filename becomes the document's title.
+ * Claude takes no audio.
+ */
+function mediaBlock(block: MediaBlock, where: string): Block {
+  if (block.type === "audio")
+    throw unsupportedPart(ANTHROPIC, block, where, "Claude takes no audio input; transcribe it first");
+  if (block.type === "image") {
+    if (block.url !== undefined) return { type: "image", source: { type: "url", url: block.url } };
+    if (!IMAGE_TYPES.has(block.mimeType))
+      throw unsupportedPart(
+        ANTHROPIC,
+        block,
+        where,
+        "Claude takes JPEG, PNG, GIF and WebP images; convert it",
+      );
+    return { type: "image", source: { type: "base64", media_type: block.mimeType, data: block.data } };
+  }
+  let source: Block;
+  if (block.data !== undefined && isInlineText(block)) {
+    source = {
+      type: "text",
+      media_type: "text/plain",
+      data: Buffer.from(block.data, "base64").toString("utf8"),
+    };
+  } else if (block.mimeType !== "application/pdf") {
+    throw unsupportedPart(
+      ANTHROPIC,
+      block,
+      where,
+      block.url !== undefined
+        ? "a document by URL must be a PDF; fetch it and pass its bytes as data"
+        : "Claude takes PDF and text documents only",
+    );
+  } else if (block.url !== undefined) source = { type: "url", url: block.url };
+  else source = { type: "base64", media_type: "application/pdf", data: block.data };
+  const out: Block = { type: "document", source };
+  if (block.filename) out.title = block.filename.slice(0, 500);
+  return out;
+}
+
 function toolResult(message: ToolMessage, ids: WireCallIds): Block {
-  const content = userBlocks(message.content);
-  const block: Block = { type: "tool_result", tool_use_id: ids.forResult(message.toolCallId) };
+  const id = ids.forResult(message.toolCallId);
+  const content = userBlocks(message.content, inResult(message.name, id));
+  const block: Block = { type: "tool_result", tool_use_id: id };
   // An empty tool_result is valid; an empty text block inside one is not.
   if (content.length > 0) block.content = content;
   if (message.isError) block.is_error = true;
@@ -238,7 +291,7 @@ function toolResultAsText(message: ToolMessage): Block[] {
   const text = textOf(message.content);
   return [
     { type: "text", text: text === "" ? prefix : `${prefix}\n${text}` },
-    ...userBlocks(message.content).filter((b) => b.type === "image"),
+    ...userBlocks(message.content, `in the result of ${message.name}`).filter((b) => b.type !== "text"),
   ];
 }
 

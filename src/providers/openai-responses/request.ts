@@ -9,11 +9,22 @@ import { objectRootSchema, toStrictSchema } from "../../model/schema-lowering.js
 import type {
   AssistantMessage,
   ContentBlock,
+  MediaBlock,
   ModelRequest,
   ToolMessage,
   ToolSpec,
 } from "../../model/types.js";
-import { blocksOf, dataUrl, imagesOf, providerEntry, textOf } from "../message-content.js";
+import {
+  blocksOf,
+  dataUrl,
+  documentText,
+  inResult,
+  isInlineText,
+  mediaOf,
+  providerEntry,
+  textOf,
+  unsupportedPart,
+} from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
 
@@ -123,28 +134,58 @@ function inputItems(request: ModelRequest, dialect: ResponsesDialect): Item[] {
 }
 
 function userContent(content: string | ContentBlock[]): string | Item[] {
-  if (imagesOf(content).length === 0) return textOf(content);
+  if (mediaOf(content).length === 0) return textOf(content);
   const parts: Item[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text") parts.push({ type: "input_text", text: block.text });
-    else if (block.type === "image")
-      parts.push({ type: "input_image", image_url: dataUrl(block), detail: "auto" });
+    else if (block.type !== "reasoning") parts.push(inputPart(block, "in a user message"));
   }
   return parts;
 }
 
+/** A function's output holds the same parts as a user message (text, images, files). */
 function functionCallOutput(message: ToolMessage, ids: WireCallIds): Item {
-  const images = imagesOf(message.content);
   const callId = ids.forResult(message.toolCallId);
-  if (images.length === 0)
+  if (mediaOf(message.content).length === 0)
     return { type: "function_call_output", call_id: callId, output: textOf(message.content) };
   const output: Item[] = [];
   for (const block of blocksOf(message.content)) {
     if (block.type === "text" && block.text !== "") output.push({ type: "input_text", text: block.text });
-    else if (block.type === "image")
-      output.push({ type: "input_image", image_url: dataUrl(block), detail: "auto" });
+    else if (block.type !== "text" && block.type !== "reasoning")
+      output.push(inputPart(block, inResult(message.name, callId)));
   }
   return { type: "function_call_output", call_id: callId, output };
+}
+
+/**
+ * `input_image` (a data URL or the image's URL), `input_file` with `file_data` (a data URL)
+ * or `file_url` for a PDF, `input_text` for a text document. The Responses API takes no audio.
+ */
+function inputPart(block: MediaBlock, where: string): Item {
+  if (block.type === "image")
+    return { type: "input_image", image_url: block.url ?? dataUrl(block), detail: "auto" };
+  if (block.type === "audio")
+    throw unsupportedPart(
+      OPENAI_RESPONSES,
+      block,
+      where,
+      "the Responses API takes no audio input; transcribe it first, or use openai() (Chat Completions) with an audio model",
+    );
+  if (block.data !== undefined && isInlineText(block))
+    return { type: "input_text", text: documentText(block) };
+  if (block.mimeType !== "application/pdf")
+    throw unsupportedPart(
+      OPENAI_RESPONSES,
+      block,
+      where,
+      "the Responses API takes PDF and text documents only",
+    );
+  const file: Item = { type: "input_file" };
+  if (block.filename !== undefined || block.data !== undefined)
+    file.filename = block.filename ?? "document.pdf";
+  if (block.url !== undefined) file.file_url = block.url;
+  else file.file_data = dataUrl(block);
+  return file;
 }
 
 /**

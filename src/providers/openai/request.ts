@@ -3,8 +3,26 @@
  */
 
 import { objectRootSchema, toStrictSchema } from "../../model/schema-lowering.js";
-import type { AssistantMessage, Message, ModelRequest, ToolMessage, ToolSpec } from "../../model/types.js";
-import { dataUrl, imagesOf, providerEntry, reasoningOf, textOf } from "../message-content.js";
+import type {
+  AssistantMessage,
+  MediaBlock,
+  Message,
+  ModelRequest,
+  ToolMessage,
+  ToolSpec,
+} from "../../model/types.js";
+import {
+  blocksOf,
+  dataUrl,
+  documentText,
+  inResult,
+  isInlineText,
+  mediaOf,
+  providerEntry,
+  reasoningOf,
+  textOf,
+  unsupportedPart,
+} from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
 
@@ -101,7 +119,7 @@ function chatMessages(request: ModelRequest, dialect: ChatDialect): Record<strin
       const run: ToolMessage[] = [];
       while (i < messages.length && messages[i]!.role === "tool") run.push(messages[i++] as ToolMessage);
       i--;
-      out.push(...toolResults(run, ids));
+      out.push(...toolResults(run, ids, dialect.provider));
       continue;
     }
     out.push(chatMessage(message, dialect, ids));
@@ -112,14 +130,53 @@ function chatMessages(request: ModelRequest, dialect: ChatDialect): Record<strin
 function chatMessage(message: Exclude<Message, ToolMessage>, dialect: ChatDialect, ids: WireCallIds) {
   if (message.role === "assistant") return assistantMessage(message, dialect, ids);
   if (message.role === "system") return { role: "system", content: textOf(message.content) };
-  const images = imagesOf(message.content);
-  if (images.length === 0) return { role: "user", content: textOf(message.content) };
+  if (mediaOf(message.content).length === 0) return { role: "user", content: textOf(message.content) };
   const parts: Record<string, unknown>[] = [];
-  for (const block of message.content as Exclude<typeof message.content, string>) {
+  for (const block of blocksOf(message.content)) {
     if (block.type === "text") parts.push({ type: "text", text: block.text });
-    else if (block.type === "image") parts.push({ type: "image_url", image_url: { url: dataUrl(block) } });
+    else if (block.type !== "reasoning") parts.push(mediaPart(block, dialect.provider, "in a user message"));
   }
   return { role: "user", content: parts };
+}
+
+/** What wav and mp3 are called in `input_audio.format`; the only recordings Chat Completions takes. */
+const AUDIO_FORMATS: Record<string, string> = {
+  "audio/wav": "wav",
+  "audio/x-wav": "wav",
+  "audio/wave": "wav",
+  "audio/mpeg": "mp3",
+  "audio/mp3": "mp3",
+};
+
+/**
+ * One image, document or recording as a user-message part: `image_url` (a data URL or the
+ * image's URL), `file` with `file_data` for a PDF, text for a text document, `input_audio`
+ * for wav and mp3. Chat Completions has no field for a document's URL.
+ */
+function mediaPart(block: MediaBlock, provider: string, where: string): Record<string, unknown> {
+  if (block.type === "image") return { type: "image_url", image_url: { url: block.url ?? dataUrl(block) } };
+  if (block.type === "audio") {
+    const format = AUDIO_FORMATS[block.mimeType.toLowerCase()];
+    if (!format)
+      throw unsupportedPart(
+        provider,
+        block,
+        where,
+        "Chat Completions takes wav and mp3 recordings only; convert it",
+      );
+    return { type: "input_audio", input_audio: { data: block.data, format } };
+  }
+  if (block.url !== undefined)
+    throw unsupportedPart(
+      provider,
+      block,
+      where,
+      "Chat Completions has no field for a document's URL; fetch it and pass its bytes as data (or use openaiResponses)",
+    );
+  if (isInlineText(block)) return { type: "text", text: documentText(block) };
+  if (block.mimeType !== "application/pdf")
+    throw unsupportedPart(provider, block, where, "Chat Completions takes PDF and text documents only");
+  return { type: "file", file: { filename: block.filename ?? "document.pdf", file_data: dataUrl(block) } };
 }
 
 function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: WireCallIds) {
@@ -144,23 +201,30 @@ function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: 
   return out;
 }
 
-function toolResults(run: ToolMessage[], ids: WireCallIds): Record<string, unknown>[] {
+/**
+ * Tool messages hold text only: the images, documents and recordings of a run of results
+ * follow in one user message, each result's under a line naming its call.
+ */
+function toolResults(run: ToolMessage[], ids: WireCallIds, provider: string): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
-  const imageParts: Record<string, unknown>[] = [];
+  const attached: Record<string, unknown>[] = [];
   for (const result of run) {
-    const images = imagesOf(result.content);
+    const media = mediaOf(result.content);
     let text = textOf(result.content);
-    if (images.length > 0) {
-      const note = `[${images.length} image${images.length === 1 ? "" : "s"} attached in the next user message]`;
+    const callId = ids.forResult(result.toolCallId);
+    if (media.length > 0) {
+      const images = media.every((block) => block.type === "image");
+      const noun = images ? "image" : "attachment";
+      const note = `[${media.length} ${noun}${media.length === 1 ? "" : "s"} attached in the next user message]`;
       text = text === "" ? note : `${text}\n${note}`;
-      imageParts.push({
+      attached.push({
         type: "text",
-        text: `Images returned by ${result.name} (call ${ids.forResult(result.toolCallId)}):`,
+        text: `${images ? "Images" : "Attachments"} returned by ${result.name} (call ${callId}):`,
       });
-      for (const image of images) imageParts.push({ type: "image_url", image_url: { url: dataUrl(image) } });
+      for (const block of media) attached.push(mediaPart(block, provider, inResult(result.name, callId)));
     }
-    out.push({ role: "tool", tool_call_id: ids.forResult(result.toolCallId), content: text });
+    out.push({ role: "tool", tool_call_id: callId, content: text });
   }
-  if (imageParts.length > 0) out.push({ role: "user", content: imageParts });
+  if (attached.length > 0) out.push({ role: "user", content: attached });
   return out;
 }

@@ -9,7 +9,11 @@ import type { Model } from "../../model/types.js";
 export interface CompactionOptions {
   /** The most input tokens one request may carry: system prompt, tool definitions and messages. */
   maxInputTokens: number;
-  /** The last turns the model always sees whole (a turn: the user's message, the model's reply, its tool results). Default 4. */
+  /**
+   * The last turns that are never summarised (a turn: the user's message, the model's reply, its
+   * tool results). Their results become stubs only when nothing older is left to elide; the
+   * latest turn is always shown whole. Default 4.
+   */
   keepRecentTurns?: number;
   /**
    * Writes the summary that replaces the oldest turns once eliding tool results is not enough: a

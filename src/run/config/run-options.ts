@@ -38,6 +38,12 @@ export interface RunOptions<Deps = unknown> {
   tracer?: TracerLike | false;
   /** Record prompts, answers, tool arguments and results on spans. Default false (they may hold personal data). */
   captureContent?: boolean;
+  /**
+   * The largest image, document or recording the input may carry, in decoded bytes: a larger
+   * one is a `UserError` before anything is stored or sent. Default 20 MB (20,971,520).
+   * Parts a tool returns are capped by the agent's `maxImageBytes` instead.
+   */
+  maxAttachmentBytes?: number;
 }
 
 export const DEFAULT_MAX_TURNS = 50;

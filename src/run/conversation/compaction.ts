@@ -14,7 +14,12 @@ import { summarizeTurns } from "./summarize.js";
 const TARGET_SHARE = 0.7;
 /** A summary request that takes longer than this gives up (the run goes on with elisions only). */
 const SUMMARY_TIMEOUT_MS = 120_000;
+/** A summarizer that failed is not asked again for this long (its next request would likely fail the same way: a quota, an outage). */
+const SUMMARY_RETRY_MS = 60_000;
 const RECALL = "recall_tool_result";
+
+/** Summarizers that failed, with when they may be asked again: shared by every run (a session's next run too). */
+const summarizerDownUntil = new WeakMap<Model, number>();
 
 /** Per-run bookkeeping beside the view: the estimate's correction and what was last sent. */
 type RunContextState = {
@@ -158,34 +163,62 @@ function compact(
   fixed: () => number,
 ): Promise<void> | undefined {
   const { view, calibration } = state;
-  const tokens = () => calibration.tokens(fixed() + view.chars);
-  const before = tokens();
   const target = Math.floor(config.maxInputTokens * TARGET_SHARE);
-  const keepFrom = view.windowStart(config.keepRecentTurns);
-  const elided = view.elideOldest(keepFrom, () => tokens() <= target);
-  const done = (summary?: { text: string; messages: number }) => {
+  const tokens = () => calibration.tokens(fixed() + view.chars);
+  const fits = () => tokens() <= target;
+  const before = tokens();
+  // Stubs first, oldest first: they cost no model call. Down to the low-water mark, not just
+  // under the limit, or the next turn or two would each be another compaction; into the kept
+  // turns if need be (never the latest turn's results: the model is answering them).
+  const elided = view.elideOldest(view.windowStart(1), fits);
+  const finish = (summarized: Summarized) => {
+    const summary = summarized.outcome === "summarised" ? summarized.summary : undefined;
     // Results elided and then summarised in the same change are only in the summary.
     const shown = summary ? elided.filter((entry) => entry.index >= summary.messages) : elided;
-    if (elided.length || summary)
-      emitCompaction(run, shown, summary, before, tokens(), config.maxInputTokens);
+    if (shown.length || summary) emitCompaction(run, shown, summary, before, tokens(), config.maxInputTokens);
     const after = tokens();
-    if (after > config.maxInputTokens) {
-      run.events.emit({
-        type: "warning",
-        code: "compaction_insufficient",
-        message:
-          `the next request needs about ${after.toLocaleString("en-US")} input tokens, over compaction.maxInputTokens ` +
-          `(${config.maxInputTokens.toLocaleString("en-US")}), even with old tool results elided` +
-          `${config.summarize ? " and older turns summarised" : ""}: the last ${config.keepRecentTurns} turns are kept whole. ` +
-          `${config.summarize ? "Lower keepRecentTurns" : "Give compaction a summarize model, or lower keepRecentTurns"}, or raise the limit.`,
-      });
-    }
-  };
-  if (!config.summarize || tokens() <= target || keepFrom <= view.cut) {
-    done();
+    if (after > config.maxInputTokens) warnInsufficient(run, config, after, summarized);
     return undefined;
-  }
-  return summarizeOlder(run, state, config.summarize, config, keepFrom).then(done);
+  };
+  const keepFrom = view.windowStart(config.keepRecentTurns);
+  if (fits()) return finish({ outcome: "not needed" });
+  if (!config.summarize) return finish({ outcome: "no summarizer" });
+  if (keepFrom <= view.cut) return finish({ outcome: "nothing older" });
+  const downFor = (summarizerDownUntil.get(config.summarize) ?? 0) - Date.now();
+  if (downFor > 0) return finish({ outcome: "failed earlier", retryInMs: downFor });
+  // One summarizer call per compaction: it covers every turn before the kept ones, so the
+  // view drops well below the mark and the next summary is many turns away.
+  return summarizeOlder(run, state, config.summarize, config, keepFrom).then(finish);
+}
+
+/** What the summarizer did in one compaction, for the warning that says why the view is still too big. */
+type Summarized =
+  | { outcome: "not needed" | "no summarizer" | "nothing older" }
+  | { outcome: "summarised"; summary: { text: string; messages: number } }
+  | { outcome: "failed" | "failed earlier"; retryInMs: number }
+  | { outcome: "cancelled" };
+
+function warnInsufficient(run: ActiveRun, config: Compaction, after: number, summarized: Summarized): void {
+  const turns = config.keepRecentTurns;
+  const why = (() => {
+    switch (summarized.outcome) {
+      case "failed":
+        return `the summarizer failed (see the compaction_summary_failed warning), so older turns are shown as they are, with their tool results elided`;
+      case "failed earlier":
+        return `the summarizer failed recently and is not asked again for ${Math.ceil(summarized.retryInMs / 1000)} s, so older turns are shown as they are, with their tool results elided`;
+      case "no summarizer":
+        return `even with every old tool result elided: the last ${turns} turns are never summarised and there is no summarizer for the older ones. Give compaction a summarize model, lower keepRecentTurns, or raise the limit`;
+      default:
+        return `even with older turns summarised and old tool results elided: the last ${turns} turns are never summarised, and the latest one is kept whole. Lower keepRecentTurns, or raise the limit`;
+    }
+  })();
+  run.events.emit({
+    type: "warning",
+    code: "compaction_insufficient",
+    message:
+      `the next request needs about ${after.toLocaleString("en-US")} input tokens, over compaction.maxInputTokens ` +
+      `(${config.maxInputTokens.toLocaleString("en-US")}): ${why}.`,
+  });
 }
 
 async function summarizeOlder(
@@ -194,7 +227,7 @@ async function summarizeOlder(
   model: Model,
   config: Compaction,
   upTo: number,
-): Promise<{ text: string; messages: number } | undefined> {
+): Promise<Summarized> {
   const { view } = state;
   const range = run.transcript.slice(view.cut, upTo);
   const signal = AbortSignal.any([run.control.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]);
@@ -210,19 +243,21 @@ async function summarizeOlder(
       const costUsd = costOf(model.name, usage);
       run.addUsage(costUsd === undefined ? usage : { ...usage, costUsd });
     }
+    summarizerDownUntil.delete(model);
     // A summary is a digest: one that would crowd the window is cut to a quarter of it.
     const clipped =
       text.length > config.maxInputTokens ? `${text.slice(0, config.maxInputTokens)} […]` : text;
     view.summarize(upTo, clipped);
-    return { text: clipped, messages: upTo };
+    return { outcome: "summarised", summary: { text: clipped, messages: upTo } };
   } catch (error) {
-    if (run.control.signal.aborted) return undefined;
+    if (run.control.signal.aborted) return { outcome: "cancelled" };
+    summarizerDownUntil.set(model, Date.now() + SUMMARY_RETRY_MS);
     run.events.emit({
       type: "warning",
       code: "compaction_summary_failed",
-      message: `the summarizer "${model.name}" failed, so older turns stay as they are: ${(error as Error)?.message ?? String(error)}`,
+      message: `the summarizer "${model.name}" failed, so older turns stay as they are (it is not asked again for ${SUMMARY_RETRY_MS / 1000} s): ${(error as Error)?.message ?? String(error)}`,
     });
-    return undefined;
+    return { outcome: "failed", retryInMs: SUMMARY_RETRY_MS };
   }
 }
 

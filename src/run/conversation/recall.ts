@@ -1,4 +1,5 @@
 import { ToolError } from "../../errors.js";
+import { describeMedia, isMediaBlock } from "../../model/media.js";
 import type { Message } from "../../model/types.js";
 import type { RunStore } from "../../store/types.js";
 import { jsonSchema } from "../../tool/json-schema.js";
@@ -105,7 +106,5 @@ function hiddenResult(transcript: readonly Message[], callId: string): string | 
   const message = transcript[index];
   if (message?.role !== "tool") return undefined;
   if (typeof message.content === "string") return message.content;
-  return message.content
-    .map((block) => (block.type === "image" ? `[image: ${block.mimeType}]` : block.text))
-    .join("\n");
+  return message.content.map((block) => (isMediaBlock(block) ? describeMedia(block) : block.text)).join("\n");
 }

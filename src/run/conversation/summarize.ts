@@ -1,4 +1,5 @@
 import { ProviderError } from "../../errors.js";
+import { describeMedia, isMediaBlock } from "../../model/media.js";
 import type { Message, Model, Usage } from "../../model/types.js";
 
 const SUMMARY_SYSTEM =
@@ -84,7 +85,7 @@ function body(content: Message["content"]): string {
   if (typeof content === "string") return content;
   const parts: string[] = [];
   for (const block of content) {
-    if (block.type === "image") parts.push("[image]");
+    if (isMediaBlock(block)) parts.push(describeMedia(block));
     else if (block.type === "text") parts.push(block.text);
   }
   return parts.join("\n");

@@ -1,5 +1,6 @@
 import type { RunContext } from "../../contract/run-context.js";
 import type { ToolErrorKind } from "../../errors.js";
+import { base64Bytes, isMediaBlock } from "../../model/media.js";
 import type { ContentBlock, ToolCall, ToolMessage } from "../../model/types.js";
 import { thrownMessage } from "../../thrown.js";
 import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../../tool/render.js";
@@ -116,15 +117,16 @@ function capContent(
   const blocks: ContentBlock[] = [];
   let imageBytes = 0;
   for (const block of content) {
-    if (block.type !== "image") {
+    // Every part with inline bytes (images, documents, audio) counts against the one limit.
+    if (!isMediaBlock(block) || block.data === undefined) {
       blocks.push(block);
       continue;
     }
-    const bytes = Math.floor((block.data.length * 3) / 4);
+    const bytes = base64Bytes(block.data);
     if (imageBytes + bytes > settings.maxImageBytes) {
       blocks.push({
         type: "text",
-        text: `[image omitted: ${block.mimeType}, ${bytes.toLocaleString("en-US")} bytes would exceed the ${settings.maxImageBytes.toLocaleString("en-US")}-byte image limit of one result]`,
+        text: `[${block.type} omitted: ${block.mimeType}, ${bytes.toLocaleString("en-US")} bytes would exceed the ${settings.maxImageBytes.toLocaleString("en-US")}-byte image limit of one result]`,
       });
       continue;
     }

@@ -57,18 +57,22 @@ export function usageAttributes(usage: Partial<Usage>): TraceAttributes {
 type Part =
   | { type: "text"; content: string }
   | { type: "reasoning"; content: string }
-  | { type: "blob"; modality: "image"; mime_type: string }
+  | { type: "blob"; modality: string; mime_type: string }
+  | { type: "uri"; modality: string; mime_type?: string; uri: string }
   | { type: "tool_call"; id: string; name: string; arguments: unknown }
   | { type: "tool_call_response"; id: string; result: string };
 
 type ConventionMessage = { role: string; parts: Part[]; finish_reason?: string };
 
-/** Content blocks as convention parts. Image bytes are left out: a span is no place for megabytes. */
+/** Content blocks as convention parts. Media bytes are left out: a span is no place for megabytes. */
 function parts(content: string | readonly ContentBlock[]): Part[] {
   if (typeof content === "string") return content ? [{ type: "text", content }] : [];
   return content.map((block): Part => {
-    if (block.type === "image") return { type: "blob", modality: "image", mime_type: block.mimeType };
-    return { type: block.type, content: block.text };
+    if (block.type === "text" || block.type === "reasoning") return { type: block.type, content: block.text };
+    const modality = block.type === "file" ? "document" : block.type;
+    if (block.url !== undefined)
+      return { type: "uri", modality, uri: block.url, ...(block.mimeType && { mime_type: block.mimeType }) };
+    return { type: "blob", modality, mime_type: block.mimeType };
   });
 }
 
