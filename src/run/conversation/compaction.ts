@@ -4,7 +4,7 @@ import type { Compaction } from "../config/compaction-options.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { costOf } from "../state/pricing.js";
 import { type CompactionChange, type ContextView, type ElidedResult, ensureView } from "./context-view.js";
-import { Calibration, charsToTokens, fixedChars } from "./estimate.js";
+import { Calibration, charsToTokens, fixedChars, imageRuleFor } from "./estimate.js";
 import { summarizeTurns } from "./summarize.js";
 
 /**
@@ -115,6 +115,8 @@ export function compactRequest(
   const fresh = !states.has(run);
   const state = stateOf(run);
   const { view } = state;
+  // Images count as the provider the request goes to bills them (OpenAI's tiles, Anthropic's area).
+  view.imageRule = imageRuleFor(modelNameOf(run));
   view.sync();
   if (fresh) adoptConversationView(run, state, config, request);
   const allTools = request.tools;
@@ -299,4 +301,11 @@ function fixedOf(state: RunContextState, system: string | undefined, tools: read
   const chars = fixedChars(system, tools);
   state.fixed = { system, tools, chars };
   return chars;
+}
+
+/** The name of the model the run's agent speaks with now (the first of a fallback chain). */
+function modelNameOf(run: ActiveRun): string | undefined {
+  const model = run.agent.config.model;
+  const first = Array.isArray(model) ? model[0] : model;
+  return typeof first === "string" ? first : first?.name;
 }

@@ -1,6 +1,6 @@
 import { FENCE_NOTE, fence } from "../../builtin-tools/fence.js";
 import type { Message, ToolMessage } from "../../model/types.js";
-import { contentChars, messageChars } from "./estimate.js";
+import { contentChars, type ImageRule, messageChars } from "./estimate.js";
 
 /** A tool result the model now sees as a one-line stub. `index` is its place in the transcript. */
 export type ElidedResult = { callId: string; name: string; index: number; chars: number };
@@ -66,6 +66,9 @@ export class ContextView {
   /** System messages of summarised turns: instructions are never summarised away. */
   #pinned: Message[] = [];
 
+  /** How images count in the estimate: by the rule of the provider the view is sent to. */
+  imageRule: ImageRule = "openai";
+
   constructor(transcript: readonly Message[]) {
     this.#transcript = transcript;
   }
@@ -100,7 +103,12 @@ export class ContextView {
     for (const [callId, index] of this.#hidden) {
       const message = this.#transcript[index];
       if (index < this.#cut || message?.role !== "tool") continue;
-      elided.push({ callId, name: message.name, index, chars: contentChars(message.content) });
+      elided.push({
+        callId,
+        name: message.name,
+        index,
+        chars: contentChars(message.content, this.imageRule),
+      });
     }
     return elided.sort((a, b) => a.index - b.index);
   }
@@ -130,7 +138,7 @@ export class ContextView {
     }
     for (let index = this.#synced; index < transcript.length; index++) {
       const message = transcript[index]!;
-      const size = messageChars(message);
+      const size = messageChars(message, this.imageRule);
       this.#sizes[index] = size;
       this.#chars += size;
       this.#messages.push(message);
@@ -176,7 +184,7 @@ export class ContextView {
     for (; index < before && !fits(); index++) {
       const message = transcript[index]!;
       if (message.role !== "tool" || this.#hidden.has(message.toolCallId)) continue;
-      const chars = contentChars(message.content);
+      const chars = contentChars(message.content, this.imageRule);
       if (chars <= MAX_STUB_CHARS && elisionStub(message.name, message.toolCallId, chars).length >= chars)
         continue;
       elided.push({ callId: message.toolCallId, name: message.name, index, chars });
@@ -211,7 +219,7 @@ export class ContextView {
     const summary: Message = { role: "user", content: `${SUMMARY_HEADING}\n\n${body}` };
     const head = [...this.#pinned, summary];
     let headChars = 0;
-    for (const message of head) headChars += messageChars(message);
+    for (const message of head) headChars += messageChars(message, this.imageRule);
     const tail = this.#messages.slice(this.#head.length + (upTo - this.#cut));
     this.#messages = [...head, ...tail];
     this.#chars += headChars - this.#headChars - dropped;
@@ -235,7 +243,7 @@ export class ContextView {
       // A log that does not match its transcript is skipped rather than trusted.
       if (message?.role !== "tool" || message.toolCallId !== callId || index < this.#cut) continue;
       if (this.#hidden.has(callId)) continue;
-      this.#elide(index, message, contentChars(message.content));
+      this.#elide(index, message, contentChars(message.content, this.imageRule));
       this.#cursor = Math.max(this.#cursor, index + 1);
     }
     if (change.summary) this.summarize(change.summary.messages, change.summary.text);
@@ -249,7 +257,7 @@ export class ContextView {
       content: elisionStub(message.name, message.toolCallId, chars),
       isError: message.isError,
     };
-    const size = messageChars(stub);
+    const size = messageChars(stub, this.imageRule);
     this.#messages[this.#head.length + index - this.#cut] = stub;
     this.#chars += size - this.#sizes[index]!;
     this.#sizes[index] = size;
