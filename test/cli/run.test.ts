@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rejectLikeOpenAI, validateChatRequest } from "../providers/openai-chat-api.js";
-import { closedAfterEach, fixture, startReplayServer, streamFixture } from "../providers/replay-server.js";
+import {
+  closedAfterEach,
+  errorReply,
+  fixture,
+  startReplayServer,
+  streamFixture,
+} from "../providers/replay-server.js";
 import { builtPackage, project, quiver } from "./binary.js";
 
 let bin: string;
@@ -404,5 +410,42 @@ describe("exit codes and errors", () => {
     // The answer is the server's, not the ScriptedModel's.
     expect(ran.stdout).toBe("Hello! How can I help?\n");
     expect(ran.stderr).toMatch(/1,234 in · 9 out tokens/);
+  });
+
+  it("--model a,b is a fallback chain: a 503 from the first moves the turn to the second", async () => {
+    const cwd = freshProject();
+    const down = await startReplayServer({
+      replies: [0, 1, 2].map(() =>
+        errorReply(503, { error: { message: "overloaded", type: "server_error" } }),
+      ),
+      validate: (req) => validateChatRequest(req, { apiKey: null, compatible: true }),
+      reject: rejectLikeOpenAI,
+    });
+    const up = await startReplayServer({
+      replies: [streamFixture(fixture("openai-chat/text.jsonl"))],
+      validate: (req) => validateChatRequest(req, { apiKey: null, compatible: true }),
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(down, up);
+    const ran = await quiver(
+      bin,
+      ["run", "chatty-agent.mjs#chatty", "hi there", "--model", "lmstudio:first,llamacpp:second", "--json"],
+      {
+        cwd,
+        env: {
+          LMSTUDIO_BASE_URL: `${down.url}/v1`,
+          LLAMACPP_BASE_URL: `${up.url}/v1`,
+        },
+      },
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    const events = lines(ran.stdout).map((line) => JSON.parse(line));
+    expect(events.find((e) => e.type === "model_fallback")).toMatchObject({
+      from: "lmstudio:first",
+      to: "llamacpp:second",
+      turn: 1,
+    });
+    expect(events.at(-1)).toMatchObject({ type: "run_completed", output: "Hello! How can I help?" });
+    expect(up.requests[0]!.body.model).toBe("second");
   });
 });
