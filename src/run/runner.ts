@@ -92,7 +92,15 @@ export const Runner = {
         `Runner.resume: waitForLeaseMs must be a number of ms of at least 0 (got ${String(waitForLeaseMs)})`,
       );
     }
-    const lease: LeaseWait = { waitMs: waitForLeaseMs ?? 0 };
+    // A run the store does not hold yet is not resumed, and its lease is not touched: taking it
+    // would refuse the process that is about to start that very run.
+    const lease: DriveLease = {
+      waitMs: waitForLeaseMs ?? 0,
+      mustExist: async () => {
+        if ((await options.store.getRun(runId)) === undefined)
+          throw new UserError(`the store has no run ${runId}`);
+      },
+    };
     const started = start(
       agent,
       { ...runOptions, runId },
@@ -228,7 +236,7 @@ function start<Deps, Output>(
   options: RunOptions<Deps>,
   hasChannel: boolean,
   body: Body,
-  lease: LeaseWait = {},
+  lease: DriveLease = {},
 ): Started<Output> {
   keepRunShapes();
   const queue = new EventQueue();
@@ -305,7 +313,10 @@ function storeStalled(run: ActiveRun): Error {
 }
 
 /** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
-function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
+/** How a run waits for its lease, and (for a resume) what must hold before it takes one. */
+type DriveLease = LeaseWait & { mustExist?: () => Promise<void> };
+
+function drive(run: ActiveRun, body: Body, lease: DriveLease): Promise<RunResult<any>> {
   if (run.events.store) return driveLeased(run, body, lease);
   // No store, no lease: one reaction instead of an async frame around the body.
   let running: ReturnType<Body>;
@@ -319,10 +330,11 @@ function drive(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<
   });
 }
 
-async function driveLeased(run: ActiveRun, body: Body, lease: LeaseWait): Promise<RunResult<any>> {
+async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promise<RunResult<any>> {
   const sink = run.events.sink!;
   let leased = false;
   try {
+    if (lease.mustExist) await lease.mustExist();
     await sink.acquire(run.runId, lease);
     leased = true;
     const outcome = unwrap(await body(run));

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, getRunContext, Runner, ScriptedModel, tool } from "quiver-agents";
-import { PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
+import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type PostgresCluster, startPostgresCluster } from "../store/postgres-cluster.js";
@@ -69,4 +69,13 @@ describe("a tool starts only once its run and its start are stored", () => {
     await reader.close();
     await writer.close();
   }, 30_000);
+
+  it("a resume racing the start of a run the store does not hold yet takes no lease: the run is not refused", async () => {
+    const store = new MemoryStore();
+    const agent = new Agent({ name: "racer", model: new ScriptedModel([{ text: "done" }]) });
+    const resumed = Runner.resume(agent, "run_race", { store }).result();
+    const started = Runner.run(agent, "go", { store, runId: "run_race" });
+    await expect(resumed).rejects.toThrow(/the store has no run run_race/);
+    expect((await started).stopReason).toBe("completed");
+  });
 });
