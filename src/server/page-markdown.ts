@@ -96,7 +96,6 @@ export const PAGE_MARKDOWN = String.raw`
   // ---- streaming text blocks ----------------------------------------------------------
   const dirty = new Set();
   let frameAsked = false;
-  const afterFrame = [];
   /** A block of streamed text (the model's words) in parent, rendered as Markdown. */
   function textBlock(parent, className) {
     const node = el("div", { class: className + (markdownReady ? " md" : " plain") });
@@ -130,7 +129,6 @@ export const PAGE_MARKDOWN = String.raw`
     dirty.clear();
     stats.frames++;
     stats.renderMs += performance.now() - started;
-    for (const f of afterFrame) f();
   }
   function renderBlock(b) {
     if (!md) { b.live.textContent = b.src; return; }

@@ -76,18 +76,21 @@ export const PAGE_SCRIPT = String.raw`
     pinned = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
     if (pinned) jumpButton.hidden = true;
   }, { passive: true });
-  afterFrame.push(() => {
+  // Whatever changes the conversation's height or the room it has (new text, a tool card, the
+  // message box growing, the window turning) keeps the newest content in view, before it is drawn.
+  const keepLatest = () => {
     if (pinned) scroller.scrollTop = scroller.scrollHeight;
     else if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight >= 48) jumpButton.hidden = false;
-  });
+  };
+  const resized = new ResizeObserver(keepLatest);
+  resized.observe(log);
+  resized.observe(scroller);
   function toLatest() {
     pinned = true;
     jumpButton.hidden = true;
     scroller.scrollTop = scroller.scrollHeight;
   }
   jumpButton.addEventListener("click", () => { toLatest(); input.focus(); });
-  /** Something in the conversation changed: follow it on the next frame. */
-  const changed = askFrame;
 
   // ---- rendering one run -------------------------------------------------------------
   // A run's view, and one per child run (an agent used as a tool) nested in the card of the
@@ -268,7 +271,6 @@ export const PAGE_SCRIPT = String.raw`
     if (!view || ev.seq <= view.lastSeq) return;
     view.lastSeq = ev.seq;
     const own = view === run;
-    changed();
     switch (ev.type) {
       case "run_started": {
         if (!own) break;
@@ -395,7 +397,9 @@ export const PAGE_SCRIPT = String.raw`
     const running = current && current.status === "running";
     busy(running);
     cancelButton.hidden = !running;
-    sendButton.textContent = running ? "Send to the running agent" : "Send";
+    input.placeholder = running
+      ? "Message the running agent"
+      : "Message the agent (Enter sends, Shift+Enter for a new line)";
   }
 
   // The one place a message becomes a run: attachments will join the body here.
@@ -420,7 +424,6 @@ export const PAGE_SCRIPT = String.raw`
       if (current && current.status === "running") {
         await api("POST", "/api/runs/" + encodeURIComponent(current.runId) + "/inject", { message });
         current.section.append(userBubble(message));
-        changed();
       } else await startRun(message);
       input.value = "";
     } catch (err) {
