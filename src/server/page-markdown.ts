@@ -64,7 +64,16 @@ export const PAGE_MARKDOWN = String.raw`
   }
   async function copyCode(button, pre) {
     try {
-      await navigator.clipboard.writeText(pre.textContent);
+      if (navigator.clipboard) await navigator.clipboard.writeText(pre.textContent);
+      else {
+        // No clipboard API outside a secure context (plain http to another machine): copy the selection.
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        getSelection().removeAllRanges();
+        getSelection().addRange(range);
+        if (!document.execCommand("copy")) throw new Error("copy refused");
+        getSelection().removeAllRanges();
+      }
       button.textContent = "Copied";
     } catch {
       button.textContent = "Copy failed: select the text";

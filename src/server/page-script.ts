@@ -12,7 +12,9 @@ export const PAGE_SCRIPT = String.raw`
   const saved = () => { try { return JSON.parse(localStorage.getItem(STORE_KEY) || "{}"); } catch { return {}; } };
   // A chat with no run yet is "fresh": the server does not know it, so the page does not ask.
   const save = (s) => localStorage.setItem(STORE_KEY, JSON.stringify({ sessionId: s.sessionId, fresh: !!s.fresh }));
-  const newSessionId = () => "session_" + crypto.randomUUID();
+  // randomUUID needs a secure context; a page served over plain http to another machine is not one.
+  const newSessionId = () => "session_" + (crypto.randomUUID ? crypto.randomUUID()
+    : [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join(""));
   let state = saved();
   if (!state.sessionId) state = { sessionId: newSessionId(), fresh: true };
   save(state);
