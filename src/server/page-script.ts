@@ -462,7 +462,11 @@ export const PAGE_SCRIPT = String.raw`
     let info = null;
     if (!fresh) {
       try { info = await api("GET", "/api/sessions/" + encodeURIComponent(sessionId)); }
-      catch (err) { if (err.status !== 404) setStatus(err.message, true); }
+      catch (err) {
+        // Gone (a server without a store restarted): start it afresh rather than ask again.
+        if (err.status === 404) { state.fresh = true; save(state); }
+        else setStatus(err.message, true);
+      }
     }
     if (mine !== opening) return;
     showTitle(info);
