@@ -6,6 +6,7 @@ import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
 import { cancelStoredRun } from "./cancel-run.js";
 import { drive } from "./drive.js";
+import { noteInterrupt } from "./interrupt.js";
 import { LineReader } from "./line-reader.js";
 import { AGENT_OPTIONS, flag, modeOption, parseCommand, text } from "./options.js";
 import { EventRenderer } from "./render.js";
@@ -54,10 +55,16 @@ export async function chatCommand(args: string[]): Promise<number> {
     });
     const sessionAllowed = new Set<string>();
     let parkedRun: string | undefined;
+    let interrupted = false;
     while (!terminate.signal.aborted) {
       const read = await reader.read(c.bold(c.cyan("› ")), terminate.signal);
       if ("eof" in read || "stopped" in read) break;
-      if ("interrupt" in read) return EXIT.cancelled;
+      // Ctrl+C on an empty line leaves like /exit (the session line below), with 130.
+      if ("interrupt" in read) {
+        interrupted = true;
+        noteInterrupt();
+        break;
+      }
       const message = read.line.trim();
       if (!message) continue;
       if (message === "/exit" || message === "/quit") break;
@@ -94,7 +101,8 @@ export async function chatCommand(args: string[]): Promise<number> {
         `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
       ),
     );
-    return terminate.signal.aborted ? EXIT.terminated : EXIT.completed;
+    if (terminate.signal.aborted) return EXIT.terminated;
+    return interrupted ? EXIT.cancelled : EXIT.completed;
   } finally {
     process.off("SIGTERM", onTerminate);
     reader.close();
