@@ -60,6 +60,8 @@ Options:
   --session ID            continue (and store) this session's conversation (needs --store)
   --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --mode MODE             permission mode: default | acceptEdits | bypass
+  --file PATH             send a file with the prompt (repeatable): png, jpg, gif, webp, pdf,
+                          wav, mp3, txt, md, csv, json — by its extension
   --show-reasoning        print the model's reasoning`;
 
 export const CHAT_HELP = `Usage: quiver chat <agent-file>[#export] [options]
