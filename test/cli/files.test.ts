@@ -38,9 +38,9 @@ function projectWithFiles(): string {
   return dir;
 }
 
-async function openAiServer() {
+async function openAiServer(turns = 1) {
   const server = await startReplayServer({
-    replies: [streamFixture(fixture("openai-chat/text.jsonl"))],
+    replies: Array.from({ length: turns }, () => streamFixture(fixture("openai-chat/text.jsonl"))),
     validate: (req) => validateChatRequest(req),
     reject: rejectLikeOpenAI,
   });
@@ -102,5 +102,46 @@ describe("quiver run --file", () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("--file nope.png: no such file");
     expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe("quiver chat --file and /file", () => {
+  it("--file goes with the first message, /file PATH with the next one; later turns keep them", async () => {
+    const cwd = projectWithFiles();
+    const { server, env } = await openAiServer(3);
+    const ran = await quiver(
+      bin,
+      [
+        "chat",
+        "chatty-agent.mjs#chatty",
+        "--store",
+        "memory",
+        "--model",
+        "openai:gpt-4.1-mini",
+        "--file",
+        "q3.pdf",
+      ],
+      { cwd, env, input: "read this\n/file pixel.png\n/file nope.png\nand this\nthanks\n/exit\n" },
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain("attached pixel.png (image/png, 1 KB): it goes with your next message");
+    expect(ran.stdout).toContain("--file nope.png: no such file");
+    expect(server.rejected).toEqual([]);
+    const users = (i: number) =>
+      server.requests[i]!.body.messages.filter((m: { role: string }) => m.role === "user").map(
+        (m: { content: unknown }) => m.content,
+      );
+    const pdfPart = {
+      type: "file",
+      file: { filename: "q3.pdf", file_data: `data:application/pdf;base64,${PDF.toString("base64")}` },
+    };
+    const imagePart = { type: "image_url", image_url: { url: `data:image/png;base64,${PNG_1PX}` } };
+    expect(users(0)).toEqual([[{ type: "text", text: "read this" }, pdfPart]]);
+    expect(users(1).at(-1)).toEqual([{ type: "text", text: "and this" }, imagePart]);
+    expect(users(2)).toEqual([
+      [{ type: "text", text: "read this" }, pdfPart],
+      [{ type: "text", text: "and this" }, imagePart],
+      "thanks",
+    ]);
   });
 });
