@@ -34,6 +34,9 @@ const OPTIONAL_PEERS = [
   { name: "@a2a-js/sdk", usedBy: "@a2a-js/sdk" },
 ];
 
+/** An example that imports the MCP SDK's client itself (see where it is compiled). */
+const SDK_NEEDS_DOM = /from "@modelcontextprotocol\/sdk\//;
+
 /** An example naming one of these needs an optional peer's types to compile. */
 const NEEDS_PEER =
   /quiver-agents\/(mcp|otel|dbos)\b|@opentelemetry\/|@modelcontextprotocol\/|@dbos-inc\/|@ag-ui\/client|@a2a-js\//;
@@ -111,14 +114,30 @@ async function main(): Promise<number> {
       );
       console.log(`installed the optional packages the examples use: ${specs.join(", ")}`);
     }
+    // The MCP SDK's own client types name DOM's HeadersInit (@types/node has no such global), so
+    // an example that imports the SDK itself compiles with the DOM library as well; every other
+    // example, and so every type of the package's own, without it.
+    const withDom = examples.filter((e) => SDK_NEEDS_DOM.test(e.code));
+    const plain = examples.filter((e) => !SDK_NEEDS_DOM.test(e.code));
     if (
       !(await compiles(
         scratch,
-        examples.map((e) => e.file),
+        plain.map((e) => e.file),
       ))
     )
       return 1;
-    console.log(`compiled all ${examples.length} examples with skipLibCheck: false`);
+    if (
+      withDom.length &&
+      !(await compiles(
+        scratch,
+        withDom.map((e) => e.file),
+        ["ES2023", "DOM"],
+      ))
+    )
+      return 1;
+    console.log(
+      `compiled all ${examples.length} examples with skipLibCheck: false (${withDom.length} that import the MCP SDK itself with the DOM library)`,
+    );
 
     const failures: string[] = [];
     const runnable = examples.filter((e) => e.run);
@@ -205,13 +224,13 @@ async function readmeCommands(scratch: string): Promise<boolean> {
 }
 
 /** Compiles `files` in `scratch` with `skipLibCheck: false`; prints tsc's errors when it fails. */
-async function compiles(scratch: string, files: string[]): Promise<boolean> {
+async function compiles(scratch: string, files: string[], lib = ["ES2023"]): Promise<boolean> {
   await writeFile(
     join(scratch, "tsconfig.json"),
     JSON.stringify({
       compilerOptions: {
         target: "ES2023",
-        lib: ["ES2023"],
+        lib,
         module: "NodeNext",
         moduleResolution: "NodeNext",
         strict: true,

@@ -35,13 +35,28 @@ export async function askApproval(
     if (!stillPending()) gone.abort();
   }, POLL_MS);
   const output = process.stderr;
+  // A dismissed prompt's last frame shows the option under the cursor, struck through: on a
+  // terminal without strikethrough (or with NO_COLOR) it read as if "Yes" had been chosen. The
+  // keys that dismiss it are seen here before the prompt draws that frame, so the option says so.
+  let dismissed = false;
+  const onKey = (_text: string | undefined, key: { name?: string; ctrl?: boolean } | undefined) => {
+    if (key?.name === "escape" || (key?.ctrl && key.name === "c")) dismissed = true;
+  };
+  const notAnswered = `${colors.isColorSupported ? "\u001b[29m" : ""}not answered (dismissed)`;
+  const option = (value: string, label: string) => ({
+    value,
+    get label() {
+      return dismissed ? notAnswered : label;
+    },
+  });
+  process.stdin.prependListener("keypress", onKey);
   try {
     const choice = await clack.select({
       message: `Allow ${colors.bold(callLabel(ev.call.name, ev.call.args, 80))}?`,
       options: [
-        { value: "once", label: "Yes" },
-        { value: "always", label: `Yes, and don't ask again for ${ev.call.name} in this session` },
-        { value: "no", label: "No, and tell the agent why" },
+        option("once", "Yes"),
+        option("always", `Yes, and don't ask again for ${ev.call.name} in this session`),
+        option("no", "No, and tell the agent why"),
       ],
       signal: gone.signal,
       output,
@@ -60,6 +75,7 @@ export async function askApproval(
     if (clack.isCancel(reason)) return { kind: "deny", reason: undefined };
     return { kind: "deny", reason: reason.trim() || undefined };
   } finally {
+    process.stdin.off("keypress", onKey);
     clearInterval(watch);
   }
 }

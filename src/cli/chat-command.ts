@@ -4,10 +4,12 @@ import type { Agent } from "../run/config/agent.js";
 import { Runner } from "../run/runner.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
+import { attachmentLabel, readAttachment, withAttachments } from "./attachments.js";
 import { cancelStoredRun } from "./cancel-run.js";
 import { drive } from "./drive.js";
+import { noteInterrupt } from "./interrupt.js";
 import { LineReader } from "./line-reader.js";
-import { AGENT_OPTIONS, flag, modeOption, parseCommand, text } from "./options.js";
+import { AGENT_OPTIONS, FILE_OPTION, flag, modeOption, parseCommand, text, texts } from "./options.js";
 import { EventRenderer } from "./render.js";
 import { type OpenedStore, openStore, storeArgument } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
@@ -19,7 +21,7 @@ import { CHAT_HELP, EXIT, UsageError } from "./usage.js";
  * print as they happen, approvals are asked at the keyboard.
  */
 export async function chatCommand(args: string[]): Promise<number> {
-  const parsed = parseCommand(args, AGENT_OPTIONS, CHAT_HELP);
+  const parsed = parseCommand(args, { ...AGENT_OPTIONS, ...FILE_OPTION }, CHAT_HELP);
   if (flag(parsed, "help")) {
     process.stdout.write(`${CHAT_HELP}\n`);
     return EXIT.completed;
@@ -29,6 +31,8 @@ export async function chatCommand(args: string[]): Promise<number> {
   if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`, CHAT_HELP);
   if (flag(parsed, "json")) throw new UsageError("--json is for quiver run; chat is for a person", CHAT_HELP);
   const mode = modeOption(parsed, CHAT_HELP);
+  // `--file` goes with the first message; `/file PATH` adds one to the next.
+  let attached = await Promise.all(texts(parsed, "file").map((path) => readAttachment(path, CHAT_HELP)));
   const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
   const c = colorsFor(process.stdout);
   const opened = await chatStore(text(parsed, "store"), (note) => process.stdout.write(`${c.dim(note)}\n`));
@@ -54,15 +58,35 @@ export async function chatCommand(args: string[]): Promise<number> {
     });
     const sessionAllowed = new Set<string>();
     let parkedRun: string | undefined;
+    let interrupted = false;
     while (!terminate.signal.aborted) {
       const read = await reader.read(c.bold(c.cyan("› ")), terminate.signal);
       if ("eof" in read || "stopped" in read) break;
-      if ("interrupt" in read) return EXIT.cancelled;
+      // Ctrl+C on an empty line leaves like /exit (the session line below), with 130.
+      if ("interrupt" in read) {
+        interrupted = true;
+        noteInterrupt();
+        break;
+      }
       const message = read.line.trim();
       if (!message) continue;
       if (message === "/exit" || message === "/quit") break;
       if (message === "/help") {
         process.stdout.write(`${CHAT_HELP}\n`);
+        continue;
+      }
+      if (message === "/file" || message.startsWith("/file ")) {
+        const path = message.slice("/file".length).trim();
+        try {
+          if (!path) throw new Error("/file needs a path: /file chart.png");
+          const part = await readAttachment(path, CHAT_HELP);
+          attached.push(part);
+          process.stdout.write(
+            c.dim(`attached ${attachmentLabel(path, part)}: it goes with your next message\n`),
+          );
+        } catch (error) {
+          process.stdout.write(`${c.red((error as Error).message)}\n`);
+        }
         continue;
       }
       if (parkedRun) {
@@ -71,7 +95,9 @@ export async function chatCommand(args: string[]): Promise<number> {
         await abandonParked(opened, parkedRun, renderer);
         parkedRun = undefined;
       }
-      const handle = Runner.stream(cliAgent, message, { store: opened.store, sessionId });
+      const input = withAttachments(message, attached);
+      attached = [];
+      const handle = Runner.stream(cliAgent, input, { store: opened.store, sessionId });
       const outcome = await drive(handle, {
         json: false,
         renderer,
@@ -94,7 +120,8 @@ export async function chatCommand(args: string[]): Promise<number> {
         `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
       ),
     );
-    return terminate.signal.aborted ? EXIT.terminated : EXIT.completed;
+    if (terminate.signal.aborted) return EXIT.terminated;
+    return interrupted ? EXIT.cancelled : EXIT.completed;
   } finally {
     process.off("SIGTERM", onTerminate);
     reader.close();

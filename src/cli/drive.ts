@@ -5,6 +5,7 @@ import type { RunResult } from "../run/state/result.js";
 import { type ApprovalState, callKey } from "./agent-setup.js";
 import { askApproval } from "./approval-prompt.js";
 import { takeRelayedDecisions } from "./decision-relay.js";
+import { exitProcess, noteInterrupt } from "./interrupt.js";
 import type { EventRenderer } from "./render.js";
 import { type OpenedStore, shellQuote, storeArgument } from "./store-option.js";
 import { callLabel, duration } from "./terminal.js";
@@ -47,9 +48,10 @@ export async function drive(handle: RunHandle<any>, options: DriveOptions): Prom
   let stoppedBy: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     const terminated = signal === "SIGTERM";
+    if (!terminated) noteInterrupt();
     if (stoppedBy) {
       renderer.settle();
-      process.exit(terminated ? EXIT.terminated : EXIT.cancelled);
+      exitProcess(terminated ? EXIT.terminated : EXIT.cancelled);
     }
     stoppedBy = signal;
     renderer.note(

@@ -4,6 +4,7 @@
  * packages it needs: prompts, stores, the server) loads when that command runs.
  */
 import { readFileSync } from "node:fs";
+import { exitProcess } from "./interrupt.js";
 import { EXIT, MAIN_HELP, UsageError } from "./usage.js";
 
 type Command = (args: string[]) => Promise<number>;
@@ -57,4 +58,4 @@ async function report(error: unknown): Promise<number> {
 const code = await main(process.argv.slice(2)).catch(report);
 // Exit explicitly: an agent file may hold servers or timers open. Flush stdout first (a pipe
 // or a file is written synchronously on POSIX; a terminal may not be).
-process.stdout.write("", () => process.exit(code));
+process.stdout.write("", () => exitProcess(code));

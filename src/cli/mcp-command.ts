@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { type Agent, StandardPermissions } from "../index.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { ModePermissions } from "./agent-setup.js";
+import { exitProcess, noteInterrupt } from "./interrupt.js";
 import { flag, modeOption, parseCommand, text } from "./options.js";
 import { openStore } from "./store-option.js";
 import { EXIT, MCP_HELP, UsageError } from "./usage.js";
@@ -120,7 +121,11 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-const codeOf = (signal: NodeJS.Signals) => (signal === "SIGTERM" ? EXIT.terminated : EXIT.cancelled);
+const codeOf = (signal: NodeJS.Signals) => {
+  if (signal === "SIGTERM") return EXIT.terminated;
+  noteInterrupt();
+  return EXIT.cancelled;
+};
 
 /** The first SIGINT or SIGTERM; a second one exits at once. */
 function stopSignal(): { next: Promise<NodeJS.Signals>; dispose(): void } {
@@ -130,7 +135,7 @@ function stopSignal(): { next: Promise<NodeJS.Signals>; dispose(): void } {
   });
   let seen = false;
   const on = (signal: NodeJS.Signals) => {
-    if (seen) process.exit(codeOf(signal));
+    if (seen) exitProcess(codeOf(signal));
     seen = true;
     first?.(signal);
   };

@@ -14,7 +14,13 @@ export const AGENT_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies OptionSpec;
 
-export type Parsed = { values: Record<string, string | boolean | undefined>; positionals: string[] };
+/** `--file path`, repeatable: files that go with the message (`quiver run`, `quiver chat`). */
+export const FILE_OPTION = { file: { type: "string", multiple: true } } as const satisfies OptionSpec;
+
+export type Parsed = {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+};
 
 /**
  * Parses a command's arguments strictly: an unknown option or a missing value is a
@@ -33,6 +39,12 @@ export function parseCommand(args: string[], options: OptionSpec, help: string):
 export function text(parsed: Parsed, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === "string" ? value : undefined;
+}
+
+/** Every value of a repeatable string option, in the order given. */
+export function texts(parsed: Parsed, name: string): string[] {
+  const value = parsed.values[name];
+  return Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
 }
 
 export function flag(parsed: Parsed, name: string): boolean {

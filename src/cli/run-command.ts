@@ -1,8 +1,9 @@
 import { Runner } from "../run/runner.js";
 import { loadAgentFile, withModel } from "./agent-file.js";
 import { agentForCli } from "./agent-setup.js";
+import { readAttachment, withAttachments } from "./attachments.js";
 import { drive } from "./drive.js";
-import { AGENT_OPTIONS, flag, modeOption, parseCommand, text } from "./options.js";
+import { AGENT_OPTIONS, FILE_OPTION, flag, modeOption, parseCommand, text, texts } from "./options.js";
 import { EventRenderer } from "./render.js";
 import { openStore } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
@@ -10,7 +11,7 @@ import { RUN_HELP, UsageError } from "./usage.js";
 
 /** `quiver run <agent-file>[#export] [prompt|-]`: one run, streamed; the exit code says how it ended. */
 export async function runCommand(args: string[]): Promise<number> {
-  const parsed = parseCommand(args, AGENT_OPTIONS, RUN_HELP);
+  const parsed = parseCommand(args, { ...AGENT_OPTIONS, ...FILE_OPTION }, RUN_HELP);
   if (flag(parsed, "help")) {
     process.stdout.write(`${RUN_HELP}\n`);
     return 0;
@@ -19,6 +20,7 @@ export async function runCommand(args: string[]): Promise<number> {
   if (!agentSpec) throw new UsageError("quiver run needs an agent file", RUN_HELP);
   const mode = modeOption(parsed, RUN_HELP);
   const prompt = await promptFrom(words);
+  const files = await Promise.all(texts(parsed, "file").map((path) => readAttachment(path, RUN_HELP)));
   const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
   const opened = await openStore(text(parsed, "store"), null);
   try {
@@ -29,7 +31,7 @@ export async function runCommand(args: string[]): Promise<number> {
       process.stderr.write(
         "note: --session without --store: this run is not kept, and nothing earlier is continued\n",
       );
-    const handle = Runner.stream(cliAgent, prompt, {
+    const handle = Runner.stream(cliAgent, withAttachments(prompt, files), {
       ...(opened && { store: opened.store }),
       ...(sessionId !== undefined && { sessionId }),
     });

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunStore } from "../store/types.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
+import { exitProcess, noteInterrupt } from "./interrupt.js";
 import { flag, parseCommand, text } from "./options.js";
 import { openStore } from "./store-option.js";
 import { colorsFor } from "./terminal.js";
@@ -70,12 +71,16 @@ export async function serveCommand(args: string[]): Promise<number> {
       `${token !== undefined ? "auth        Authorization: Bearer <token>\n" : c.dim("open on loopback only (no --token)\n")}` +
       c.dim("Ctrl+C stops the server\n"),
   );
-  const codeOf = (signal: NodeJS.Signals) => (signal === "SIGTERM" ? EXIT.terminated : EXIT.cancelled);
+  const codeOf = (signal: NodeJS.Signals) => {
+    if (signal === "SIGTERM") return EXIT.terminated;
+    noteInterrupt();
+    return EXIT.cancelled;
+  };
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
-  const again = (second: NodeJS.Signals) => process.exit(codeOf(second));
+  const again = (second: NodeJS.Signals) => exitProcess(codeOf(second));
   process.once("SIGINT", again);
   process.once("SIGTERM", again);
   process.stdout.write(

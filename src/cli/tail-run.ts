@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { serializeEvent } from "../contract/serialize-event.js";
 import { UserError } from "../errors.js";
 import type { RunStore } from "../store/types.js";
+import { noteInterrupt } from "./interrupt.js";
 import type { EventRenderer } from "./render.js";
 import { EXIT } from "./usage.js";
 
@@ -20,7 +21,10 @@ export async function tailRun(
   const { renderer } = options;
   const c = renderer.colors;
   const stop = new AbortController();
-  const onInterrupt = () => stop.abort();
+  const onInterrupt = () => {
+    noteInterrupt();
+    stop.abort();
+  };
   process.on("SIGINT", onInterrupt);
   let after = 0;
   try {

@@ -60,18 +60,22 @@ Options:
   --session ID            continue (and store) this session's conversation (needs --store)
   --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
   --mode MODE             permission mode: default | acceptEdits | bypass
+  --file PATH             send a file with the prompt (repeatable): png, jpg, gif, webp, pdf,
+                          wav, mp3, txt, md, csv, json — by its extension
   --show-reasoning        print the model's reasoning`;
 
 export const CHAT_HELP = `Usage: quiver chat <agent-file>[#export] [options]
 
 An interactive conversation in the terminal. Type a message and press Enter; /exit or Ctrl+D
-leaves. Ctrl+C while the agent works cancels its run; a second Ctrl+C exits.
+leaves. Ctrl+C while the agent works cancels its run; a second Ctrl+C exits. /file PATH
+attaches a file (an image, a PDF, audio, a text file) to your next message.
 
 Options:
   --session ID            continue this session (default: a new one)
   --store SPEC            where runs and sessions are kept (default sqlite:.quiver/quiver.db)
   --mode MODE             permission mode: default | acceptEdits | bypass
   --model PROVIDER:ID     override the agent's model (a,b: a fallback chain)
+  --file PATH             send a file with the first message (repeatable; /file PATH later)
   --show-reasoning        print the model's reasoning`;
 
 export const SERVE_HELP = `Usage: quiver serve <agent-file>[#export] [options]

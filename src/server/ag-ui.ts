@@ -9,12 +9,21 @@ import {
 } from "@ag-ui/core";
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import { EventEncoder } from "@ag-ui/encoder";
-import { type Message, replay } from "../index.js";
+import { type RunInput, replay } from "../index.js";
 import { AgUiTranslator } from "./ag-ui-events.js";
 import { applyAnswers, waitsOf } from "./ag-ui-interrupts.js";
-import { contextBlock, historyOf, textOf, toAgUi } from "./ag-ui-messages.js";
+import { contentOf, contextBlock, historyOf, toAgUi } from "./ag-ui-messages.js";
+import { refusingBadInput } from "./attachments.js";
 import { ClientResults } from "./client-tools.js";
-import { HttpError, KEEPALIVE_MS, notFound, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import {
+  HttpError,
+  KEEPALIVE_MS,
+  MAX_MESSAGE_BODY_BYTES,
+  notFound,
+  pullResponse,
+  readJsonObject,
+  SSE_HEADERS,
+} from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
 
@@ -70,22 +79,25 @@ export async function postAgUi(
     return snapshotOnly(input, latest);
   }
 
-  const text = [textOf(newMessage!.content), contextBlock(input)].filter(Boolean).join("\n\n");
-  if (text === "") throw new HttpError(400, "bad_request", "the user message has no text");
+  const content = contentOf(newMessage!.content, contextBlock(input));
+  if (content.length === 0)
+    throw new HttpError(400, "bad_request", "the user message has no text and no media");
   if ((await registry.sessions.access(threadId, userId, true)) === "theirs")
     throw notFound(`no thread ${threadId}`);
-  let runInput: string | Message[] = text;
+  let runInput: RunInput = content;
   if (!registry.store) {
     const history = latest?.messages ?? historyOf(input.messages.slice(0, -1));
-    runInput = [...history, { role: "user", content: text }];
+    runInput = [...history, { role: "user", content }];
   }
-  const log = registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools);
+  const log = refusingBadInput(() =>
+    registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools),
+  );
   startedBy.set(log, newMessage!.id);
   return agUiStream(log, input, 0);
 }
 
 async function readInput(request: Request): Promise<RunAgentInput> {
-  const body = await readJsonObject(request);
+  const body = await readJsonObject(request, MAX_MESSAGE_BODY_BYTES);
   const parsed = RunAgentInputSchema.safeParse(body);
   if (!parsed.success) {
     const issues = parsed.error.issues

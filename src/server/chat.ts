@@ -1,5 +1,14 @@
-import type { Message } from "../index.js";
-import { HttpError, KEEPALIVE_MS, notFound, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import type { ContentBlock, Message } from "../index.js";
+import { attachment, isEmptyContent, messageContent, refusingBadInput } from "./attachments.js";
+import {
+  HttpError,
+  KEEPALIVE_MS,
+  MAX_MESSAGE_BODY_BYTES,
+  notFound,
+  pullResponse,
+  readJsonObject,
+  SSE_HEADERS,
+} from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
 import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
@@ -8,6 +17,10 @@ import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
 type UIPart = {
   type?: unknown;
   text?: unknown;
+  /** A file part's `data:` or http(s) URL, media type and name. */
+  url?: unknown;
+  mediaType?: unknown;
+  filename?: unknown;
   state?: unknown;
   toolCallId?: unknown;
   output?: unknown;
@@ -29,7 +42,7 @@ export async function postChat(
   userId: string | undefined,
   defaultAgent: string,
 ): Promise<Response> {
-  const body = await readJsonObject(request);
+  const body = await readJsonObject(request, MAX_MESSAGE_BODY_BYTES);
   const chatId = body.id;
   if (typeof chatId !== "string" || chatId === "")
     throw new HttpError(400, "bad_request", '"id" (the chat id) must be a non-empty string');
@@ -55,8 +68,9 @@ export async function postChat(
       "bad_request",
       "the last message must be the user's, or a run's assistant message",
     );
-  const text = textOf(last.parts as UIPart[]);
-  if (text === "") throw new HttpError(400, "bad_request", "the user message has no text");
+  const content = contentOf(last.parts as UIPart[], "the user message");
+  if (isEmptyContent(content))
+    throw new HttpError(400, "bad_request", "the user message has no text and no file");
 
   // A new message supersedes a run of this chat that still waits or runs.
   const previous = await registry.latestOfSession(chatId, userId);
@@ -65,12 +79,12 @@ export async function postChat(
     const until = Date.now() + 5_000;
     while (!previous.finished && Date.now() < until) await previous.changed(until - Date.now());
   }
-  let input: string | Message[] = text;
+  let input: string | ContentBlock[] | Message[] = content;
   if (!registry.store) {
     const history = previous?.messages ?? historyOf(messages.slice(0, -1) as UIMessage[]);
-    input = [...history, { role: "user", content: text }];
+    input = [...history, { role: "user", content }];
   }
-  const log = registry.start(agentKey, input, { userId, sessionId: chatId });
+  const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId }));
   return chatStream(log, 0);
 }
 
@@ -202,9 +216,38 @@ function textOf(parts: UIPart[]): string {
 }
 
 /**
+ * A user message's text and files (`{ type: "file", mediaType, url, filename? }`, the url a
+ * `data:` URL or an http(s) link): its text alone when it has no file. Other parts are the
+ * client's own (step markers, data parts) and are not the model's input.
+ */
+function contentOf(parts: UIPart[], what: string): string | ContentBlock[] {
+  const blocks: ContentBlock[] = [];
+  const text = textOf(parts);
+  if (text !== "") blocks.push({ type: "text", text });
+  parts.forEach((part, i) => {
+    if (part?.type !== "file") return;
+    if (typeof part.url !== "string" || typeof part.mediaType !== "string")
+      throw new HttpError(
+        400,
+        "bad_request",
+        `${what}, part ${i}: a file part needs "url" and "mediaType" strings`,
+      );
+    blocks.push(
+      attachment(`${what}, part ${i}`, {
+        url: part.url,
+        mediaType: part.mediaType,
+        ...(typeof part.filename === "string" && { filename: part.filename }),
+      }),
+    );
+  });
+  return messageContent(blocks);
+}
+
+/**
  * A conversation the server has no record of (no store, and not run here since it started):
- * rebuilt from the client's messages, text only — tool calls the client shows are not replayed
- * to the model as calls, because the client may not be trusted to report them faithfully.
+ * rebuilt from the client's messages, their text and the user's files — tool calls the client
+ * shows are not replayed to the model as calls, because the client may not be trusted to
+ * report them faithfully.
  */
 function historyOf(messages: UIMessage[]): Message[] {
   const history: Message[] = [];
@@ -215,8 +258,9 @@ function historyOf(messages: UIMessage[]): Message[] {
       !Array.isArray(message.parts)
     )
       continue;
-    const text = textOf(message.parts as UIPart[]);
-    if (text) history.push({ role: message.role, content: text });
+    const parts = message.parts as UIPart[];
+    const content = message.role === "user" ? contentOf(parts, "an earlier user message") : textOf(parts);
+    if (!isEmptyContent(content)) history.push({ role: message.role, content } as Message);
   }
   return history;
 }

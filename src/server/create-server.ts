@@ -1,21 +1,23 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { HumanChannel } from "../builtin-tools/ask-human.js";
-import { type Agent, type RunOptions, UserError } from "../index.js";
+import { type Agent, type RunInput, type RunOptions, UserError } from "../index.js";
 import type { RunStore } from "../store/types.js";
 import { type A2aOptions, mountA2a } from "./a2a.js";
+import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
 import {
   errorResponse,
   HttpError,
+  MAX_MESSAGE_BODY_BYTES,
   notFound,
   optionalString,
   readJsonObject,
   refuseNonJson,
   stringField,
 } from "./http.js";
-import { eventStream, resumePoint, runSummary, wantsChildren } from "./native.js";
+import { eventStream, nativeInput, resumePoint, runSummary, wantsChildren } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountPage } from "./page.js";
 import { RunRegistry } from "./runs.js";
@@ -148,15 +150,15 @@ export function createServer(options: ServerOptions): QuiverServer {
 
   app.post("/api/runs", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
-    const body = await readJsonObject(c.req.raw);
-    const message = stringField(body, "message");
+    const body = await readJsonObject(c.req.raw, MAX_MESSAGE_BODY_BYTES);
+    const message = nativeInput(body);
     const given = optionalString(body, "sessionId");
     const sessionId = given ?? `session_${randomUUID()}`;
     const agentKey = optionalString(body, "agent") ?? defaultAgent;
     if (given === undefined) registry.sessions.claim(sessionId, userId);
     else if ((await registry.sessions.access(sessionId, userId, true)) === "theirs")
       throw notFound(`no session ${sessionId}`);
-    let input: string | import("../index.js").Message[] = message;
+    let input: RunInput = message;
     if (!registry.store) {
       const previous = await registry.latestOfSession(sessionId, userId);
       if (previous && !previous.finished && previous.status !== "detached")
@@ -167,7 +169,7 @@ export function createServer(options: ServerOptions): QuiverServer {
         );
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
-    const log = registry.start(agentKey, input, { userId, sessionId });
+    const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
     return c.json({ runId: log.runId, sessionId }, 201);
   });
 

@@ -1,6 +1,13 @@
 /** Request bodies above this are refused with 413 before they are read in full. */
 export const MAX_BODY_BYTES = 1_000_000;
 
+/**
+ * The limit for a body that may carry attachments (a new message at `/api/chat`, `/api/runs`,
+ * `/api/ag-ui`): one 20 MB file as base64 in a data URL, with room for the conversation a
+ * client sends along. A single attachment is still held to the run's `maxAttachmentBytes`.
+ */
+export const MAX_MESSAGE_BODY_BYTES = 32 * 1024 * 1024;
+
 /** A request the server refuses: it becomes a JSON error response with this status. */
 export class HttpError extends Error {
   override name = "HttpError";
@@ -28,11 +35,14 @@ export function notFound(what = "no such run"): HttpError {
  * `application/json` (which also makes a browser on another origin ask first, so a page
  * elsewhere cannot post here), 400 when it does not parse or is not an object.
  */
-export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  request: Request,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<Record<string, unknown>> {
   if (!isJson(request.headers.get("content-type") ?? "")) throw notJson();
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (declared > MAX_BODY_BYTES) throw tooLarge();
-  const text = await readCapped(request);
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  const text = await readCapped(request, maxBytes);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -71,7 +81,7 @@ function notJson(): HttpError {
   );
 }
 
-async function readCapped(request: Request): Promise<string> {
+async function readCapped(request: Request, maxBytes: number): Promise<string> {
   if (!request.body) return "";
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -80,17 +90,17 @@ async function readCapped(request: Request): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
+    if (size > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge();
+      throw tooLarge(maxBytes);
     }
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function tooLarge(): HttpError {
-  return new HttpError(413, "body_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, "body_too_large", `request bodies are limited to ${maxBytes} bytes`);
 }
 
 /** A required string field, else 400 naming it. */

@@ -7,5 +7,5 @@ export {
   type ServerOptions,
   type ServerRunOptions,
 } from "./create-server.js";
-export { MAX_BODY_BYTES } from "./http.js";
+export { MAX_BODY_BYTES, MAX_MESSAGE_BODY_BYTES } from "./http.js";
 export { type ServeOptions, type Serving, serve } from "./serve.js";

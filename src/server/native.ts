@@ -1,4 +1,4 @@
-import { serializeEvent } from "../index.js";
+import { type ContentBlock, serializeEvent } from "../index.js";
 import { HttpError, KEEPALIVE_MS, pullResponse, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 
@@ -125,4 +125,33 @@ export function runSummary(log: RunLog): Record<string, unknown> {
       multiSelect: q.question.multiSelect,
     })),
   };
+}
+
+/**
+ * What `POST /api/runs` starts from: `"message"` (text), or `"content"`, the parts of one user
+ * message as Quiver writes them (`{ type: "text", text }`, `{ type: "image", data | url,
+ * mimeType }`, `{ type: "file", data | url, mimeType, filename? }`, `{ type: "audio", data,
+ * mimeType }`; a `data:` URL may stand for `data`). The run checks each part (a 400 names a bad
+ * one).
+ */
+export function nativeInput(body: Record<string, unknown>): string | ContentBlock[] {
+  const { message, content } = body;
+  if (content !== undefined) {
+    if (message !== undefined)
+      throw new HttpError(400, "bad_request", 'give "message" (text) or "content" (parts), not both');
+    if (!Array.isArray(content) || content.length === 0)
+      throw new HttpError(400, "bad_request", '"content" must be a non-empty array of content parts');
+    return content.map((part, i) => {
+      if (part === null || typeof part !== "object" || Array.isArray(part))
+        throw new HttpError(400, "bad_request", `"content" part ${i} must be an object`);
+      return part as ContentBlock;
+    });
+  }
+  if (typeof message !== "string" || message === "")
+    throw new HttpError(
+      400,
+      "bad_request",
+      '"message" must be a non-empty string (or give "content": parts)',
+    );
+  return message;
 }

@@ -19,7 +19,7 @@ export const PAGE_CHATS = String.raw`
     }
     $("chats-note").textContent = chats.length ? "" : "Your chats will be listed here.";
     chatList.replaceChildren(...chats.map((c) => el("li", {},
-      el("button", { type: "button", class: "chat", "data-session-id": c.sessionId, onclick: () => { closeSidebar(false); openSession(c.sessionId); } },
+      el("button", { type: "button", class: "chat", "data-session-id": c.sessionId, onclick: () => { closeSidebar(false); openSession(c.sessionId); input.focus(); } },
         el("span", { class: "chat-title" }, c.title), el("span", { class: "chat-when" }, when(c.updatedAt))))));
     markOpenChat();
     const open = chats.find((c) => c.sessionId === state.sessionId);

@@ -64,7 +64,16 @@ export const PAGE_MARKDOWN = String.raw`
   }
   async function copyCode(button, pre) {
     try {
-      await navigator.clipboard.writeText(pre.textContent);
+      if (navigator.clipboard) await navigator.clipboard.writeText(pre.textContent);
+      else {
+        // No clipboard API outside a secure context (plain http to another machine): copy the selection.
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        getSelection().removeAllRanges();
+        getSelection().addRange(range);
+        if (!document.execCommand("copy")) throw new Error("copy refused");
+        getSelection().removeAllRanges();
+      }
       button.textContent = "Copied";
     } catch {
       button.textContent = "Copy failed: select the text";
@@ -96,7 +105,6 @@ export const PAGE_MARKDOWN = String.raw`
   // ---- streaming text blocks ----------------------------------------------------------
   const dirty = new Set();
   let frameAsked = false;
-  const afterFrame = [];
   /** A block of streamed text (the model's words) in parent, rendered as Markdown. */
   function textBlock(parent, className) {
     const node = el("div", { class: className + (markdownReady ? " md" : " plain") });
@@ -130,7 +138,6 @@ export const PAGE_MARKDOWN = String.raw`
     dirty.clear();
     stats.frames++;
     stats.renderMs += performance.now() - started;
-    for (const f of afterFrame) f();
   }
   function renderBlock(b) {
     if (!md) { b.live.textContent = b.src; return; }

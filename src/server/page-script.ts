@@ -12,7 +12,9 @@ export const PAGE_SCRIPT = String.raw`
   const saved = () => { try { return JSON.parse(localStorage.getItem(STORE_KEY) || "{}"); } catch { return {}; } };
   // A chat with no run yet is "fresh": the server does not know it, so the page does not ask.
   const save = (s) => localStorage.setItem(STORE_KEY, JSON.stringify({ sessionId: s.sessionId, fresh: !!s.fresh }));
-  const newSessionId = () => "session_" + crypto.randomUUID();
+  // randomUUID needs a secure context; a page served over plain http to another machine is not one.
+  const newSessionId = () => "session_" + (crypto.randomUUID ? crypto.randomUUID()
+    : [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join(""));
   let state = saved();
   if (!state.sessionId) state = { sessionId: newSessionId(), fresh: true };
   save(state);
@@ -76,18 +78,21 @@ export const PAGE_SCRIPT = String.raw`
     pinned = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
     if (pinned) jumpButton.hidden = true;
   }, { passive: true });
-  afterFrame.push(() => {
+  // Whatever changes the conversation's height or the room it has (new text, a tool card, the
+  // message box growing, the window turning) keeps the newest content in view, before it is drawn.
+  const keepLatest = () => {
     if (pinned) scroller.scrollTop = scroller.scrollHeight;
     else if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight >= 48) jumpButton.hidden = false;
-  });
+  };
+  const resized = new ResizeObserver(keepLatest);
+  resized.observe(log);
+  resized.observe(scroller);
   function toLatest() {
     pinned = true;
     jumpButton.hidden = true;
     scroller.scrollTop = scroller.scrollHeight;
   }
   jumpButton.addEventListener("click", () => { toLatest(); input.focus(); });
-  /** Something in the conversation changed: follow it on the next frame. */
-  const changed = askFrame;
 
   // ---- rendering one run -------------------------------------------------------------
   // A run's view, and one per child run (an agent used as a tool) nested in the card of the
@@ -268,7 +273,6 @@ export const PAGE_SCRIPT = String.raw`
     if (!view || ev.seq <= view.lastSeq) return;
     view.lastSeq = ev.seq;
     const own = view === run;
-    changed();
     switch (ev.type) {
       case "run_started": {
         if (!own) break;
@@ -395,7 +399,9 @@ export const PAGE_SCRIPT = String.raw`
     const running = current && current.status === "running";
     busy(running);
     cancelButton.hidden = !running;
-    sendButton.textContent = running ? "Send to the running agent" : "Send";
+    input.placeholder = running
+      ? "Message the running agent"
+      : "Message the agent (Enter sends, Shift+Enter for a new line)";
   }
 
   // The one place a message becomes a run: attachments will join the body here.
@@ -420,7 +426,6 @@ export const PAGE_SCRIPT = String.raw`
       if (current && current.status === "running") {
         await api("POST", "/api/runs/" + encodeURIComponent(current.runId) + "/inject", { message });
         current.section.append(userBubble(message));
-        changed();
       } else await startRun(message);
       input.value = "";
     } catch (err) {
@@ -457,7 +462,11 @@ export const PAGE_SCRIPT = String.raw`
     let info = null;
     if (!fresh) {
       try { info = await api("GET", "/api/sessions/" + encodeURIComponent(sessionId)); }
-      catch (err) { if (err.status !== 404) setStatus(err.message, true); }
+      catch (err) {
+        // Gone (a server without a store restarted): start it afresh rather than ask again.
+        if (err.status === 404) { state.fresh = true; save(state); }
+        else setStatus(err.message, true);
+      }
     }
     if (mine !== opening) return;
     showTitle(info);

@@ -87,10 +87,10 @@ input[type=text], input[type=password], textarea, select { font: inherit; color:
 .jump { position: absolute; left: 50%; transform: translateX(-50%); bottom: calc(100% + .75rem); border-radius: 999px;
   box-shadow: 0 2px 10px rgba(0,0,0,.18); z-index: 2; white-space: nowrap; }
 .composer { position: relative; border-top: 1px solid var(--line); padding: .5rem 1rem .75rem; background: var(--bg); }
-.composer form { max-width: 48rem; margin: 0 auto; display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; }
+.composer form { max-width: 46rem; margin: 0 auto; display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; }
 .attach-slot:empty { display: none; }
 .composer textarea { flex: 1 1 14rem; min-width: 0; min-height: 2.75rem; max-height: 40vh; resize: vertical; }
-.status { font-size: .9rem; color: var(--muted); min-height: 1.4em; max-width: 48rem; margin: 0 auto .35rem; }
+.status { font-size: .9rem; color: var(--muted); min-height: 1.4em; max-width: 46rem; margin: 0 auto .35rem; }
 .error { color: var(--bad); }
 .token-form { max-width: 48rem; margin: 1rem auto; padding: 0 1rem; }
 .token-note { flex-basis: 100%; margin: 0; color: var(--bad); }
@@ -108,8 +108,7 @@ input[type=text], input[type=password], textarea, select { font: inherit; color:
   header { padding: .5rem .75rem; }
   #log { padding: .75rem .75rem 1.5rem; }
   .composer { padding: .5rem .75rem .75rem; }
-  .composer textarea { flex-basis: 100%; }
-  .composer form > button { flex: 1; }
+  .composer textarea { flex-basis: 10rem; }
   .user { max-width: 92%; }
 }
 @media (prefers-reduced-motion: reduce) { #sidebar, #sidebar.open { transition: none; } }

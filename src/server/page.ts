@@ -68,7 +68,7 @@ ${external}
         <button type="submit" class="primary">Save</button>
         <button type="button" id="rename-cancel">Cancel</button>
       </form>
-      <button type="button" id="rename" hidden>Rename</button>
+      <button type="button" id="rename" class="icon" aria-label="Rename this chat" title="Rename this chat" hidden>✎</button>
       <span id="agent-field" hidden><label for="agent">Agent</label> <select id="agent"></select></span>
     </header>
     <div id="token-box" hidden>
@@ -79,7 +79,7 @@ ${external}
         <button type="submit" class="primary">Use token</button>
       </form>
     </div>
-    <main id="scroller" tabindex="-1">
+    <main id="scroller" tabindex="0">
       <div id="log" role="log" aria-live="polite" aria-label="Conversation"></div>
     </main>
     <div class="composer">

@@ -1,10 +1,10 @@
 import type { HumanChannel, HumanQuestion } from "../builtin-tools/ask-human.js";
 import {
   type Agent,
-  type Message,
   type RunContext,
   type RunEvent,
   type RunHandle,
+  type RunInput,
   Runner,
   Tool,
   type ToolCall,
@@ -87,7 +87,7 @@ export class RunRegistry {
    */
   start(
     agentKey: string,
-    input: string | Message[],
+    input: RunInput,
     context: { userId: string | undefined; sessionId: string | undefined },
     extraTools?: readonly Tool<any, any>[],
   ): RunLog {

@@ -141,7 +141,9 @@ export class SessionDirectory {
     const [runId] = await this.#runs(sessionId, userId);
     if (runId === undefined) return undefined;
     const held = [...this.#registry.held()].find((log) => log.runId === runId);
-    const started = held ? held.all[0] : (await this.#registry.store?.read(runId))?.[0];
+    // A run started a moment ago reports its start at once: wait for it (briefly).
+    if (held && held.all.length === 0) await held.changed(1_000);
+    const started = held?.all[0] ?? (await this.#registry.store?.read(runId))?.[0];
     // A run that has not reported its start yet: its message is not known, so nothing is kept.
     if (started?.type !== "run_started") return { runId, message: "" };
     const first = { runId, message: firstMessage(started) };

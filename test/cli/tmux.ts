@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** argv: status file, command, args. Writes "<code>\n" once the command has exited. */
+/** argv: status file, command, args. Writes "<code> <signal>\n" once the command has exited. */
 const WRAPPER = `
 const { spawn } = require("node:child_process");
 const { writeFileSync } = require("node:fs");
@@ -14,7 +14,7 @@ const [file, command, ...args] = process.argv.slice(1);
 const child = spawn(command, args, { stdio: "inherit" });
 child.on("exit", (code, signal) => {
   const status = code ?? 128 + (constants.signals[signal] ?? 0);
-  writeFileSync(file, status + "\\n");
+  writeFileSync(file, status + " " + (signal ?? "") + "\\n");
   process.exit(status);
 });
 `;
@@ -47,11 +47,19 @@ export class Terminal {
 
   /** Waits (bounded) for the command to exit; returns its exit code (128 + n for signal n). */
   async exitCode(timeoutMs = 10_000): Promise<number> {
+    return (await this.exit(timeoutMs)).code;
+  }
+
+  /** Waits (bounded) for the command to exit: its code as a shell reports it, and the signal that ended it, if any. */
+  async exit(timeoutMs = 10_000): Promise<{ code: number; signal: string | undefined }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (existsSync(this.#statusFile)) {
         const written = readFileSync(this.#statusFile, "utf8");
-        if (written.endsWith("\n")) return Number(written.trim());
+        if (written.endsWith("\n")) {
+          const [code = "", signal] = written.trim().split(" ");
+          return { code: Number(code), signal: signal || undefined };
+        }
       }
       if (Date.now() > deadline)
         throw new Error(`the command did not exit; the terminal shows:\n${this.screen()}`);

@@ -1,5 +1,5 @@
 import { Agent, ScriptedModel } from "quiver-agents";
-import { createServer } from "quiver-agents/server";
+import { createServer, MAX_MESSAGE_BODY_BYTES } from "quiver-agents/server";
 import { describe, expect, it } from "vitest";
 import { agentWith, BASE, events, post, readSse, refundTool, slowTool } from "./helpers.js";
 
@@ -150,8 +150,16 @@ describe("native run stream and control endpoints", () => {
     expect(((await missing.json()) as { error: { message: string } }).error.message).toMatch(/"message"/);
     const unknown = await server.fetch(new Request(`${BASE}/api/runs/run_nope/events`));
     expect(unknown.status).toBe(404);
-    const big = await server.fetch(post("/api/runs", { message: "x".repeat(1_100_000) }));
+    // A new run's body may carry attachments (32 MB); a control request's may not (1 MB).
+    const big = await server.fetch(post("/api/runs", { message: "x".repeat(MAX_MESSAGE_BODY_BYTES) }));
     expect(big.status).toBe(413);
+    const first = (await (await server.fetch(post("/api/runs", { message: "hi" }))).json()) as {
+      runId: string;
+    };
+    const bigAnswer = await server.fetch(
+      post(`/api/runs/${first.runId}/answer`, { callId: "c", answer: "x".repeat(1_100_000) }),
+    );
+    expect(bigAnswer.status).toBe(413);
     const text = await server.fetch(
       new Request(`${BASE}/api/runs`, {
         method: "POST",

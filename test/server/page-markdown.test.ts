@@ -1,5 +1,5 @@
 import type { Browser, Page } from "playwright-core";
-import { Agent, jsonSchema, type Model, ScriptedModel, tool } from "quiver-agents";
+import { Agent, jsonSchema, type Model, tool } from "quiver-agents";
 import { createServer, serve } from "quiver-agents/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentWith } from "./helpers.js";
@@ -40,16 +40,17 @@ const RICH = [
 /** Records Content-Security-Policy violations the page reports, from before its first script. */
 async function watchViolations(page: Page): Promise<void> {
   await page.addInitScript(() => {
+    const { document, window } = globalThis as any;
     const seen: Array<{ directive: string; blocked: string }> = [];
     (window as any).__violations = seen;
-    document.addEventListener("securitypolicyviolation", (e) =>
+    document.addEventListener("securitypolicyviolation", (e: any) =>
       seen.push({ directive: e.violatedDirective, blocked: e.blockedURI }),
     );
   });
 }
 
 const violations = (page: Page) =>
-  page.evaluate(() => (window as any).__violations as Array<{ directive: string; blocked: string }>);
+  page.evaluate(() => (globalThis as any).__violations as Array<{ directive: string; blocked: string }>);
 
 describe("the chat page renders Markdown, safely", () => {
   it("serves marked and DOMPurify from the package under digest names, with a nonce CSP on the page", async () => {
@@ -126,7 +127,9 @@ describe("the chat page renders Markdown, safely", () => {
           const copy = answer.getByRole("button", { name: "Copy code (ts)" });
           await copy.click();
           await expect.poll(() => copy.textContent()).toBe("Copied");
-          expect(await page.evaluate(() => navigator.clipboard.readText())).toBe("const x = 1;\n");
+          expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(
+            "const x = 1;\n",
+          );
         },
         { permissions: ["clipboard-read", "clipboard-write"] },
       );
@@ -199,6 +202,7 @@ describe("the chat page renders Markdown, safely", () => {
         expect(await log.locator(".user").textContent()).toContain("<b onmouseover=alert('user')>hi</b>");
 
         const found = await page.evaluate(() => {
+          const { document } = globalThis as any;
           const root = document.getElementById("log")!;
           const all = [...root.querySelectorAll("*")];
           return {
@@ -263,6 +267,7 @@ describe("the chat page renders Markdown, safely", () => {
         await page.reload();
         await page.getByLabel("Message").waitFor();
         const thrown = await page.evaluate(() => {
+          const { document } = globalThis as any;
           const errors: string[] = [];
           const img = document.createElement("img");
           img.src = "http://remote.example/pixel.png";
@@ -300,7 +305,7 @@ describe("the chat page renders Markdown, safely", () => {
         expect((await violations(page)).find((v) => v.directive === "img-src")?.blocked).toBe(
           "http://remote.example/pixel.png",
         );
-        expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+        expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
         // Blocked before it left the browser.
         expect(trouble.remote).toEqual([]);
       });
@@ -366,7 +371,8 @@ describe("a long streamed answer", () => {
           await page.getByLabel("Message").waitFor();
           // Samples what is shown on every frame: a flicker would be text vanishing, then coming back.
           await page.evaluate(() => {
-            const w = window as any;
+            const w = globalThis as any;
+            const { document, requestAnimationFrame } = w;
             w.__shown = [];
             const sample = () => {
               w.__shown.push(document.querySelector(".text")?.textContent?.length ?? 0);
@@ -376,9 +382,12 @@ describe("a long streamed answer", () => {
           });
           await send(page, "write a lot");
           await expect.poll(() => page.getByRole("status").textContent(), { timeout: 20_000 }).toBe("Done.");
-          await page.waitForFunction(() => document.querySelectorAll(".text h2").length > 0);
+          await page.waitForFunction(
+            () => (globalThis as any).document.querySelectorAll(".text h2").length > 0,
+          );
           return page.evaluate(() => {
-            const w = window as any;
+            const w = globalThis as any;
+            const { document } = w;
             w.__stop = true;
             const shown: number[] = w.__shown;
             let drops = 0;
