@@ -4,7 +4,7 @@
  * starts another, and the open chat can be renamed (`PATCH /api/sessions/:id`, kept by the
  * server, so every device shows the same title). Below 48rem wide the list is a drawer.
  */
-export const PAGE_CHATS = String.raw`
+export const PAGE_CHATS = `
   const chatList = $("chats"), sidebar = $("sidebar"), scrim = $("scrim"), openSidebarButton = $("open-sidebar");
   const titleHeading = $("chat-title"), renameButton = $("rename"), renameForm = $("rename-form"), renameInput = $("rename-input");
   let chats = [];
