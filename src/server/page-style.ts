@@ -45,6 +45,7 @@ header h1 { font-size: 1rem; margin: 0; flex: 1; min-width: 0; overflow: hidden;
 .md h1 { font-size: 1.4rem; } .md h2 { font-size: 1.25rem; } .md h3 { font-size: 1.1rem; } .md h4, .md h5, .md h6 { font-size: 1rem; }
 .md ul, .md ol { padding-left: 1.5rem; }
 .md li + li { margin-top: .2rem; }
+.md li > ul, .md li > ol { margin: .2rem 0 0; }
 .md blockquote { border-left: 3px solid var(--line); padding-left: .9rem; color: var(--muted); }
 .md a { color: var(--accent); }
 .md .link-host { color: var(--muted); font-size: .85em; }
