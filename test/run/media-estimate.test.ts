@@ -19,7 +19,7 @@ async function estimated(modelName: string, parts: ContentBlock[], maxInputToken
   const model = new ScriptedModel([{ text: "ok" }], { name: modelName });
   const agent = new Agent({ name: "looker", model, compaction: { maxInputTokens } });
   const events: RunEvent[] = [];
-  for await (const event of Runner.stream(agent, parts)) events.push(event);
+  for await (const event of Runner.stream(agent, { role: "user", content: parts })) events.push(event);
   const warning = events.find((e) => e.type === "warning" && e.code === "compaction_insufficient");
   if (warning?.type !== "warning") return undefined;
   return Number(/needs about ([\d,]+) input tokens/.exec(warning.message)![1]!.replaceAll(",", ""));
