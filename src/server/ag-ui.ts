@@ -15,17 +15,10 @@ import { applyAnswers, waitsOf } from "./ag-ui-interrupts.js";
 import { contentOf, contextBlock, historyOf, toAgUi } from "./ag-ui-messages.js";
 import { refusingBadInput } from "./attachments.js";
 import { ClientResults } from "./client-tools.js";
-import {
-  HttpError,
-  KEEPALIVE_MS,
-  MAX_MESSAGE_BODY_BYTES,
-  notFound,
-  pullResponse,
-  readJsonObject,
-  SSE_HEADERS,
-} from "./http.js";
+import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
+import { translatedStream } from "./translated-stream.js";
 
 /** Per server: results of client-tool calls on their way into runs. */
 const resultsOf = new WeakMap<RunRegistry, ClientResults>();
@@ -127,51 +120,26 @@ function agUiStream(log: RunLog, input: RunAgentInput, from: number, snapshot?: 
   const clientTools = new Set((log.extraTools ?? []).map((t) => t.name));
   const translator = new AgUiTranslator(log.runId, input.threadId, input.runId, clientTools);
   if (from > 0) translator.prime(log.all.slice(0, from));
-  let cursor = from;
-  let started = false;
-  let lastSent = Date.now();
-  const next = async (signal: AbortSignal): Promise<string | null> => {
-    for (;;) {
-      if (signal.aborted) return null;
-      const out: AgUiEvent[] = [];
-      if (!started) {
-        started = true;
-        out.push(runStarted(input, log.runId));
-        if (snapshot) out.push({ type: EventType.MESSAGES_SNAPSHOT, messages: snapshot });
-      } else if (translator.finished) {
-        return null;
-      } else if (cursor < log.all.length) {
-        const end = Math.min(log.all.length, cursor + 64);
-        for (; cursor < end; cursor++) translator.translate(log.all[cursor]!, out);
-      } else if (log.blocked) {
-        translator.blocked(out, waitsOf(log));
-        cursors.set(log, cursor);
-      } else if (log.finished || log.status === "detached") {
-        translator.end(
-          out,
-          log.status === "failed" ? "failed" : log.status === "detached" ? "detached" : "completed",
-        );
-      } else {
-        await log.changed(KEEPALIVE_MS, signal);
-        if (
-          cursor === log.all.length &&
-          !log.blocked &&
-          !log.finished &&
-          Date.now() - lastSent >= KEEPALIVE_MS
-        ) {
-          lastSent = Date.now();
-          return ": keepalive\n\n";
-        }
-        continue;
-      }
-      if (out.length === 0) continue;
-      lastSent = Date.now();
-      let text = "";
-      for (const event of out) text += encoder.encodeSSE(event);
-      return text;
-    }
-  };
-  return pullResponse(next, SSE_HEADERS);
+  return translatedStream<AgUiEvent>(log, from, {
+    opening: () => {
+      const out: AgUiEvent[] = [runStarted(input, log.runId)];
+      if (snapshot) out.push({ type: EventType.MESSAGES_SNAPSHOT, messages: snapshot });
+      return out;
+    },
+    finished: () => translator.finished,
+    translate: (event, out) => translator.translate(event, out),
+    blocked: (out, cursor) => {
+      translator.blocked(out, waitsOf(log));
+      cursors.set(log, cursor);
+    },
+    ended: (out) =>
+      translator.end(
+        out,
+        log.status === "failed" ? "failed" : log.status === "detached" ? "detached" : "completed",
+      ),
+    frame: (event) => encoder.encodeSSE(event),
+    headers: SSE_HEADERS,
+  });
 }
 
 function runStarted(input: RunAgentInput, runId?: string): AgUiEvent {

@@ -1,16 +1,9 @@
 import type { ContentBlock, Message } from "../index.js";
 import { attachment, isEmptyContent, messageContent, refusingBadInput } from "./attachments.js";
-import {
-  HttpError,
-  KEEPALIVE_MS,
-  MAX_MESSAGE_BODY_BYTES,
-  notFound,
-  pullResponse,
-  readJsonObject,
-  SSE_HEADERS,
-} from "./http.js";
+import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
+import { translatedStream } from "./translated-stream.js";
 import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
 
 /** What the AI SDK's `DefaultChatTransport` posts. Only the fields Quiver reads are typed. */
@@ -162,50 +155,19 @@ async function ignoreStale(action: Promise<void>): Promise<number> {
 export function chatStream(log: RunLog, from: number): Response {
   const translator = new UIStreamTranslator(log.runId);
   if (from > 0) translator.prime(log.all.slice(0, from));
-  let cursor = from;
-  let started = false;
-  let done = false;
-  let lastSent = Date.now();
-  const next = async (signal: AbortSignal): Promise<string | null> => {
-    for (;;) {
-      if (signal.aborted) return null;
-      const out: UIChunk[] = [];
-      if (!started) {
-        started = true;
-        out.push({ type: "start", messageId: log.runId });
-      } else if (translator.finished) {
-        if (done) return null;
-        done = true;
-        return "data: [DONE]\n\n";
-      } else if (cursor < log.all.length) {
-        const end = Math.min(log.all.length, cursor + 64);
-        for (; cursor < end; cursor++) translator.translate(log.all[cursor]!, out);
-      } else if (log.blocked) {
-        translator.blocked(out);
-        log.chatCursor = cursor;
-      } else if (log.finished || log.status === "detached") {
-        translator.end(out, log.status === "failed" ? "failed" : "unknown");
-      } else {
-        await log.changed(KEEPALIVE_MS, signal);
-        if (
-          cursor === log.all.length &&
-          !log.blocked &&
-          !log.finished &&
-          Date.now() - lastSent >= KEEPALIVE_MS
-        ) {
-          lastSent = Date.now();
-          return ": keepalive\n\n";
-        }
-        continue;
-      }
-      if (out.length === 0) continue;
-      lastSent = Date.now();
-      let text = "";
-      for (const chunk of out) text += `data: ${JSON.stringify(chunk)}\n\n`;
-      return text;
-    }
-  };
-  return pullResponse(next, UI_STREAM_HEADERS);
+  return translatedStream<UIChunk>(log, from, {
+    opening: () => [{ type: "start", messageId: log.runId }],
+    finished: () => translator.finished,
+    translate: (event, out) => translator.translate(event, out),
+    blocked: (out, cursor) => {
+      translator.blocked(out);
+      log.chatCursor = cursor;
+    },
+    ended: (out) => translator.end(out, log.status === "failed" ? "failed" : "unknown"),
+    frame: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+    closing: "data: [DONE]\n\n",
+    headers: UI_STREAM_HEADERS,
+  });
 }
 
 function textOf(parts: UIPart[]): string {
