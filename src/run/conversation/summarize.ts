@@ -1,3 +1,4 @@
+import { untilAborted } from "../../abort.js";
 import { ProviderError } from "../../errors.js";
 import { describeMedia, isMediaBlock } from "../../model/media.js";
 import type { Message, Model, Usage } from "../../model/types.js";
@@ -49,7 +50,7 @@ export async function summarizeTurns(
       else if (event.type === "reset") text = "";
     }
   })();
-  await raceSignal(read, signal);
+  await untilAborted(read, signal);
   text = text.trim();
   if (!text) {
     throw new ProviderError(`the summarizer "${model.name}" returned no text`, {
@@ -89,24 +90,4 @@ function body(content: Message["content"]): string {
     else if (block.type === "text") parts.push(block.text);
   }
   return parts.join("\n");
-}
-
-/** Settles with `work`, or rejects with the signal's reason as soon as it aborts. */
-function raceSignal(work: Promise<void>, signal: AbortSignal): Promise<void> {
-  work.catch(() => {});
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

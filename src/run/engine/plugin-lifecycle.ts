@@ -1,3 +1,4 @@
+import { untilAborted } from "../../abort.js";
 import {
   DEFAULT_PLUGIN_TIMEOUT_MS,
   type Plugin,
@@ -85,18 +86,5 @@ function within(fn: () => void | Promise<void>, signal: AbortSignal): Promise<vo
   } catch (error) {
     return Promise.reject(error);
   }
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
+  return untilAborted(work, signal);
 }
