@@ -1,7 +1,7 @@
 /**
  * The chat page's main script: plain browser JavaScript (no build step), kept as a string so
  * `tsc` ships it. It speaks the native API: `POST /api/runs` to start a run in the page's
- * session, `GET /api/runs/:id/events` to follow it (resuming with `?after=` after a drop), the
+ * session (with attached files as content parts: see `page-attach.ts`), `GET /api/runs/:id/events` to follow it (resuming with `?after=` after a drop), the
  * control endpoints for approvals, answers, steering and stop, and `GET /api/sessions/:id` to
  * replay a chat's runs. The open chat's id lives in localStorage, so a reload replays each of its
  * runs once and follows the live one. Tool arguments, results, questions and errors are shown as
@@ -39,7 +39,9 @@ export const PAGE_SCRIPT = String.raw`
     return error;
   }
   async function api(method, path, body) {
-    const res = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+    // A body may come as its JSON text already (a message with files, measured before it is sent).
+    const text = body === undefined || typeof body === "string" ? body : JSON.stringify(body);
+    const res = await fetch(path, { method, headers: headers(body !== undefined), body: text });
     if (res.status === 401) throw refused();
     const data = res.status === 204 ? null : await res.json().catch(() => null);
     if (!res.ok) {
@@ -109,8 +111,9 @@ export const PAGE_SCRIPT = String.raw`
   }
   function wireId(view, call) { return view === view.root ? call.id : view.runId + "/" + call.id; }
   function closeText(view) { endText(view.text); view.text = null; view.reasoning = null; }
-  function userBubble(text) {
-    return el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "), text);
+  function userBubble(text, media) {
+    return el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "),
+      media && media.length ? el("div", { class: "media" }, ...media) : null, text);
   }
   function statusOf(run) {
     if (run.waiting.size === 0) return "Running…";
@@ -278,7 +281,7 @@ export const PAGE_SCRIPT = String.raw`
         if (!own) break;
         const users = (ev.input || []).filter((m) => m.role === "user");
         const last = users[users.length - 1];
-        run.section.append(userBubble(last ? textOf(last.content) : ""));
+        run.section.append(userBubble(last ? textOf(last.content) : "", last ? messageMedia(last.content, run.sent) : []));
         break;
       }
       case "text_delta":
@@ -318,6 +321,7 @@ export const PAGE_SCRIPT = String.raw`
         card.progress.hidden = true;
         setState(card, ev.ok ? "done" : "failed" + (ev.error ? " (" + ev.error.kind + ")" : ""), ev.ok ? "ok" : "bad");
         card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, pretty(ev.output)));
+        toolMedia(card, ev);
         if (ev.details && typeof ev.details.diff === "string") card.output.append(el("div", { class: "label" }, "Diff"), diffView(ev.details.diff));
         if (ev.ok && run.calls.size > 2) card.details.open = false;
         waited(view, ev.call);
@@ -404,13 +408,19 @@ export const PAGE_SCRIPT = String.raw`
       : "Message the agent (Enter sends, Shift+Enter for a new line)";
   }
 
-  // The one place a message becomes a run: attachments will join the body here.
-  async function startRun(message) {
-    const body = { message, sessionId: state.sessionId };
+  // The one place a message becomes a run: with files, its text and theirs as content parts.
+  async function startRun(message, files) {
+    const body = files.length ? { content: await contentParts(message, files) } : { message };
+    body.sessionId = state.sessionId;
     if (agentSelect.value) body.agent = agentSelect.value;
-    const { runId } = await api("POST", "/api/runs", body);
+    const json = JSON.stringify(body);
+    if (files.length) checkBodySize(json);
+    const { runId } = await api("POST", "/api/runs", json);
     if (state.fresh) { state.fresh = false; save(state); }
+    if (files.length) filesSent(files);
     current = makeRun(runId);
+    // Its first event shows the message: its images from the files themselves, not decoded again.
+    current.sent = files;
     refreshControls();
     follow(current);
     loadChats();
@@ -418,15 +428,21 @@ export const PAGE_SCRIPT = String.raw`
 
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const message = input.value.trim();
-    if (!message) return;
+    const message = input.value.trim(), files = pendingFiles();
+    if (!message && !files.length) return;
+    const running = current && current.status === "running";
+    // A running agent takes more text, not files (the server's inject is text only).
+    if (running && files.length) {
+      attachMessage("Files go with a new message: wait for the agent to finish (or stop it), then send.");
+      return;
+    }
     sendButton.disabled = true;
     toLatest();
     try {
-      if (current && current.status === "running") {
+      if (running) {
         await api("POST", "/api/runs/" + encodeURIComponent(current.runId) + "/inject", { message });
         current.section.append(userBubble(message));
-      } else await startRun(message);
+      } else await startRun(message, files);
       input.value = "";
     } catch (err) {
       setStatus(err.message, true);
@@ -455,6 +471,7 @@ export const PAGE_SCRIPT = String.raw`
     for (const run of runs.values()) run.closed = true;
     runs.clear();
     log.replaceChildren();
+    releaseImages();
     current = null;
     state = { sessionId, fresh: !!fresh };
     save(state);

@@ -89,7 +89,29 @@ input[type=text], input[type=password], textarea, select { font: inherit; color:
   box-shadow: 0 2px 10px rgba(0,0,0,.18); z-index: 2; white-space: nowrap; }
 .composer { position: relative; border-top: 1px solid var(--line); padding: .5rem 1rem .75rem; background: var(--bg); }
 .composer form { max-width: 46rem; margin: 0 auto; display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; }
-.attach-slot:empty { display: none; }
+.chips { flex-basis: 100%; display: flex; flex-wrap: wrap; gap: .5rem; list-style: none; margin: 0; padding: 0; }
+.chip { position: relative; display: flex; align-items: center; gap: .5rem; max-width: 16rem; min-height: 3.5rem;
+  padding: .35rem 2.6rem .35rem .4rem; border: 1px solid var(--line); border-radius: .6rem; background: var(--card); }
+.chip.image { padding: 0; width: 3.5rem; height: 3.5rem; overflow: hidden; }
+.chip .thumb { width: 100%; height: 100%; object-fit: cover; display: block; }
+.file-kind { flex: none; font: 700 .7rem/1 system-ui, sans-serif; color: #fff; background: #c5221f; border-radius: .3rem; padding: .35rem .3rem; }
+.chip-text { display: flex; flex-direction: column; min-width: 0; line-height: 1.25; }
+.chip-name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-size: .9rem; }
+.chip-size { font-size: .75rem; color: var(--muted); }
+.chip-remove { position: absolute; top: .2rem; right: .2rem; min-height: 0; width: 1.6rem; height: 1.6rem; padding: 0; line-height: 1;
+  font-size: .8rem; border-radius: 999px; background: var(--card); }
+.chip:not(.image) .chip-remove { top: 50%; transform: translateY(-50%); }
+.chip.image .chip-remove { top: .15rem; right: .15rem; width: 1.4rem; height: 1.4rem; opacity: .92; }
+.attach-note { flex-basis: 100%; margin: 0; color: var(--bad); font-size: .9rem; }
+button.attach { align-self: flex-end; min-height: 2.75rem; min-width: 2.75rem; display: inline-flex; align-items: center; justify-content: center; }
+.main.dropping::after { content: "Drop an image or PDF to attach it"; position: absolute; inset: .5rem; z-index: 5; display: flex;
+  align-items: center; justify-content: center; font-weight: 600; border: 3px dashed var(--accent); border-radius: .75rem;
+  background: color-mix(in srgb, var(--bg) 85%, transparent); pointer-events: none; }
+.media { display: flex; flex-wrap: wrap; gap: .5rem; margin: .25rem 0 .35rem; white-space: normal; }
+.inline-image { display: block; max-width: min(100%, 22rem); max-height: 18rem; border-radius: .5rem; border: 1px solid var(--line); background: var(--card); }
+.media-chip { display: inline-flex; align-items: center; gap: .4rem; max-width: 100%; padding: .3rem .55rem; border: 1px solid var(--line);
+  border-radius: .5rem; background: var(--card); font-size: .85rem; overflow-wrap: anywhere; }
+a.media-chip { color: var(--accent); }
 .composer textarea { flex: 1 1 14rem; min-width: 0; min-height: 2.75rem; max-height: 40vh; resize: vertical; }
 .status { font-size: .9rem; color: var(--muted); min-height: 1.4em; max-width: 46rem; margin: 0 auto .35rem; }
 .error { color: var(--bad); }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Hono } from "hono";
 import type { PageAssets } from "./page-assets.js";
 import { pageAssets } from "./page-assets.js";
+import { PAGE_ATTACH } from "./page-attach.js";
 import { PAGE_CHATS } from "./page-chats.js";
 import { PAGE_DOM } from "./page-dom.js";
 import { PAGE_MARKDOWN } from "./page-markdown.js";
@@ -13,13 +14,16 @@ import { PAGE_STYLE } from "./page-style.js";
  * (the page's own, and the Markdown and sanitizer builds it loads from `/assets/`); nothing is
  * loaded from another host; the page cannot be framed; and with Trusted Types only DOMPurify may
  * turn a string into HTML, so a slip in the page's own code cannot become an injection either.
+ * Images load from the page's own origin and from `blob:` URLs, which only the page's script can
+ * make (from a file the person attached, or image bytes in a run's events): never from a host a
+ * model or a tool names.
  */
 export function pageCsp(nonce: string): string {
   return [
     "default-src 'none'",
     `script-src 'nonce-${nonce}'`,
     `style-src 'nonce-${nonce}'`,
-    "img-src 'self'",
+    "img-src 'self' blob:",
     "connect-src 'self'",
     "base-uri 'none'",
     "form-action 'none'",
@@ -86,7 +90,10 @@ ${external}
       <button type="button" id="jump" class="jump" hidden>Jump to latest ↓</button>
       <p id="status" class="status" role="status"></p>
       <form id="composer">
-        <div id="attach-slot" class="attach-slot"></div>
+        <ul id="attachments" class="chips" aria-label="Files to send" hidden></ul>
+        <p id="attach-note" class="attach-note" role="alert" hidden></p>
+        <input type="file" id="file-input" multiple hidden accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,.png,.jpg,.jpeg,.gif,.webp,.pdf">
+        <button type="button" id="attach" class="icon attach" aria-label="Attach an image or PDF" title="Attach an image or PDF (or paste or drop one)"><svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M21.4 11.1 12.2 20.2a6 6 0 0 1-8.5-8.5l9.2-9.2a4 4 0 0 1 5.7 5.7l-9.2 9.2a2 2 0 0 1-2.8-2.8l8.5-8.5"/></svg></button>
         <label for="message" class="sr-only">Message</label>
         <textarea id="message" rows="2" placeholder="Message the agent (Enter sends, Shift+Enter for a new line)" required></textarea>
         <button type="submit" id="send" class="primary">Send</button>
@@ -100,6 +107,7 @@ ${external}
 ${PAGE_DOM}
 ${PAGE_MARKDOWN}
 ${PAGE_SCRIPT}
+${PAGE_ATTACH}
 ${PAGE_CHATS}
   boot();
 })();</script>
