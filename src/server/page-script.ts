@@ -1,9 +1,10 @@
 /**
  * The chat page's main script: plain browser JavaScript (no build step), kept as a string so
  * `tsc` ships it. It speaks the native API: `POST /api/runs` to start a run in the page's
- * session (with attached files as content parts: see `page-attach.ts`), `GET /api/runs/:id/events` to follow it (resuming with `?after=` after a drop), the
- * control endpoints for approvals, answers, steering and stop, and `GET /api/sessions/:id` to
- * replay a chat's runs. The open chat's id lives in localStorage, so a reload replays each of its
+ * session (with attached files as content parts: see `page-attach.ts`), `GET
+ * /api/runs/:id/events` to follow it (resuming with `?after=` after a drop), the control
+ * endpoints for approvals, answers, steering and stop, and `GET /api/sessions/:id` to replay a
+ * chat's runs. The open chat's id lives in localStorage, so a reload replays each of its
  * runs once and follows the live one. Tool arguments, results, questions and errors are shown as
  * text, never as HTML.
  */
