@@ -27,9 +27,12 @@ export class HandoffTool extends Tool<HandoffArgs> {
 }
 
 const toolsOf = new WeakMap<Agent<any, any>, HandoffTool[]>();
+const NO_HANDOFFS: readonly HandoffTool[] = Object.freeze([]);
 
 /** The handoff tools of an agent (built once per agent). */
-export function handoffTools(agent: Agent<any, any>): HandoffTool[] {
+export function handoffTools(agent: Agent<any, any>): readonly HandoffTool[] {
+  // Most agents have none: nothing to remember (an agent made per request would fill the map).
+  if (!agent.config.handoffs?.length) return NO_HANDOFFS;
   let tools = toolsOf.get(agent);
   if (!tools) {
     tools = (agent.config.handoffs ?? []).map(

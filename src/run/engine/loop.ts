@@ -465,7 +465,7 @@ function agentToolset(
   // Recall reads what the store kept of truncated results and what compaction elided.
   if (run.events.store || compaction)
     groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.events.store) });
-  const toolset = Toolset.forRun(agent, groups, run.control.stopper);
+  const toolset = Toolset.forRun(groups, run.control.stopper);
   if (toolset.hasHosts) {
     run.control.onClose(() => toolset.close());
     toolset.checkNames();

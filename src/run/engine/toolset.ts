@@ -78,19 +78,27 @@ export class Toolset {
   }
 
   /**
-   * The toolset of `owner` (an agent) for `groups`: one without hosts has nothing per run —
-   * the same tools give the same names, specs and warnings — so it is built, checked and
-   * listed once and shared by every run of that agent while its tools stay the same ones
-   * (compared by identity, in order). With hosts, a fresh one per run.
+   * The toolset for `groups`: one without hosts has nothing per run — the same tools give the
+   * same names, specs and warnings — so it is built, checked and listed once and shared by every
+   * run whose tools are the same ones (compared by identity, in order), whichever agent offers
+   * them: a server that makes a new `Agent` per request over tools defined once builds none per
+   * request. With hosts, a fresh one per run.
    */
-  static forRun(owner: object, groups: ToolGroup[], run: Stopper): Toolset {
-    const cached = shared.get(owner);
-    if (cached !== undefined && Toolset.#same(cached, groups)) return cached;
+  static forRun(groups: ToolGroup[], run: Stopper): Toolset {
+    const key = firstSource(groups) ?? NO_TOOLS;
+    const cached = shared.get(key);
+    if (cached !== undefined)
+      for (const toolset of cached) if (Toolset.#same(toolset, groups)) return toolset;
     const toolset = new Toolset(groups, run);
     if (toolset.#hasHosts) return toolset;
     toolset.#listed = true;
     toolset.#reindex();
-    shared.set(owner, toolset);
+    if (cached === undefined) shared.set(key, [toolset]);
+    else {
+      // A few lists per first tool; past that the oldest goes (it is rebuilt if it comes back).
+      if (cached.length >= SHARED_PER_KEY) cached.shift();
+      cached.push(toolset);
+    }
     return toolset;
   }
 
@@ -260,8 +268,23 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-/** The shared toolset of each agent whose tools are all given directly (see `Toolset.forRun`). */
-const shared = new WeakMap<object, Toolset>();
+/**
+ * The shared toolsets of tool lists with no host (see `Toolset.forRun`), keyed by the list's first
+ * tool (weakly: they go with it), or by NO_TOOLS for an empty list.
+ */
+const shared = new WeakMap<object, Toolset[]>();
+const NO_TOOLS = {};
+const SHARED_PER_KEY = 8;
+
+/** The first tool or host of `groups`, if any. */
+function firstSource(groups: ToolGroup[]): Tool | ToolHost | undefined {
+  for (const { tools } of groups) {
+    if (tools === undefined) continue;
+    if (!isList(tools)) return tools;
+    if (tools.length) return tools[0];
+  }
+  return undefined;
+}
 
 const identities = new WeakMap<Tool, number>();
 let nextIdentity = 0;
