@@ -238,15 +238,21 @@ class Attempt {
   }
 
   #succeeded(value: unknown): void {
-    leaveRunContext(!this.run.control.closed);
+    leaveRunContext(this.#keepsContext());
     this.#release();
     this.#report(isAborted(value) ? CANCELLED : { kind: "value", value, ctx: this.ctx });
   }
 
   #threw(error: unknown): void {
-    leaveRunContext(!this.run.control.closed);
+    leaveRunContext(this.#keepsContext());
     this.#release();
     this.#report(classify(this.run, error, this.settings.stopper));
+  }
+
+  /** Whether the run context stays tracked once this call has settled (see call-scope.ts). */
+  #keepsContext(): boolean {
+    // Records hold the calls of earlier turns only: the loop adds a turn's once it has ended.
+    return !this.run.control.closed && this.run.records.length > 0;
   }
 
   #stopped(): void {

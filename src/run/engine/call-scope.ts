@@ -17,10 +17,12 @@ export function getRunContext<Deps = unknown>(): RunContext<Deps> {
 }
 
 // On Node 20 an enabled AsyncLocalStorage puts hooks on every promise in the process (measured:
-// ~35 % of the loop's time when left on), and switching it on and off costs ~1 µs each time.
-// It is enabled when a tool call starts and stays on while a run that made calls goes on (its
-// model turns then pay the hooks, less than switching per call); it goes off once no call is
-// running when a run ends — or when a call outlives its run.
+// ~35 % of the loop's time when left on, ~25 % of a one-call run), and switching it on and off
+// costs about as much as one model turn under the hooks. It is enabled when a tool call starts.
+// Once no call is running it goes off again when the run has ended, or when the run made calls
+// in this turn only: most runs with calls make them in one turn and then answer (a chat
+// request), and that answer streams unhooked. A run that makes calls turn after turn keeps it
+// on from its second turn of calls to its end (switching per turn would cost more than it saves).
 let callsInFlight = 0;
 
 /**
@@ -38,9 +40,12 @@ export function enterRunContext<T, A>(ctx: RunContext<any>, fn: (arg: A) => Prom
   }
 }
 
-/** One call that entered its context has settled; `runOpen` when its run goes on. */
-export function leaveRunContext(runOpen: boolean): void {
-  if (--callsInFlight === 0 && !runOpen) storage.disable();
+/**
+ * One call that entered its context has settled; `keepOn` when its run goes on and made calls
+ * in an earlier turn too (see above).
+ */
+export function leaveRunContext(keepOn: boolean): void {
+  if (--callsInFlight === 0 && !keepOn) storage.disable();
 }
 
 /** A run ended: with no call of any run still running, the context stops being tracked. */
