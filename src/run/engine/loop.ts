@@ -9,7 +9,6 @@ import type {
   FinishReason,
   Message,
   Model,
-  ModelRequest,
   ModelSettings,
   ToolCall,
   ToolSpec,
@@ -31,7 +30,7 @@ import { runEnded } from "./call-scope.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { inputSubject, runGuardrails } from "./guardrail-checks.js";
 import { handoffTools } from "./handoff-tool.js";
-import { turnRequest } from "./model-request.js";
+import { type TurnRequest, turnRequest } from "./model-request.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
 import { setupPlugins, teardownPlugins } from "./plugin-lifecycle.js";
 import { resolveInstructions } from "./system-prompt.js";
@@ -78,13 +77,19 @@ export function closeRun(run: ActiveRun): void {
 /** `run_started`, the input into the transcript, and the first agent's setup. */
 function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
   const messages = inputMessages(input);
-  run.events.emit({
+  // Assigned, not spread in: a conditional spread takes V8's slow path.
+  const started: EventOf<"run_started"> = {
     type: "run_started",
     input: messages,
-    ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
-    ...(run.userId !== undefined && { userId: run.userId }),
-    ...(run.parent && { parentCallId: run.parent.callId }),
-  });
+    runId: "",
+    seq: 0,
+    at: 0,
+    agent: "",
+  };
+  if (run.sessionId !== undefined) started.sessionId = run.sessionId;
+  if (run.userId !== undefined) started.userId = run.userId;
+  if (run.parent) started.parentCallId = run.parent.callId;
+  run.events.emit(started);
   run.transcript.push(...messages);
   // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
   // before destructive calls in every run that continues it (sessions, `result.messages`).
@@ -117,6 +122,7 @@ export async function turns(
     ended: undefined,
     guarded: undefined,
     besideTurn: undefined,
+    request: undefined,
   };
   if (unfinished) {
     const { text, requested, prior } = unfinished;
@@ -165,7 +171,7 @@ export async function turns(
       const guarding = await guardInput(run, setup.inputGuardrails);
       if (guarding) state.besideTurn = guarding.beside;
     }
-    const request = modelRequest(run, setup);
+    const request = modelRequest(run, setup, state);
     if (setup.compaction) {
       const compacting = compactRequest(run, setup.compaction, request);
       if (compacting) await compacting;
@@ -193,7 +199,7 @@ export async function turns(
     }
 
     state.ended = { finish: turn.finish, usage: undefined, model: turn.model };
-    if (Object.keys(turn.usage).length) {
+    if (hasUsage(turn.usage)) {
       // Priced as the model that answered (a fallback chain may have moved past the first).
       const costUsd = costOf(turn.model ?? setup.model.name, turn.usage);
       const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
@@ -273,17 +279,25 @@ type LoopState = {
   besideTurn: Promise<void> | undefined;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
   ended: { finish: FinishReason; usage: Partial<Usage> | undefined; model: string | undefined } | undefined;
+  /** The last turn's request, asked again when nothing in it changed (see `modelRequest`). */
+  request: TurnRequest | undefined;
 };
 
-/** The request of one model turn (see `turnRequest`). */
-function modelRequest(run: ActiveRun, setup: AgentSetup): ModelRequest & { signal: AbortSignal } {
-  return turnRequest(
-    run.transcript,
-    offeredSpecs(setup),
-    setup.settings,
-    run.control.modelStopper(),
-    setup.system,
-  );
+/**
+ * The request of one model turn (see `turnRequest`). The last turn's request, when it would
+ * ask the same (the same transcript array, tools, settings, stop and system prompt, as most
+ * turns of a run do): a request is made with an accessor (~0.2 µs), and a model must not keep
+ * one past its call anyway. Compaction rewrites a turn's request, so it gets a new one each turn.
+ */
+function modelRequest(run: ActiveRun, setup: AgentSetup, state: LoopState): TurnRequest {
+  const tools = offeredSpecs(setup);
+  const stopper = run.control.modelStopper();
+  const last = state.request;
+  if (last?.asks(run.transcript, tools, setup.settings, stopper, setup.system) && !setup.compaction)
+    return last;
+  const request = turnRequest(run.transcript, tools, setup.settings, stopper, setup.system);
+  state.request = request;
+  return request;
 }
 
 /** Emits `turn_completed`, with the model answer's finish reason and usage when the turn had one. */
@@ -666,4 +680,10 @@ export function finishRun(
     stopReason,
     lastAgent: run.agent,
   };
+}
+
+/** Whether the model reported any usage this turn (`Object.keys(…).length` without the array). */
+function hasUsage(usage: Partial<Usage>): boolean {
+  for (const _ in usage) return true;
+  return false;
 }

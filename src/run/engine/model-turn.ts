@@ -49,7 +49,8 @@ export function streamModelTurn(
  */
 class TurnReader {
   turn = freshTurn();
-  calls = new Map<number, PartialCall>();
+  /** The turn's calls by index, made with its first call event (a text-only turn has none). */
+  calls: Map<number, PartialCall> | undefined = undefined;
   finished = false;
   /** The run stopped the turn: the reader reports nothing more and closes the stream. */
   abandoned = false;
@@ -144,7 +145,8 @@ class TurnReader {
         break;
       }
       case "tool_call_delta": {
-        const call = this.calls.get(event.index) ?? {
+        const calls = this.#callsByIndex();
+        const call = calls.get(event.index) ?? {
           id: undefined,
           claimedId: undefined,
           name: undefined,
@@ -152,7 +154,7 @@ class TurnReader {
           complete: false,
           repairs: undefined,
         };
-        this.calls.set(event.index, call);
+        calls.set(event.index, call);
         if (call.complete) break;
         if (event.id) call.id = event.id;
         if (event.name) call.name = (call.name ?? "") + event.name;
@@ -174,10 +176,11 @@ class TurnReader {
         break;
       }
       case "tool_call": {
-        const index = event.index ?? nextFreeIndex(this.calls);
-        this.calls.set(index, {
+        const calls = this.#callsByIndex();
+        const index = event.index ?? nextFreeIndex(calls);
+        calls.set(index, {
           id: event.id,
-          claimedId: this.calls.get(index)?.claimedId,
+          claimedId: calls.get(index)?.claimedId,
           name: event.name,
           args: event.args,
           complete: true,
@@ -194,7 +197,7 @@ class TurnReader {
       case "fallback":
         this.turn = freshTurn();
         this.turn.model = event.to;
-        this.calls = new Map();
+        this.calls = undefined;
         this.run.events.emit({
           type: "model_fallback",
           from: event.from,
@@ -208,7 +211,7 @@ class TurnReader {
         const model = this.turn.model;
         this.turn = freshTurn();
         this.turn.model = model;
-        this.calls = new Map();
+        this.calls = undefined;
         this.run.events.emit({
           type: "warning",
           code: "model_reset",
@@ -222,6 +225,12 @@ class TurnReader {
         this.finished = true;
         break;
     }
+  }
+
+  /** The turn's calls by index, made on first use. */
+  #callsByIndex(): Map<number, PartialCall> {
+    if (this.calls === undefined) this.calls = new Map();
+    return this.calls;
   }
 
   #failed(error: unknown): void {
@@ -256,16 +265,18 @@ class TurnReader {
       return;
     }
     // Calls in index order (providers number them; deltas may interleave).
-    const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
-    for (const index of indexes) {
-      const call = calls.get(index)!;
-      turn.calls.push({
-        providerId: call.id,
-        claimedId: call.claimedId,
-        name: call.name ?? "",
-        args: call.args,
-        repairs: call.repairs,
-      });
+    if (calls) {
+      const indexes = calls.size > 1 ? [...calls.keys()].sort((a, b) => a - b) : calls.keys();
+      for (const index of indexes) {
+        const call = calls.get(index)!;
+        turn.calls.push({
+          providerId: call.id,
+          claimedId: call.claimedId,
+          name: call.name ?? "",
+          args: call.args,
+          repairs: call.repairs,
+        });
+      }
     }
     this.stopper.unwatch(this.stop);
     this.run.control.modelStreaming = false;

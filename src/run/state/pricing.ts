@@ -27,10 +27,25 @@ const prices = new Map<string, ModelPrice>([
  */
 export function setModelPrice(model: string, price: ModelPrice): void {
   prices.set(model, price);
+  found.clear();
 }
+
+/** What `modelPrice` found for each model name asked about (null: no price), until a price changes. */
+const found = new Map<string, ModelPrice | null>();
 
 /** The price of a model: an exact match, then without its `provider:` prefix, then the longest known prefix (dated snapshots). */
 export function modelPrice(model: string): ModelPrice | undefined {
+  // Asked every turn: the prefix search over every known name was ~1 % of a short run.
+  const known = found.get(model);
+  if (known !== undefined) return known ?? undefined;
+  const price = lookUp(model);
+  // Bounded: a process that asks about endless distinct names keeps only the latest ones.
+  if (found.size >= 1_000) found.clear();
+  found.set(model, price ?? null);
+  return price;
+}
+
+function lookUp(model: string): ModelPrice | undefined {
   const exact = prices.get(model);
   if (exact) return exact;
   const bare = model.includes(":") ? model.slice(model.indexOf(":") + 1) : model;
