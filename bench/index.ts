@@ -20,10 +20,22 @@ import * as durable from "./workloads/durable.js";
 import * as frameworks from "./workloads/frameworks.js";
 import * as isolation from "./workloads/isolation.js";
 import * as loop from "./workloads/loop.js";
+import * as providerStream from "./workloads/provider-stream.js";
 import * as scale from "./workloads/scale.js";
 import * as startup from "./workloads/startup.js";
+import * as userShape from "./workloads/user-shape.js";
 
-const WORKLOADS = { concurrency, "big-output": bigOutput, scale, startup, isolation, compaction, durable };
+const WORKLOADS = {
+  "user-shape": userShape,
+  "provider-stream": providerStream,
+  concurrency,
+  "big-output": bigOutput,
+  scale,
+  startup,
+  isolation,
+  compaction,
+  durable,
+};
 const only = process.env.BENCH_ONLY?.split(",");
 const wanted = (name: string) => !only || only.includes(name);
 const NOT_BENCHMARKS = new Set(["index.ts", "harness.ts", "compile.ts"]);
