@@ -269,11 +269,14 @@ class TurnCalls {
   #whenDone(): Promise<TurnExecution> {
     const { stopper } = this.run.control;
     if (this.inFlight === 0 || stopper.aborted) return Promise.resolve(this.#conclude());
-    return new Promise<TurnExecution>((resolve, reject) => {
-      this.#done = { resolve, reject };
-      this.#onStop = this.#stopped.bind(this);
-      stopper.watch(this.#onStop);
-    });
+    // One executor for every turn, not a closure per turn: V8 keeps the optimized code of a
+    // closure only while one that ran it lives, and every full GC between runs dropped it.
+    const done = new Promise<TurnExecution>(captureResolvers);
+    this.#done = captured!;
+    captured = undefined;
+    this.#onStop = this.#stopped.bind(this);
+    stopper.watch(this.#onStop);
+    return done;
   }
 
   #stopped(): void {
@@ -468,6 +471,16 @@ class TurnCalls {
     if (tool.guardrails?.input?.length) running.guardThenRun(args, settings);
     else runAttempts(run, tool, call, args, settings, running);
   }
+}
+
+let captured: { resolve: (execution: TurnExecution) => void; reject: (error: unknown) => void } | undefined;
+
+/** The executor of a turn's promise (`#whenDone`): it hands the resolvers over. */
+function captureResolvers(
+  resolve: (execution: TurnExecution) => void,
+  reject: (error: unknown) => void,
+): void {
+  captured = { resolve, reject };
 }
 
 /** One started call of a turn: it hears how its attempts ended and concludes the call. */

@@ -33,12 +33,32 @@ export function streamModelTurn(
   if (stopper.aborted) return Promise.resolve(undefined);
   run.control.modelStreaming = true;
   const chat = run.tracing?.startChat(model, request);
-  return new Promise<ModelTurn | undefined>((resolve, reject) => {
+  // One executor for every turn, not a closure per turn (see TurnReader).
+  const turn = new Promise<ModelTurn | undefined>(captureResolvers);
+  const resolve = capturedResolve!;
+  const reject = capturedReject!;
+  capturedResolve = capturedReject = undefined;
+  try {
     const reader = new TurnReader(run, model, stopper, chat, resolve, reject);
     stopper.watch(reader.stop);
     if (chat) chat.within(() => reader.start(request));
     else reader.start(request);
-  });
+  } catch (error) {
+    reject(error);
+  }
+  return turn;
+}
+
+let capturedResolve: ((turn: ModelTurn | undefined) => void) | undefined;
+let capturedReject: ((error: unknown) => void) | undefined;
+
+/** The executor of every turn's promise: it hands the promise's resolvers to `streamModelTurn`. */
+function captureResolvers(
+  resolve: (turn: ModelTurn | undefined) => void,
+  reject: (error: unknown) => void,
+): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
 /**
@@ -46,6 +66,12 @@ export function streamModelTurn(
  * function: an `await` allocates two closures and a context each time, per event; here the
  * two handlers are made once per turn. It never rejects; it reports through `resolve` /
  * `reject`, once, unless the turn was abandoned first.
+ *
+ * The handlers are methods bound to the reader, not arrow functions: V8 keeps a function's
+ * optimized code only weakly once no closure that ran it is alive, so with a closure made per
+ * turn every full GC between runs (a quiet spell) threw away `#onStep`'s code, and each turn
+ * read its events unoptimized until it was compiled again (tens of ms on a busy machine). A
+ * bound function has no code of its own: it calls the method, whose code the class keeps.
  */
 class TurnReader {
   turn = freshTurn();
@@ -79,15 +105,16 @@ class TurnReader {
   }
 
   /** The stop came first: the turn reads as abandoned at once, whatever the model does. */
-  readonly stop = (): void => {
+  readonly stop: () => void = this.#abandon.bind(this);
+  readonly #onStep: (step: IteratorResult<ModelStreamEvent>) => void = this.#step.bind(this);
+  readonly #onError: (error: unknown) => void = this.#failed.bind(this);
+
+  #abandon(): void {
     this.abandoned = true;
     this.run.control.modelStreaming = false;
     this.chat?.abandon();
     this.resolve(undefined);
-  };
-
-  readonly #onStep = (step: IteratorResult<ModelStreamEvent>): void => this.#step(step);
-  readonly #onError = (error: unknown): void => this.#failed(error);
+  }
 
   start(request: ModelRequest): void {
     try {
