@@ -7,6 +7,7 @@ import { type A2aOptions, mountA2a } from "./a2a.js";
 import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
 import { postChat, resumeChat } from "./chat.js";
+import { directTarget } from "./direct-stream.js";
 import {
   errorResponse,
   HttpError,
@@ -181,7 +182,7 @@ export function createServer(options: ServerOptions): QuiverServer {
   app.get("/api/runs/:runId/events", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
     const log = await registry.require(c.req.param("runId"), userId);
-    return eventStream(log, resumePoint(c.req.raw), wantsChildren(c.req.raw));
+    return eventStream(log, resumePoint(c.req.raw), wantsChildren(c.req.raw), directTarget(c.env));
   });
 
   app.post("/api/runs/:runId/approve", async (c) => {

@@ -1,3 +1,5 @@
+import { type DirectTarget, streamDirect } from "./direct-stream.js";
+
 /** Request bodies above this are refused with 413 before they are read in full. */
 export const MAX_BODY_BYTES = 1_000_000;
 
@@ -126,13 +128,15 @@ export const KEEPALIVE_MS = 15_000;
  * A streaming response that produces text only when the client reads: `next()` is called for
  * the next piece once the previous one has been taken (a stalled client stalls its producer
  * instead of growing a buffer), and `null` ends the stream. `signal` aborts when the client
- * goes away.
+ * goes away. Under `serve()` (`direct`), written to Node's response without a web stream.
  */
 export function pullResponse(
   next: (signal: AbortSignal) => Promise<string | null>,
   headers: Record<string, string>,
   status = 200,
+  direct?: DirectTarget,
 ): Response {
+  if (direct) return streamDirect(next, headers, status, direct);
   const encoder = new TextEncoder();
   const gone = new AbortController();
   const body = new ReadableStream<Uint8Array>(

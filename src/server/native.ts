@@ -1,4 +1,5 @@
 import { type ContentBlock, serializeEvent } from "../index.js";
+import type { DirectTarget } from "./direct-stream.js";
 import { HttpError, KEEPALIVE_MS, pullResponse, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 
@@ -37,8 +38,8 @@ export function wantsChildren(request: Request): boolean {
  * resumes the stream, and a child event sent before a drop may come again after it (a client
  * keeps each run's last seq to skip those).
  */
-export function eventStream(log: RunLog, after: number, children = false): Response {
-  if (children) return familyStream(log, after);
+export function eventStream(log: RunLog, after: number, children = false, direct?: DirectTarget): Response {
+  if (children) return familyStream(log, after, direct);
   let cursor = after;
   let lastSent = Date.now();
   let greeted = false;
@@ -66,10 +67,10 @@ export function eventStream(log: RunLog, after: number, children = false): Respo
       }
     }
   };
-  return pullResponse(next, SSE_HEADERS);
+  return pullResponse(next, SSE_HEADERS, 200, direct);
 }
 
-function familyStream(log: RunLog, after: number): Response {
+function familyStream(log: RunLog, after: number, direct: DirectTarget | undefined): Response {
   let index = -1;
   let lastSent = Date.now();
   const next = async (signal: AbortSignal): Promise<string | null> => {
@@ -98,7 +99,7 @@ function familyStream(log: RunLog, after: number): Response {
       }
     }
   };
-  return pullResponse(next, SSE_HEADERS);
+  return pullResponse(next, SSE_HEADERS, 200, direct);
 }
 
 /** `GET /api/runs/:runId`: where the run stands and what it waits for. */

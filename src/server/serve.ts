@@ -1,8 +1,10 @@
 import type { AddressInfo } from "node:net";
-import { serve as nodeServe } from "@hono/node-server";
+import { type Http2Bindings, type HttpBindings, serve as nodeServe } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { UserError } from "../index.js";
 import { isLoopback } from "./auth.js";
 import type { QuiverServer } from "./create-server.js";
+import { allowDirect } from "./direct-stream.js";
 
 export type ServeOptions = {
   /** 0 picks a free port. */
@@ -65,7 +67,21 @@ export function serve(server: QuiverServer, options: ServeOptions): Promise<Serv
   };
   return new Promise((resolve, reject) => {
     const http = nodeServe(
-      { fetch: server.fetch, port: options.port, hostname, serverOptions },
+      {
+        // Its event streams go to Node's response directly (see direct-stream.ts).
+        fetch: (request: Request, env: HttpBindings | Http2Bindings) => {
+          // serve() listens with HTTP/1.1 only: its responses are Node's ServerResponse.
+          if ("writeHead" in env.outgoing && !("stream" in env.outgoing))
+            allowDirect(env, {
+              outgoing: env.outgoing as HttpBindings["outgoing"],
+              sent: RESPONSE_ALREADY_SENT,
+            });
+          return server.fetch(request, env);
+        },
+        port: options.port,
+        hostname,
+        serverOptions,
+      },
       (info: AddressInfo) => {
         const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
         resolve({
