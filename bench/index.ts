@@ -22,12 +22,14 @@ import * as isolation from "./workloads/isolation.js";
 import * as loop from "./workloads/loop.js";
 import * as providerStream from "./workloads/provider-stream.js";
 import * as scale from "./workloads/scale.js";
+import * as serverLoad from "./workloads/server-load.js";
 import * as startup from "./workloads/startup.js";
 import * as userShape from "./workloads/user-shape.js";
 
 const WORKLOADS = {
   "user-shape": userShape,
   "provider-stream": providerStream,
+  "server-load": serverLoad,
   concurrency,
   "big-output": bigOutput,
   scale,

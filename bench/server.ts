@@ -1,79 +1,21 @@
 /**
- * The bundled server over real sockets (the server in its own process, bench/server-host.ts):
+ * The bundled server over real sockets (the server in its own process, bench/server-host.mjs):
  *
  * - events per second through one SSE connection (`GET /api/runs/:id/events`), replaying a
  *   finished run and tailing a live one;
- * - the server's memory with 1,000 idle clients connected to a running run's stream;
- * - time from `POST /api/chat` to the response's first byte.
+ * - time from `POST /api/chat` to the response's first byte, one request at a time.
+ *
+ * The server under load (200 concurrent chat streams beside the AI SDK's, 1,000 idle
+ * subscribers) is in the results table: bench/workloads/server-load.ts.
  *
  *   npm run build && npx tsx bench/server.ts        (BENCH_SOURCE=src measures src/ under tsx)
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { request as httpRequest } from "node:http";
-import { connect, type Socket } from "node:net";
-import { resolve } from "node:path";
-import { fmt, mb, median, root } from "./harness.js";
+import { fmt, median } from "./harness.js";
+import { firstByte, type Host, startHost, startRun, stopHost } from "./workloads/server-load.js";
 
 const EVENTS = 200_000;
-const IDLE_CLIENTS = 1_000;
 const FIRST_BYTE_SAMPLES = 300;
-
-type Host = { port: number; child: ChildProcess };
-
-function startHost(): Promise<Host> {
-  return new Promise((done, fail) => {
-    const child = spawn(
-      process.execPath,
-      ["--expose-gc", "--import", "tsx", resolve(import.meta.dirname, "server-host.ts")],
-      { cwd: root, env: process.env, stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let out = "";
-    child.stdout!.setEncoding("utf8");
-    child.stdout!.on("data", (text: string) => {
-      out += text;
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (line) done({ port: (JSON.parse(line) as { port: number }).port, child });
-    });
-    child.once("exit", (code) => fail(new Error(`server-host exited with ${code}`)));
-  });
-}
-
-function call(
-  port: number,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; text: string }> {
-  return new Promise((done, fail) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = httpRequest(
-      {
-        host: "127.0.0.1",
-        port,
-        method,
-        path,
-        headers: data
-          ? { "content-type": "application/json", "content-length": Buffer.byteLength(data) }
-          : {},
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => {
-          text += c;
-        });
-        res.on("end", () => done({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on("error", fail);
-    req.end(data);
-  });
-}
-
-async function startRun(port: number, agent: string, message: string): Promise<string> {
-  const res = await call(port, "POST", "/api/runs", { agent, message });
-  return (JSON.parse(res.text) as { runId: string }).runId;
-}
 
 /** Reads one run's event stream to its end; returns the events seen and the seconds from first byte to end. */
 function drainEvents(port: number, runId: string): Promise<{ events: number; seconds: number }> {
@@ -100,54 +42,9 @@ function drainEvents(port: number, runId: string): Promise<{ events: number; sec
   });
 }
 
-async function memory(port: number): Promise<{ rss: number; heapUsed: number }> {
-  return JSON.parse((await call(port, "GET", "/bench/memory")).text) as { rss: number; heapUsed: number };
-}
-
-function openIdle(port: number, runId: string): Promise<Socket> {
-  return new Promise((done, fail) => {
-    const socket = connect(port, "127.0.0.1", () => {
-      socket.write(`GET /api/runs/${runId}/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
-    });
-    socket.once("data", () => done(socket));
-    socket.once("error", fail);
-  });
-}
-
-/** Milliseconds from sending `POST /api/chat` to the first byte of the response. */
-function firstByte(port: number, i: number): Promise<number> {
-  return new Promise((done, fail) => {
-    const body = JSON.stringify({
-      id: `bench-${i}`,
-      agent: "hello",
-      messages: [{ id: `m${i}`, role: "user", parts: [{ type: "text", text: "hi" }] }],
-    });
-    const started = performance.now();
-    const req = httpRequest(
-      {
-        host: "127.0.0.1",
-        port,
-        method: "POST",
-        path: "/api/chat",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        let took = 0;
-        res.once("data", () => {
-          took = performance.now() - started;
-        });
-        res.on("data", () => {});
-        res.on("end", () => done(took));
-      },
-    );
-    req.on("error", fail);
-    req.end(body);
-  });
-}
-
 export async function main(): Promise<Record<string, number>> {
   // Each measure gets a fresh server process, so one's garbage is not the next one's memory.
-  let host = await startHost();
+  let host: Host = await startHost();
   try {
     // 1. Events per second through one SSE connection.
     const finished = await startRun(host.port, "talk", String(EVENTS));
@@ -163,31 +60,13 @@ export async function main(): Promise<Record<string, number>> {
     console.log(`one SSE connection, ${live.events} events of ~100 bytes:`);
     console.log(`  replay of a finished run (median of 3)   ${fmt(replayRate / 1000)} k events/s`);
     console.log(`  following a run from its start           ${fmt(liveRate / 1000)} k events/s`);
-    host.child.kill();
+    await stopHost(host);
 
-    // 2. Memory with 1,000 idle clients on a running run's stream.
+    // 2. POST /api/chat to first byte (the `hello` agent: one text delta).
     host = await startHost();
-    const running = await startRun(host.port, "wait", "hold on");
-    const warm = await openIdle(host.port, running);
-    const before = await memory(host.port);
-    const sockets: Socket[] = [warm];
-    for (let i = 0; i < IDLE_CLIENTS; i++) sockets.push(await openIdle(host.port, running));
-    await new Promise((r) => setTimeout(r, 500));
-    const after = await memory(host.port);
-    const perClientKb = (after.rss - before.rss) / IDLE_CLIENTS / 1024;
-    const heapPerClientKb = (after.heapUsed - before.heapUsed) / IDLE_CLIENTS / 1024;
-    console.log(`${IDLE_CLIENTS} idle clients on one running run's stream (fresh server):`);
-    console.log(
-      `  RSS ${fmt(mb(before.rss))} -> ${fmt(mb(after.rss))} MB (${fmt(perClientKb)} kB per client); heap ${fmt(mb(before.heapUsed))} -> ${fmt(mb(after.heapUsed))} MB (${fmt(heapPerClientKb)} kB per client)`,
-    );
-    for (const socket of sockets) socket.destroy();
-    host.child.kill();
-
-    // 3. POST /api/chat to first byte.
-    host = await startHost();
-    for (let i = 0; i < 20; i++) await firstByte(host.port, -i - 1); // warm-up
+    for (let i = 0; i < 20; i++) await firstByte(host.port, -i - 1, "hello"); // warm-up
     const samples: number[] = [];
-    for (let i = 0; i < FIRST_BYTE_SAMPLES; i++) samples.push(await firstByte(host.port, i));
+    for (let i = 0; i < FIRST_BYTE_SAMPLES; i++) samples.push(await firstByte(host.port, i, "hello"));
     const sorted = [...samples].sort((a, b) => a - b);
     const p95 = sorted[Math.floor(sorted.length * 0.95)]!;
     console.log(`POST /api/chat to first byte (${FIRST_BYTE_SAMPLES} sequential requests, fresh server):`);
@@ -195,13 +74,11 @@ export async function main(): Promise<Record<string, number>> {
     return {
       replayEventsPerSecond: Math.round(replayRate),
       liveEventsPerSecond: Math.round(liveRate),
-      idleClientRssKb: Number(fmt(perClientKb)),
-      idleClientHeapKb: Number(fmt(heapPerClientKb)),
       firstByteMedianMs: Number(fmt(median(samples), 2)),
       firstByteP95Ms: Number(fmt(p95, 2)),
     };
   } finally {
-    host.child.kill();
+    await stopHost(host);
   }
 }
 
