@@ -28,6 +28,7 @@ import {
   type PostgresTables,
   tableNames,
 } from "./postgres-tables.js";
+import { type LiteralType, sqlLiteral } from "./sql-literals.js";
 import {
   RUN_COLUMNS,
   RUN_UPDATE,
@@ -142,17 +143,20 @@ export class PostgresStore implements RunStore {
   /**
    * One statement when it can: after this store's first append to a run, it knows the run's
    * summary, and one statement checks the lease and the end of the log, inserts the rows,
-   * updates the summary and notifies listeners, or changes nothing if any check fails (three
-   * round trips with BEGIN and COMMIT, instead of seven). When it changed nothing (and for a
-   * first append, or one with large payloads) the general path runs: a transaction that locks
-   * the lease row, reads the run and says exactly what is wrong.
+   * updates the summary and notifies listeners, or changes nothing if any check fails (two
+   * round trips: BEGIN with the statement, then COMMIT; the general path takes seven). When it
+   * changed nothing (and for a first append, or one with large payloads) the general path runs:
+   * a transaction that locks the lease row, reads the run and says exactly what is wrong.
    */
   async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
     const { runId } = lease;
     checkRunId(runId);
     const known = this.#known.get(runId);
-    if (known !== undefined && known.owner === lease.owner && events.length > 0) {
-      const quick = this.#quickAppend(lease, known.summary, events);
+    // A run this store has not written yet, starting at seq 1: most likely a new run, inserted
+    // the same way (if it exists after all, nothing changes and the general path runs).
+    const fresh = known === undefined && events[0]?.seq === 1;
+    if ((fresh || (known !== undefined && known.owner === lease.owner)) && events.length > 0) {
+      const quick = this.#quickAppend(lease, known?.summary, events);
       try {
         if (quick !== undefined && (await quick)) return;
       } catch (error) {
@@ -205,18 +209,19 @@ export class PostgresStore implements RunStore {
 
   /**
    * The one-statement append, or undefined when it does not apply (large payloads, or events
-   * that do not continue `previous`). Resolves to false when the database refused it (the
-   * lease or the log is not as this store last left them), having changed nothing.
+   * that do not continue `previous`). Without `previous`, the run's first append: its row is
+   * inserted. Resolves to false when the database refused it (the lease or the log is not as
+   * this store last left them, or the run exists already), having changed nothing.
    */
   #quickAppend(
     lease: Lease,
-    previous: StoredRunSummary,
+    previous: StoredRunSummary | undefined,
     events: readonly RunEvent[],
   ): Promise<boolean> | undefined {
     const { runId } = lease;
     let encoded: ReturnType<typeof encodeEvents>;
     try {
-      encoded = encodeEvents(runId, previous.lastSeq, events);
+      encoded = encodeEvents(runId, previous?.lastSeq ?? 0, events);
     } catch {
       return undefined;
     }
@@ -224,37 +229,38 @@ export class PostgresStore implements RunStore {
     const { rows } = encoded;
     const summary = summarize(runId, previous, events);
     const [, ...summaryValues] = runRowValues(summary);
+    let statement: string;
+    try {
+      statement = quickAppendStatement(this.#t, previous === undefined, [
+        runId,
+        lease.owner,
+        previous?.lastSeq ?? 0,
+        ...summaryValues,
+        rows.map((r) => r.seq),
+        rows.map((r) => r.version),
+        rows.map((r) => r.body),
+        this.eventsChannel,
+        JSON.stringify({ runId, lastSeq: summary.lastSeq }),
+      ]);
+    } catch {
+      return undefined;
+    }
     // Inside BEGIN … COMMIT, not on its own: a lone statement sent to a server that froze
     // would still commit when it thaws, after this store gave up on it and reported the
-    // append failed. COMMIT is only sent once the statement has answered in time.
-    return this.#transaction("appending events", runId, async (client) => {
-      const { rows: answer } = await client.query(
-        `WITH lease AS (
-         SELECT 1 FROM ${this.#t.leases} WHERE run_id = $1 AND owner = $2 AND expires_at > ${NOW_MS} FOR UPDATE
-       ), run AS (
-         UPDATE ${this.#t.runs} SET session_id = $4, parent_run_id = $5, agent = $6, started_at = $7,
-           updated_at = $8, last_seq = $9, status = $10, failure_kind = $11
-         WHERE run_id = $1 AND last_seq = $3 AND EXISTS (SELECT 1 FROM lease) RETURNING 1
-       ), inserted AS (
-         INSERT INTO ${this.#t.events} (run_id, seq, version, body)
-         SELECT $1, seq, version, body FROM unnest($12::integer[], $13::integer[], $14::text[]) AS r(seq, version, body)
-         WHERE EXISTS (SELECT 1 FROM run)
-       )
-       SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify($15, $16) FROM run) AS notified`,
-        [
-          runId,
-          lease.owner,
-          previous.lastSeq,
-          ...summaryValues,
-          rows.map((r) => r.seq),
-          rows.map((r) => r.version),
-          rows.map((r) => r.body),
-          this.eventsChannel,
-          JSON.stringify({ runId, lastSeq: summary.lastSeq }),
-        ],
-      );
-      return Number(answer[0]?.appended) === 1;
-    }).then((appended) => {
+    // append failed. COMMIT is only sent once the statement has answered in time. BEGIN goes
+    // in the statement's own message (the simple query protocol, its values as literals): two
+    // round trips, not three (a third of a durable call's time on a local server).
+    return this.#transaction(
+      "appending events",
+      runId,
+      async (client) => {
+        const [, answer] = (await client.query(`BEGIN; ${statement}`)) as unknown as Array<{
+          rows: Array<{ appended: string }>;
+        }>;
+        return Number(answer?.rows[0]?.appended) === 1;
+      },
+      true,
+    ).then((appended) => {
       if (appended) this.#known.set(runId, { owner: lease.owner, summary });
       return appended;
     });
@@ -464,25 +470,28 @@ export class PostgresStore implements RunStore {
     return this.#withClient(action, runId, async (client) => (await client.query(text, values)).rows);
   }
 
+  /** `body` in a transaction; `begins`: its first statement starts with BEGIN itself. */
   async #transaction<T>(
     action: string,
     runId: string | undefined,
     body: (client: PostgresClient) => Promise<T>,
+    begins = false,
   ): Promise<T> {
     await this.#tables(action, runId);
-    return this.#inTransaction(action, runId, body);
+    return this.#inTransaction(action, runId, body, begins);
   }
 
   #inTransaction<T>(
     action: string,
     runId: string | undefined,
     body: (client: PostgresClient) => Promise<T>,
+    begins = false,
   ): Promise<T> {
     return this.#withClient(
       action,
       runId,
       async (client) => {
-        await client.query("BEGIN");
+        if (!begins) await client.query("BEGIN");
         const result = await body(client);
         await client.query("COMMIT");
         return result;
@@ -588,4 +597,51 @@ function withinDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
       },
     );
   });
+}
+
+/** The types of the one-statement append's values, in order ($1, $2, …). */
+const QUICK_APPEND_TYPES: LiteralType[] = [
+  "text", // run_id
+  "text", // owner
+  "bigint", // the log's last seq as this store left it
+  "text", // session_id
+  "text", // parent_run_id
+  "text", // agent
+  "bigint", // started_at
+  "bigint", // updated_at
+  "bigint", // last_seq
+  "text", // status
+  "text", // failure_kind
+  "integer[]", // seqs
+  "integer[]", // versions
+  "text[]", // bodies
+  "text", // the notice's channel
+  "text", // the notice
+];
+
+/**
+ * The one-statement append with its values written in as literals: it checks the lease and
+ * the end of the log (or, for a `first` append, that the run does not exist yet), writes the
+ * run's summary, inserts the rows and notifies listeners, or changes nothing. Throws when a
+ * value has no literal (the caller then takes the general path).
+ */
+function quickAppendStatement(t: PostgresTables, first: boolean, values: unknown[]): string {
+  const v = values.map((value, i) => sqlLiteral(value, QUICK_APPEND_TYPES[i]!));
+  const run = first
+    ? `INSERT INTO ${t.runs} (${RUN_COLUMNS})
+       SELECT ${v[0]}, ${v[3]}, ${v[4]}, ${v[5]}, ${v[6]}, ${v[7]}, ${v[8]}, ${v[9]}, ${v[10]}
+       WHERE EXISTS (SELECT 1 FROM lease) ON CONFLICT (run_id) DO NOTHING RETURNING 1`
+    : `UPDATE ${t.runs} SET session_id = ${v[3]}, parent_run_id = ${v[4]}, agent = ${v[5]}, started_at = ${v[6]},
+         updated_at = ${v[7]}, last_seq = ${v[8]}, status = ${v[9]}, failure_kind = ${v[10]}
+       WHERE run_id = ${v[0]} AND last_seq = ${v[2]} AND EXISTS (SELECT 1 FROM lease) RETURNING 1`;
+  return `WITH lease AS (
+       SELECT 1 FROM ${t.leases} WHERE run_id = ${v[0]} AND owner = ${v[1]} AND expires_at > ${NOW_MS} FOR UPDATE
+     ), run AS (
+       ${run}
+     ), inserted AS (
+       INSERT INTO ${t.events} (run_id, seq, version, body)
+       SELECT ${v[0]}, seq, version, body FROM unnest(${v[11]}, ${v[12]}, ${v[13]}) AS r(seq, version, body)
+       WHERE EXISTS (SELECT 1 FROM run)
+     )
+     SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify(${v[14]}, ${v[15]}) FROM run) AS notified`;
 }
