@@ -108,6 +108,49 @@ async function walWrites(Database: BareDatabase, path: string, run: () => Promis
   }
 }
 
+type Pg = typeof import("pg");
+
+/** node-postgres as the checkout has it. */
+function nodePostgres(): Pg {
+  return createRequire(resolve(root, "package.json"))("pg");
+}
+
+/**
+ * Postgres's floor on this machine: `count` commits of one small row each through node-postgres
+ * on one connection (BEGIN, one INSERT, COMMIT: three round trips), in a table of its own.
+ */
+async function bareTransactions(pg: Pg, connectionString: string) {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  await client.query("CREATE TABLE IF NOT EXISTS bench_floor (k serial PRIMARY KEY, v text NOT NULL)");
+  return {
+    commits: async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        await client.query("BEGIN");
+        await client.query("INSERT INTO bench_floor (v) VALUES ($1)", [
+          "a small row of about forty characters....",
+        ]);
+        await client.query("COMMIT");
+      }
+    },
+    close: () => client.end(),
+  };
+}
+
+/** A pool whose statements are counted (each is one round trip to the server). */
+function countingPool(pg: Pg, connectionString: string) {
+  const pool = new pg.Pool({ connectionString });
+  const counter = { statements: 0 };
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      counter.statements++;
+      return query(...args);
+    };
+  });
+  return { pool, counter };
+}
+
 type Quiver = typeof import("quiver-agents");
 type Stores = typeof import("quiver-agents/store");
 
@@ -222,6 +265,23 @@ export async function durable({
       const pg = new stores.PostgresStore({ connectionString: postgres, schema: "bench_durable" });
       opened.push(pg);
       const onPostgres = player(quiver, pg);
+      const floorPg = await bareTransactions(nodePostgres(), postgres);
+      opened.push(floorPg);
+      contenders.postgresFloor = () => floorPg.commits(runsPerSample * TURNS);
+      callsPer.postgresFloor = runsPerSample * TURNS;
+      writes.push(async () => {
+        // Statements per call, counted over one more run on a pool of its own (first appends included).
+        const { pool, counter } = countingPool(nodePostgres(), postgres);
+        const counted = new stores.PostgresStore({ pool, schema: "bench_durable_counted" });
+        const onCounted = player(quiver, counted);
+        await onCounted.sequential(1);
+        counter.statements = 0;
+        await onCounted.sequential(1);
+        const postgresStatements = counter.statements / TURNS;
+        await counted.close();
+        await pool.end();
+        return { postgresStatements };
+      });
       contenders.postgres = () => onPostgres.sequential(runsPerSample);
       contenders.concurrentPostgres = () => onPostgres.concurrent(CONCURRENT_RUNS);
       callsPer.postgres = runsPerSample * TURNS;
@@ -350,6 +410,21 @@ function toRows(r: DurableResult): Row[] {
   }
   if (r.postgres !== undefined) {
     out.push(
+      {
+        workload: "W1s durable: Postgres's floor",
+        measure:
+          "µs per commit: bare node-postgres, one small row per BEGIN, INSERT, COMMIT (three round trips; local server, fsync off)",
+        quiver: fmt(r.postgresFloor!),
+      },
+      {
+        workload: `W1s durable: PostgresStore, ${TURNS} turns × 1 call`,
+        measure: `µs per call in bare Postgres commits (statements per call, each a round trip: ${fmt(r.postgresStatements!, 2)}; baseline: the floor, interleaved)`,
+        quiver: perCall("postgres"),
+        baseline: fmt(r.postgresFloor!),
+        ratio: ratio(r.postgres / r.postgresFloor!),
+        target: "≤ 2× the floor",
+        met: r.postgres <= 2 * r.postgresFloor!,
+      },
       {
         workload: `W1s durable: PostgresStore, ${TURNS} turns × 1 call`,
         measure: "µs per call (local server, fsync off; baseline: no store)",
