@@ -16,6 +16,7 @@ import { fmt, inChildWithLog, mb, type Row, root } from "./harness.js";
 import * as bigOutput from "./workloads/big-output.js";
 import * as compaction from "./workloads/compaction.js";
 import * as concurrency from "./workloads/concurrency.js";
+import * as dbos from "./workloads/dbos.js";
 import * as durable from "./workloads/durable.js";
 import * as frameworks from "./workloads/frameworks.js";
 import * as isolation from "./workloads/isolation.js";
@@ -37,6 +38,7 @@ const WORKLOADS = {
   isolation,
   compaction,
   durable,
+  dbos,
 };
 const only = process.env.BENCH_ONLY?.split(",");
 const wanted = (name: string) => !only || only.includes(name);
