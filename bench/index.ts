@@ -173,6 +173,28 @@ How to read it:
   MB between GCs. So "no growth" compares Quiver's RSS after 8–10k runs with the baseline
   loop's, run the same 10,000 times in its own child (each point the median of three
   checkpoints); heap used per run (from 1,000 runs on) is the leak signal.
+- W0u and W1su are the way a user writes a server handler: a new \`Agent\` per run over tools
+  and an async-generator \`Model\` made once (module level), beside pi-agent-core doing the same
+  (a new \`Agent\` per run, its tools and \`streamFn\` made once), interleaved in one child,
+  each sample ~250 ms.
+- W9 is \`openai()\` over HTTP: a local server (its own process) replays a recorded Chat
+  Completions stream (test/fixtures/providers/openai-chat/text.jsonl, its content deltas
+  repeated); a new \`Agent\` per request reads \`Runner.stream()\` event by event, beside the AI
+  SDK's \`streamText\` with \`@ai-sdk/openai\` reading \`fullStream\`, interleaved; the cost is the
+  client process's CPU time per delta.
+- S1 and S2 run the bundled server in a process of its own (plain node on dist/): S1 beside the
+  AI SDK's own chat route on Hono (bench/frameworks/ai-sdk-chat-host.mjs, the same hono and
+  @hono/node-server), 200 streams at once from a load generator in a third process
+  (bench/chat-load.mjs), servers alternating; S2 counts memory after 200 chat requests of
+  warm-up, so V8's young generation has its working size (its growth, ~7 MB once in a fresh
+  process, otherwise lands in the middle of the count or not).
+- The Postgres rows run a throwaway local cluster (fsync off): the floor is a bare
+  node-postgres BEGIN, INSERT, COMMIT (three round trips), interleaved with the runs;
+  "statements per call" counts what the store sent over one run.
+- D1 drives 200 five-call runs through \`quiver-agents/dbos\` workers (plain node on dist/),
+  enqueued from a \`DBOSClient\`, beside plain \`PostgresStore\` runs measured before and after each
+  phase; the queue is polled every 10 ms (at DBOS's default 1 s a worker takes at most 8 runs
+  a second, and the poll is what would be measured).
 - W6 times \`await import()\` inside fresh plain \`node\` processes (median of 11) on dist/;
   "loads" lists the node_modules packages that import pulled in (from a resolve hook); for the
   root import, "subpaths loaded" lists any of dist/server, workspace, otel, dbos, cli it loaded.
