@@ -232,7 +232,7 @@ describe("a tool's guardrails", () => {
     const limit = guardrail({
       name: "refund_limit",
       check: async (call) => ({
-        tripped: (call.call?.args as { amount: number }).amount > 100,
+        tripped: ((call.call?.args as { amount?: number } | undefined)?.amount ?? 0) > 100,
         reason: "over 100",
       }),
     });
