@@ -1,6 +1,7 @@
 import type { RunEvent } from "../contract/events.js";
 import { RunCancelled, UserError } from "../errors.js";
 import type { Message } from "../model/types.js";
+import { assertSteeringMessage } from "./config/run-input.js";
 import type { ActiveRun } from "./state/active-run.js";
 import type { Approvals } from "./state/approval-channel.js";
 import type { EventQueue } from "./state/event-queue.js";
@@ -69,6 +70,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
    */
   inject(message: string | Message, options: { interrupt?: boolean } = {}): void {
     this.#assertRunning("inject");
+    assertSteeringMessage(message, this.#run.options.maxAttachmentBytes);
     this.#run.mailbox.send(toMessage(message));
     if (options.interrupt) this.#run.control.interruptModel(new Error("interrupted by a new user message"));
   }
@@ -76,6 +78,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   /** Queues a user message for when the run would otherwise stop: it then goes on with it. */
   followUp(message: string | Message): void {
     this.#assertRunning("followUp");
+    assertSteeringMessage(message, this.#run.options.maxAttachmentBytes);
     this.#run.mailbox.followUps.push(toMessage(message));
   }
 

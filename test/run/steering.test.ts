@@ -76,4 +76,31 @@ describe("steering", () => {
     ]);
     expect(() => handle.inject("too late")).toThrow(UserError);
   });
+
+  it("a malformed message or an attachment over maxAttachmentBytes throws at inject/followUp and is never queued", async () => {
+    const model = new ScriptedModel([{ text: "Done." }, { text: "Seen." }]);
+    const handle = Runner.stream(new Agent({ name: "a", model }), "hi", { maxAttachmentBytes: 1_000 });
+    const big = {
+      type: "image" as const,
+      data: Buffer.alloc(2_000).toString("base64"),
+      mimeType: "image/png",
+    };
+    expect(() => handle.inject({ role: "user", content: [big] })).toThrow(/over maxAttachmentBytes/);
+    expect(() => handle.followUp({ role: "user", content: [big] })).toThrow(/over maxAttachmentBytes/);
+    expect(() => handle.inject({ role: "user" } as never)).toThrow(UserError);
+    const small = {
+      type: "image" as const,
+      data: Buffer.alloc(500).toString("base64"),
+      mimeType: "image/png",
+    };
+    handle.followUp({ role: "user", content: [{ type: "text", text: "and this" }, small] });
+    const result = await handle.result();
+    // Only the valid follow-up reached the model; nothing the checks refused did.
+    expect(model.requests).toHaveLength(2);
+    expect(model.requests[1]?.messages.at(-1)).toEqual({
+      role: "user",
+      content: [{ type: "text", text: "and this" }, small],
+    });
+    expect(result.messages.filter((m) => m.role === "user")).toHaveLength(2);
+  });
 });

@@ -124,6 +124,27 @@ export function assertRunInput(
   }
 }
 
+/**
+ * Checks a message that steers a running run (`inject()`, `followUp()`) the way the run's input
+ * was checked, attachments held to the same `maxAttachmentBytes`: a mistake throws at the call,
+ * not later inside the run.
+ *
+ * @example
+ * assertSteeringMessage("only 2024", undefined); // fine
+ * assertSteeringMessage({ role: "user" }, undefined); // UserError: the message has content undefined …
+ */
+export function assertSteeringMessage(
+  message: unknown,
+  maxAttachmentBytes: number | undefined,
+): asserts message is string | Message {
+  if (typeof message === "string") return;
+  const problem = messageProblem(message, maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES);
+  if (problem)
+    throw new UserError(
+      `the message must be a string or a message ({ role: "user", content: … }); it ${problem}`,
+    );
+}
+
 function messageProblem(message: unknown, limit: number): string | undefined {
   if (typeof message !== "object" || message === null) return `is ${describe(message)}`;
   const { role, content } = message as { role?: unknown; content?: unknown };
