@@ -1,5 +1,7 @@
 import type { Part } from "@a2a-js/sdk";
 import type { ContentBlock } from "../index.js";
+import { mediaTypeOf } from "../model/media.js";
+import { attachment, messageContent } from "./attachments.js";
 import { KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
 
@@ -75,6 +77,42 @@ export function textOf(parts: readonly Part[]): string {
     .flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : []))
     .join("\n")
     .trim();
+}
+
+/**
+ * A message's text and files as the content of a user message: a file sent as its bytes (`raw`)
+ * or by `url` becomes an image, audio or document part by its media type (given, or guessed from
+ * its filename); `data` parts are not content (they answer a waiting call). Throws `HttpError`
+ * 400 naming the part for a file the run cannot take.
+ */
+export function contentOf(parts: readonly Part[]): string | ContentBlock[] {
+  const blocks: ContentBlock[] = [];
+  parts.forEach((part, index) => {
+    const content = part.content;
+    if (content?.$case === "text") {
+      if (content.value !== "") blocks.push({ type: "text", text: content.value });
+      return;
+    }
+    if (content?.$case !== "raw" && content?.$case !== "url") return;
+    const mediaType = part.mediaType || (part.filename ? mediaTypeOf(part.filename) : undefined);
+    const url =
+      content.$case === "url"
+        ? content.value
+        : `data:${mediaType ?? "application/octet-stream"};base64,${Buffer.from(content.value).toString("base64")}`;
+    blocks.push(
+      attachment(`message part ${index}`, {
+        url,
+        mediaType,
+        ...(part.filename && { filename: part.filename }),
+      }),
+    );
+  });
+  return messageContent(blocks);
+}
+
+/** True when a message has a file part (`raw` bytes or a `url`). */
+export function hasFiles(parts: readonly Part[]): boolean {
+  return parts.some((p) => p.content?.$case === "raw" || p.content?.$case === "url");
 }
 
 export function dataOf(parts: readonly Part[]): Record<string, unknown> | undefined {

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Message as A2aMessage, AgentCard, Part, StreamResponse, Task, TaskState } from "@a2a-js/sdk";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
-import { type Message, replay } from "../index.js";
+import { type ContentBlock, type Message, replay } from "../index.js";
 import {
   artifact,
   breaksText,
+  contentOf,
   dataOf,
+  hasFiles,
   idOf,
   plain,
   segments,
@@ -15,6 +17,7 @@ import {
   textPart,
 } from "./a2a-parts.js";
 import type { A2aSdk } from "./a2a-sdk.js";
+import { refusingBadInput } from "./attachments.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
@@ -141,7 +144,9 @@ export class A2aTasks implements A2ARequestHandler {
       await this.#answer(log, message, text);
       return log;
     }
-    if (text === "") throw new this.#sdk.errors.RequestMalformedError("the message has no text part");
+    const content = this.#malformedIfRefused(() => contentOf(message.parts));
+    if (content === "" || content.length === 0)
+      throw new this.#sdk.errors.RequestMalformedError("the message has no text or file part");
     const contextId = message.contextId || `ctx_${randomUUID()}`;
     const sessions = this.#registry.sessions;
     if ((await sessions.access(contextId, this.#userId, true)) === "theirs")
@@ -153,15 +158,35 @@ export class A2aTasks implements A2ARequestHandler {
       const until = Date.now() + 5_000;
       while (!previous.finished && Date.now() < until) await previous.changed(until - Date.now());
     }
-    let input: string | Message[] = text;
-    if (!this.#registry.store) input = [...(previous?.messages ?? []), { role: "user", content: text }];
-    return this.#registry.start(this.#agentKey, input, { userId: this.#userId, sessionId: contextId });
+    let input: string | ContentBlock[] | Message[] = content;
+    if (!this.#registry.store) input = [...(previous?.messages ?? []), { role: "user", content }];
+    const started = input;
+    return this.#malformedIfRefused(() =>
+      refusingBadInput(() =>
+        this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
+      ),
+    );
+  }
+
+  /** What `make` refuses as a 400 (a file the run cannot take) as A2A's malformed request. */
+  #malformedIfRefused<T>(make: () => T): T {
+    try {
+      return make();
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 400)
+        throw new this.#sdk.errors.RequestMalformedError(error.message);
+      throw error;
+    }
   }
 
   async #answer(log: RunLog, message: A2aMessage, text: string): Promise<void> {
     if (log.finished)
       throw new this.#sdk.errors.UnsupportedOperationError(
         `task ${log.runId} has ended; send a new message in its context instead`,
+      );
+    if (hasFiles(message.parts))
+      throw new this.#sdk.errors.UnsupportedOperationError(
+        `task ${log.runId} takes text while it runs or waits; send files in a new message in its context`,
       );
     const data = dataOf(message.parts);
     const question = [...log.questions.values()][0];

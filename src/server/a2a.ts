@@ -135,7 +135,8 @@ function agentCard(sdk: A2aSdk, mount: Mount, origin: string): AgentCard {
         }
       : {},
     securityRequirements: bearer ? [{ schemes: { bearer: { list: [] } } }] : [],
-    defaultInputModes: ["text/plain"],
+    // Files become image and document parts (providers refuse what their model cannot read).
+    defaultInputModes: ["text/plain", "image/*", "application/pdf"],
     defaultOutputModes: ["text/plain"],
     skills: skillsOf(mount.agent),
     signatures: [],

@@ -9,7 +9,7 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
-import { jsonSchema, type ModelRequest, tool } from "quiver-agents";
+import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -339,5 +339,83 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     expect(got.result).toMatchObject({ id: sent.result.id, status: { state: "completed" } });
     const missing = await rpc("tasks/get", { id: "run_nope" });
     expect(missing.error).toMatchObject({ code: -32001 });
+  });
+
+  it("a message's files reach the model as image and document parts (1.0 raw bytes and url, 0.3 file parts); one over the limit is invalid params naming it", async () => {
+    const model = new ScriptedModel([{ text: "A chart and a report." }, { text: "A logo." }]);
+    const url = await start({
+      agent: new Agent({ name: "reader", model }),
+      runOptions: () => ({ maxAttachmentBytes: 4_000 }),
+    });
+    const png = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489", "hex");
+    const client = await a2aClient(url);
+    const message = userText("What is in these?");
+    message.parts.push(
+      { content: { $case: "raw", value: png }, metadata: undefined, filename: "chart.png", mediaType: "" },
+      {
+        content: { $case: "url", value: "https://example.com/report.pdf" },
+        metadata: undefined,
+        filename: "report.pdf",
+        mediaType: "application/pdf",
+      },
+    );
+    const task = asTask(await client.sendMessage(send(message)));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(model.requests[0]?.messages.at(-1)).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: "What is in these?" },
+        { type: "image", data: png.toString("base64"), mimeType: "image/png" },
+        {
+          type: "file",
+          url: "https://example.com/report.pdf",
+          mimeType: "application/pdf",
+          filename: "report.pdf",
+        },
+      ],
+    });
+    const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as {
+      defaultInputModes: string[];
+    };
+    expect(card.defaultInputModes).toEqual(["text/plain", "image/*", "application/pdf"]);
+
+    const rpc = async (parts: unknown[]) =>
+      (await (
+        await fetch(`${url}/a2a`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "message/send",
+            params: { message: { kind: "message", messageId: `m${++counter}`, role: "user", parts } },
+          }),
+        })
+      ).json()) as { result?: any; error?: { code: number; message: string } };
+    const old = await rpc([
+      { kind: "file", file: { bytes: png.toString("base64"), mimeType: "image/png", name: "logo.png" } },
+    ]);
+    expect(old.error).toBeUndefined();
+    expect(old.result).toMatchObject({ kind: "task", status: { state: "completed" } });
+    expect(model.requests[1]?.messages.at(-1)).toEqual({
+      role: "user",
+      content: [{ type: "image", data: png.toString("base64"), mimeType: "image/png" }],
+    });
+
+    const big = await rpc([
+      { kind: "text", text: "and this" },
+      {
+        kind: "file",
+        file: { bytes: Buffer.alloc(5_000).toString("base64"), mimeType: "image/png", name: "big.png" },
+      },
+    ]);
+    expect(big.error?.code).toBe(-32602);
+    expect(big.error?.message).toMatch(/big\.png|over maxAttachmentBytes/);
+    const bad = await rpc([
+      { kind: "file", file: { uri: "ftp://example.com/x.pdf", mimeType: "application/pdf" } },
+    ]);
+    expect(bad.error?.code).toBe(-32602);
+    expect(bad.error?.message).toMatch(/message part 0/);
+    expect(model.requests).toHaveLength(2);
   });
 });
