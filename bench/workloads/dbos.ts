@@ -102,7 +102,9 @@ export async function dbos({ url }: DbosArgs): Promise<DbosResult> {
     // Warm the same way: a batch as wide as the timed one's first wave, so the client's pool (and
     // the workers' pools) hold their connections before the clock starts, as a web tier's do.
     const warm = await Promise.all(
-      Array.from({ length: WARM_RUNS }, (_, i) => runs.start("bench", "warm up", { runId: `${label}-warm-${i}` })),
+      Array.from({ length: WARM_RUNS }, (_, i) =>
+        runs.start("bench", "warm up", { runId: `${label}-warm-${i}` }),
+      ),
     );
     await Promise.all(warm.map((id) => runs.result(id, { timeoutMs: 60_000 })));
     const started = performance.now();
