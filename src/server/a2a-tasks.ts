@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { Message as A2aMessage, AgentCard, Part, StreamResponse, Task, TaskState } from "@a2a-js/sdk";
+import type {
+  Message as A2aMessage,
+  AgentCard,
+  ListTasksResponse,
+  Part,
+  StreamResponse,
+  Task,
+  TaskState,
+} from "@a2a-js/sdk";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import { type ContentBlock, type Message, replay } from "../index.js";
 import {
@@ -17,6 +25,7 @@ import {
   textPart,
 } from "./a2a-parts.js";
 import type { A2aSdk } from "./a2a-sdk.js";
+import { listTasks } from "./a2a-task-list.js";
 import { refusingBadInput } from "./attachments.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
@@ -104,8 +113,17 @@ export class A2aTasks implements A2ARequestHandler {
     yield* this.#follow(log, log.all.length);
   }
 
-  async listTasks(): Promise<never> {
-    throw new this.#sdk.errors.UnsupportedOperationError("listing tasks is not supported");
+  /** The caller's tasks, newest first (see `listTasks` for filters and paging). */
+  listTasks(params: Request<"listTasks">): Promise<ListTasksResponse> {
+    return listTasks(
+      {
+        registry: this.#registry,
+        userId: this.#userId,
+        taskOf: (log, historyLength) => this.#task(log, historyLength),
+        malformed: (message) => new this.#sdk.errors.RequestMalformedError(message),
+      },
+      params,
+    );
   }
 
   async createTaskPushNotificationConfig(): Promise<never> {

@@ -418,4 +418,78 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     expect(bad.error?.message).toMatch(/message part 0/);
     expect(model.requests).toHaveLength(2);
   });
+
+  for (const stored of [false, true]) {
+    it(`ListTasks: the caller's tasks newest first, by context and state, paged, with artifacts only when asked${stored ? " (stored)" : ""}`, async () => {
+      const url = await start({
+        agent: agentWith(
+          [
+            { text: "one" },
+            { text: "two" },
+            { toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] },
+            { text: "bob's" },
+          ],
+          [refundTool([])],
+        ),
+        auth: (req) => req.headers.get("authorization")?.replace(/^Bearer /, "") ?? null,
+        ...(stored && { store: sqlite() }),
+      });
+      const alice = await a2aClient(url, "alice");
+      const bob = await a2aClient(url, "bob");
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+      const first = asTask(await alice.sendMessage(send(userText("first"))));
+      await pause();
+      const context = { taskId: "", contextId: first.contextId };
+      const second = asTask(await alice.sendMessage(send(userText("second", context))));
+      await pause();
+      const third = asTask(await alice.sendMessage(send(userText("refund A1"))));
+      expect(third.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      await pause();
+      const bobs = asTask(await bob.sendMessage(send(userText("mine"))));
+
+      const list = (client: Client, params: Partial<Parameters<Client["listTasks"]>[0]> = {}) =>
+        client.listTasks({
+          tenant: "",
+          contextId: "",
+          status: TaskState.TASK_STATE_UNSPECIFIED,
+          pageToken: "",
+          statusTimestampAfter: undefined,
+          ...params,
+        });
+      const all = await list(alice);
+      expect(all.tasks.map((t) => t.id)).toEqual([third.id, second.id, first.id]);
+      expect(all.totalSize).toBe(3);
+      expect(all.nextPageToken).toBe("");
+      expect(all.tasks.every((t) => t.artifacts.length === 0)).toBe(true);
+      expect(all.tasks[2]?.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+
+      const inContext = await list(alice, { contextId: first.contextId });
+      expect(inContext.tasks.map((t) => t.id)).toEqual([second.id, first.id]);
+      const waiting = await list(alice, { status: TaskState.TASK_STATE_INPUT_REQUIRED });
+      expect(waiting.tasks.map((t) => t.id)).toEqual([third.id]);
+      expect(waiting.totalSize).toBe(1);
+
+      const page1 = await list(alice, { pageSize: 2, includeArtifacts: true, historyLength: 1 });
+      expect(page1.tasks.map((t) => t.id)).toEqual([third.id, second.id]);
+      expect(page1.tasks[1]?.artifacts.flatMap((a) => a.parts).map((p) => p.content)).toEqual([
+        { $case: "text", value: "two" },
+      ]);
+      expect(page1.tasks[1]?.history).toHaveLength(1);
+      expect(page1.nextPageToken).not.toBe("");
+      const page2 = await list(alice, { pageSize: 2, pageToken: page1.nextPageToken });
+      expect(page2.tasks.map((t) => t.id)).toEqual([first.id]);
+      expect(page2.nextPageToken).toBe("");
+
+      // Another user's tasks and contexts are not listed.
+      expect((await list(bob)).tasks.map((t) => t.id)).toEqual([bobs.id]);
+      expect((await list(bob, { contextId: first.contextId })).tasks).toEqual([]);
+      await expect(list(alice, { pageSize: 101 })).rejects.toThrow(/pageSize/);
+      await expect(list(alice, { pageToken: "abc" })).rejects.toThrow(/pageToken/);
+      await expect(list(alice, { statusTimestampAfter: "yesterday" })).rejects.toThrow(
+        /statusTimestampAfter/,
+      );
+      const later = await list(alice, { statusTimestampAfter: new Date(Date.now() + 60_000).toISOString() });
+      expect(later.tasks).toEqual([]);
+    });
+  }
 });
