@@ -11,11 +11,13 @@ import {
   encodeEvents,
   filterStatuses,
   leaseFields,
+  referencedPayloads,
   type StoredEvent,
   type StoredRunSummary,
   summarize,
   withPayloads,
 } from "./log-rules.js";
+import { payloadOwner, payloadOwners, sessionPayloads } from "./payloads.js";
 import {
   APPENDS_IN_CALL_ORDER,
   type Lease,
@@ -56,14 +58,15 @@ export class MemoryStore implements RunStore {
     if (events.length === 0) return;
     const previous = this.#runs.get(lease.runId);
     const { rows, payloads } = encodeEvents(lease.runId, previous?.lastSeq ?? 0, events);
+    const summary = summarize(lease.runId, previous, events);
     if (payloads.length) {
-      const artifacts = this.#artifactsOf(lease.runId);
+      const artifacts = this.#artifactsOf(payloadOwner(lease.runId, summary.sessionId));
       for (const payload of payloads) artifacts.set(payload.key, payload.text);
     }
     const log = this.logs.get(lease.runId) ?? [];
     log.push(...rows);
     this.logs.set(lease.runId, log);
-    this.#runs.set(lease.runId, summarize(lease.runId, previous, events));
+    this.#runs.set(lease.runId, summary);
   }
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -74,8 +77,19 @@ export class MemoryStore implements RunStore {
     // `after`; a damaged log is searched, and decodeEvents reports what is wrong with it.
     const start = log[after]?.seq === after + 1 ? after : log.findIndex((row) => row.seq > after);
     const rows = start === -1 ? [] : log.slice(start);
-    const events = decodeEvents(runId, after, this.#runs.get(runId)?.lastSeq ?? 0, rows);
-    return withPayloads(runId, events, this.#artifacts.get(runId) ?? new Map());
+    const run = this.#runs.get(runId);
+    const events = decodeEvents(runId, after, run?.lastSeq ?? 0, rows);
+    const texts = new Map<string, string>();
+    for (const key of referencedPayloads(events)) {
+      for (const owner of payloadOwners(runId, run?.sessionId)) {
+        const text = this.#artifacts.get(owner)?.get(key);
+        if (text !== undefined) {
+          texts.set(key, text);
+          break;
+        }
+      }
+    }
+    return withPayloads(runId, events, texts);
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
@@ -158,6 +172,7 @@ export class MemoryStore implements RunStore {
       this.#artifacts.delete(run.runId);
       this.#runs.delete(run.runId);
     }
+    this.#artifacts.delete(sessionPayloads(sessionId));
   }
 
   async putArtifact(runId: string, key: string, text: string): Promise<void> {

@@ -33,6 +33,31 @@ export const PAYLOAD_ROW_VERSION = 2;
 export type Payload = { key: string; text: string };
 
 /**
+ * The artifact owner under which a run's payloads are kept. A run in a session keeps them with
+ * the session, so the history every later run of the session starts with (its images and
+ * documents, large call arguments) is stored once, not once per run; a session is deleted as a
+ * whole (`clearSession`), so no run can lose a payload another refers to. A payload's key is
+ * the digest of its text, so a lookup under either owner can only find that same text.
+ *
+ * @example
+ * payloadOwner("run_1", "chat-42"); // → "\u001fsession\u001fchat-42"
+ * payloadOwner("run_1", undefined); // → "run_1"
+ */
+export function payloadOwner(runId: string, sessionId: string | undefined): string {
+  return sessionId === undefined ? runId : sessionPayloads(sessionId);
+}
+
+/** The artifact owner of a session's payloads (unit separators: no run id a caller picks looks like it by accident). */
+export function sessionPayloads(sessionId: string): string {
+  return `\u001fsession\u001f${sessionId}`;
+}
+
+/** The owners a run's payloads may be found under: its session's, and its own (stored before sessions kept them). */
+export function payloadOwners(runId: string, sessionId: string | undefined): string[] {
+  return sessionId === undefined ? [runId] : [payloadOwner(runId, sessionId), runId];
+}
+
+/**
  * Objects already measured: one call's `args` object rides on many events, and is turned into
  * JSON once. The WeakMap keeps only the size verdict (null: small) and the key; the texts of the
  * most recent payloads are kept in a bounded cache (the events of one call come close together),

@@ -20,6 +20,7 @@ import {
   withPayloads,
 } from "./log-rules.js";
 import { loadOptionalPackage } from "./optional-package.js";
+import { payloadOwner, payloadOwners, sessionPayloads } from "./payloads.js";
 import {
   createTables,
   NOW_MS,
@@ -176,11 +177,13 @@ export class PostgresStore implements RunStore {
       ).rows[0] as RunRow | undefined;
       const previous = previousRow && toRunSummary(previousRow);
       const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
+      summary = summarize(runId, previous, events);
       // A payload's key is the digest of its text: one already stored is the same text.
+      const owner = payloadOwner(runId, summary.sessionId);
       for (const payload of payloads) {
         await client.query(
           `INSERT INTO ${this.#t.artifacts} (run_id, key, text) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO NOTHING`,
-          [runId, payload.key, Buffer.from(payload.text, "utf8")],
+          [owner, payload.key, Buffer.from(payload.text, "utf8")],
         );
       }
       await client.query(
@@ -188,7 +191,6 @@ export class PostgresStore implements RunStore {
          SELECT $1, seq, version, body FROM unnest($2::integer[], $3::integer[], $4::text[]) AS r(seq, version, body)`,
         [runId, rows.map((r) => r.seq), rows.map((r) => r.version), rows.map((r) => r.body)],
       );
-      summary = summarize(runId, previous, events);
       await client.query(
         `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
@@ -273,7 +275,7 @@ export class PostgresStore implements RunStore {
     const rows = await this.#query(
       "reading events",
       runId,
-      `SELECT r.last_seq, e.seq, e.version, e.body FROM ${this.#t.runs} r
+      `SELECT r.last_seq, r.session_id, e.seq, e.version, e.body FROM ${this.#t.runs} r
        LEFT JOIN ${this.#t.events} e ON e.run_id = r.run_id AND e.seq > $2
        WHERE r.run_id = $1 ORDER BY e.seq`,
       [runId, after],
@@ -289,11 +291,12 @@ export class PostgresStore implements RunStore {
     const texts = new Map<string, string>();
     if (keys.length) {
       // Payloads are never changed once written, so a second statement reads the same ones.
+      const owners = payloadOwners(runId, (rows[0]?.session_id as string | null | undefined) ?? undefined);
       const found = await this.#query(
         "reading events",
         runId,
-        `SELECT key, text FROM ${this.#t.artifacts} WHERE run_id = $1 AND key = ANY($2::text[])`,
-        [runId, keys],
+        `SELECT key, text FROM ${this.#t.artifacts} WHERE run_id = ANY($1::text[]) AND key = ANY($2::text[])`,
+        [owners, keys],
       );
       for (const row of found) texts.set(row.key as string, (row.text as Buffer).toString("utf8"));
     }
@@ -414,6 +417,8 @@ export class PostgresStore implements RunStore {
       for (const table of [this.#t.events, this.#t.leases, this.#t.artifacts]) {
         await client.query(`DELETE FROM ${table} WHERE run_id IN (${inSession})`, [sessionId]);
       }
+      // The session's payloads, kept under an owner of their own (payloadOwner).
+      await client.query(`DELETE FROM ${this.#t.artifacts} WHERE run_id = $1`, [sessionPayloads(sessionId)]);
       await client.query(`DELETE FROM ${this.#t.runs} WHERE session_id = $1`, [sessionId]);
     });
   }

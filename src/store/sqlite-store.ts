@@ -21,6 +21,7 @@ import {
   withPayloads,
 } from "./log-rules.js";
 import { loadOptionalPackage, optionalPackagePath } from "./optional-package.js";
+import { payloadOwner, payloadOwners, sessionPayloads } from "./payloads.js";
 import {
   type EventRow,
   type LeaseRow,
@@ -389,9 +390,10 @@ export class SqliteStore implements RunStore {
     if (lastSeq + rows.length > MAX_SEQ) {
       throw new StoreError(`run ${runId}: a SQLite store keeps at most ${MAX_SEQ} events per run`, { runId });
     }
-    // Payloads first, in the same transaction: a stored row never refers to a missing one.
-    for (const payload of payloads) this.#sql.putPayload.run(runId, payload.key, payload.text);
     const summary = summarize(runId, stored && { ...stored, lastSeq }, events);
+    // Payloads first, in the same transaction: a stored row never refers to a missing one.
+    const owner = payloadOwner(runId, summary.sessionId);
+    for (const payload of payloads) this.#sql.putPayload.run(owner, payload.key, payload.text);
     let runKey: number;
     const sameRun =
       stored !== undefined &&
@@ -457,9 +459,14 @@ export class SqliteStore implements RunStore {
       ).map(toStoredEvent);
       const events = decodeEvents(runId, after, lastSeq, rows);
       const texts = new Map<string, string>();
+      const owners = payloadOwners(runId, (head as { session_id?: string | null }).session_id ?? undefined);
       for (const key of referencedPayloads(events)) {
-        const row = this.#sql.getArtifact.get(runId, key) as { text: string } | undefined;
-        if (row !== undefined) texts.set(key, row.text);
+        for (const owner of owners) {
+          const row = this.#sql.getArtifact.get(owner, key) as { text: string } | undefined;
+          if (row === undefined) continue;
+          texts.set(key, row.text);
+          break;
+        }
       }
       return withPayloads(runId, events, texts);
     });
@@ -528,9 +535,10 @@ export class SqliteStore implements RunStore {
 
   async clearSession(sessionId: string): Promise<void> {
     this.#write("clearing the session", undefined, () => {
-      const { runKeys, deleteEvents, others } = this.#sql.clearSession;
+      const { runKeys, deleteEvents, payloads, others } = this.#sql.clearSession;
       for (const { run_key } of runKeys.all(sessionId) as Array<{ run_key: number }>)
         deleteEvents.run(run_key, run_key);
+      payloads.run(sessionPayloads(sessionId));
       for (const statement of others) statement.run(sessionId);
     });
   }
@@ -805,6 +813,8 @@ function prepare(db: BetterSqlite3.Database) {
     // The runs rows go last: the others are found through them.
     clearSession: {
       runKeys: db.prepare("SELECT run_key FROM quiver_runs WHERE session_id = ?"),
+      // The session's payloads, kept under an owner of their own (payloadOwner).
+      payloads: db.prepare("DELETE FROM quiver_artifacts WHERE run_id = ?"),
       deleteEvents: db.prepare(
         "DELETE FROM quiver_events WHERE event_key > (? << 32) AND event_key < ((? + 1) << 32)",
       ),

@@ -136,6 +136,39 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect(await (await sibling(store)).read("r", 1)).toEqual(events.slice(1));
       });
 
+      it("a session's runs share what they carry: every run reads back whole, before and after another session is cleared", async () => {
+        const store = await open();
+        const inSession = (runId: string, sessionId: string): RunEvent[] => {
+          const events = callEvents(runId);
+          events[0] = started(runId, { sessionId });
+          return events;
+        };
+        const write = async (runId: string, sessionId: string) => {
+          const lease = await store.acquireLease(runId, "writer", LONG);
+          await store.append(lease, inSession(runId, sessionId).slice(0, 2));
+          await store.append(lease, inSession(runId, sessionId).slice(2));
+        };
+        await write("a1", "chat-a");
+        await write("a2", "chat-a");
+        await write("b1", "chat-b");
+        const reader = await sibling(store);
+        for (const [runId, sessionId] of [
+          ["a1", "chat-a"],
+          ["a2", "chat-a"],
+          ["b1", "chat-b"],
+        ] as const) {
+          expect(await reader.read(runId)).toEqual(inSession(runId, sessionId));
+          expect(await reader.read(runId, 2)).toEqual(inSession(runId, sessionId).slice(2));
+        }
+        // Clearing one session leaves another that carried the same payload whole, and the
+        // cleared session can start again with it.
+        await store.clearSession("chat-a");
+        expect(await reader.read("a1")).toEqual([]);
+        expect(await reader.read("b1")).toEqual(inSession("b1", "chat-b"));
+        await write("a3", "chat-a");
+        expect(await reader.read("a3")).toEqual(inSession("a3", "chat-a"));
+      });
+
       it("refuses a log whose payload was altered or lost, naming the run and seq", async () => {
         const store = await open();
         const lease = await store.acquireLease("r", "writer", LONG);

@@ -135,4 +135,60 @@ describe("SqliteStore keeps images once, beside the log", () => {
     expect(replay(await second.read(parked.runId)).messages).toEqual(resumed.messages);
     await second.close();
   });
+
+  it("a chat's later runs do not store its image again: three runs of one session keep a 5 MB photo once, and each run's model gets it whole", async () => {
+    const photo = png(5 * MB);
+    const path = join(dir, "chat.db");
+    const store = new SqliteStore({ path });
+    const model = new ScriptedModel([
+      (req: ModelRequest) => ({ text: `turn 1 sees ${imagesIn(req.messages).length}` }),
+      (req: ModelRequest) => ({ text: `turn 2 sees ${imagesIn(req.messages).length}` }),
+      (req: ModelRequest) => ({ text: `turn 3 sees ${imagesIn(req.messages).length}` }),
+    ]);
+    const agent = new Agent({ name: "chat", model });
+    const session = { store, sessionId: "chat-photo" };
+    const outputs: string[] = [];
+    outputs.push(
+      (
+        await Runner.run(
+          agent,
+          [
+            { type: "text", text: "What is in this photo?" },
+            { type: "image", data: photo.toString("base64"), mimeType: "image/png" },
+          ],
+          session,
+        )
+      ).output,
+    );
+    outputs.push((await Runner.run(agent, "And the colours?", session)).output);
+    outputs.push((await Runner.run(agent, "Thanks.", session)).output);
+    expect(outputs).toEqual(["turn 1 sees 1", "turn 2 sees 1", "turn 3 sees 1"]);
+    for (const request of model.requests) {
+      expect(Buffer.from(imagesIn(request.messages)[0]!, "base64").equals(photo)).toBe(true);
+    }
+    // Each later run starts from the whole conversation, photo included, and reads back whole.
+    const runs = await store.listRuns({ sessionId: "chat-photo" });
+    expect(runs).toHaveLength(3);
+    for (const run of runs) {
+      const [first] = await store.read(run.runId);
+      const input = first?.type === "run_started" ? first.input : [];
+      expect(Buffer.from(imagesIn(input)[0]!, "base64").equals(photo)).toBe(true);
+    }
+    await store.close();
+
+    const db = new Database(path, { readonly: true });
+    const large = db
+      .prepare("SELECT count(*) AS n FROM quiver_artifacts WHERE length(CAST(text AS BLOB)) > ?")
+      .get(MB) as { n: number };
+    db.close();
+    expect(large.n).toBe(1);
+
+    // Deleting the chat deletes the photo with it.
+    const again = new SqliteStore({ path });
+    await again.clearSession("chat-photo");
+    await again.close();
+    const after = new Database(path, { readonly: true });
+    expect((after.prepare("SELECT count(*) AS n FROM quiver_artifacts").get() as { n: number }).n).toBe(0);
+    after.close();
+  });
 });

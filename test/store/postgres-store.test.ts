@@ -173,4 +173,35 @@ describe("PostgresStore", () => {
       StoreError,
     );
   });
+
+  it("keeps a payload a session's runs share once, and deletes it with the session", async () => {
+    const schema = "session_payloads";
+    const store = new PostgresStore({ connectionString: cluster.connectionString, schema });
+    const args = { document: "x".repeat(50_000) };
+    const call = { id: "c1", name: "upload", args };
+    try {
+      for (const runId of ["r1", "r2", "r3"]) {
+        const lease = await store.acquireLease(runId, "writer", 60_000);
+        const events: RunEvent[] = [
+          started(runId, { sessionId: "chat" }),
+          { type: "tool_call_requested", runId, seq: 2, at: 2, agent: "assistant", call, index: 0 },
+        ];
+        await store.append(lease, events);
+        expect(await store.read(runId)).toEqual(events);
+      }
+      const db = new pg.Client({ connectionString: cluster.connectionString });
+      await db.connect();
+      try {
+        const count = async () =>
+          Number((await db.query(`SELECT count(*) AS n FROM "${schema}".quiver_artifacts`)).rows[0].n);
+        expect(await count()).toBe(1);
+        await store.clearSession("chat");
+        expect(await count()).toBe(0);
+      } finally {
+        await db.end();
+      }
+    } finally {
+      await store.close();
+    }
+  });
 });
