@@ -35,6 +35,8 @@ type Body =
       userId?: string;
       parentCallId?: string;
       traceparent?: string;
+      /** The run's shared state as it started (`RunOptions.state`, or its session's), when it has one. */
+      state?: unknown;
     }
   /** `model`: the name of the model asked this turn. */
   | { type: "turn_started"; turn: number; model?: string }
@@ -70,6 +72,8 @@ type Body =
   | { type: "run_tainted"; source: string; call?: ToolCall }
   | { type: "tool_call_started"; call: ToolCall; attempt: number }
   | { type: "tool_call_update"; call: ToolCall; partial: unknown }
+  /** The run's shared state, whole, after a tool replaced it (`ctx.setState`); `call` is that tool's call. */
+  | { type: "state_updated"; state: unknown; call?: ToolCall }
   | { type: "tool_call_retry"; call: ToolCall; attempt: number; delayMs: number; error: CallError }
   | {
       type: "tool_call_completed";

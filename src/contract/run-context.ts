@@ -38,6 +38,17 @@ export interface RunContext<Deps = unknown> {
   update(partial: unknown): void;
   /** Messages sent to the run while it works (`handle.inject`, a parent run's): read them, or wait for the next. */
   readonly mailbox: RunMailbox;
+  /**
+   * The run's shared state: a JSON value the caller started it with (`RunOptions.state`, or what
+   * its session ended with; an AG-UI client's `state`), read and replaced by tools. Frozen: change
+   * it with `setState`. Child runs (agents as tools) share their root run's.
+   */
+  readonly state: unknown;
+  /**
+   * Replaces the shared state — with `next`, or with what `update(previous)` returns — as plain
+   * JSON (a Date becomes its ISO string); observers see a `state_updated` event with it whole.
+   */
+  setState(next: unknown): void;
 }
 
 /**

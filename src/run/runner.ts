@@ -214,13 +214,15 @@ async function continueSession(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const { messages: history, userId } = await sessionHistory(store, sessionId);
+  const { messages: history, userId, state } = await sessionHistory(store, sessionId);
   if (!history.length) return runLoop(run, input);
   // One user's conversation never reaches another user's run (nor one started without a user).
   if (userId !== run.userId)
     throw new UserError(
       `session ${sessionId} belongs to another user: a run may continue only a session its userId started`,
     );
+  // The session's state goes on too, unless the caller gave the run one.
+  if (state !== undefined && run.options.state === undefined) run.state.restore(state);
   return runLoop(run, [...history, ...inputMessages(input)]);
 }
 

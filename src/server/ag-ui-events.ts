@@ -51,6 +51,13 @@ export class AgUiTranslator {
   translate(event: RunEvent, out: AgUiEvent[]): void {
     if (this.#finished || event.runId !== this.#runId) return;
     switch (event.type) {
+      // The state the run started from (the client's, as stored) and every change to it, whole.
+      case "run_started":
+        if (hasState(event.state)) out.push({ type: EventType.STATE_SNAPSHOT, snapshot: event.state });
+        return;
+      case "state_updated":
+        out.push({ type: EventType.STATE_SNAPSHOT, snapshot: event.state });
+        return;
       case "turn_started":
         this.#closeParts(out);
         this.#closeStep(out);
@@ -219,4 +226,15 @@ export class AgUiTranslator {
     out.push({ type: EventType.REASONING_END, messageId: this.#reasoning });
     this.#reasoning = undefined;
   }
+}
+
+/**
+ * Whether a state says anything: `undefined` and `{}` (what a client that keeps no state sends)
+ * are not worth a snapshot; a change to `{}` is still sent as `state_updated`.
+ */
+export function hasState(state: unknown): boolean {
+  if (state === undefined) return false;
+  if (typeof state !== "object" || state === null || Array.isArray(state)) return true;
+  for (const _ in state) return true;
+  return false;
 }

@@ -10,7 +10,7 @@ import {
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import { EventEncoder } from "@ag-ui/encoder";
 import { type RunInput, replay } from "../index.js";
-import { AgUiTranslator } from "./ag-ui-events.js";
+import { AgUiTranslator, hasState } from "./ag-ui-events.js";
 import { applyAnswers, waitsOf } from "./ag-ui-interrupts.js";
 import { contentOf, contextBlock, historyOf, toAgUi } from "./ag-ui-messages.js";
 import { refusingBadInput } from "./attachments.js";
@@ -83,7 +83,8 @@ export async function postAgUi(
     runInput = [...history, { role: "user", content }];
   }
   const log = refusingBadInput(() =>
-    registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools),
+    // The client's state is the thread's as the client holds it (it applies every STATE_SNAPSHOT).
+    registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools, { state: input.state }),
   );
   startedBy.set(log, newMessage!.id);
   return agUiStream(log, input, 0);
@@ -153,10 +154,14 @@ function runStarted(input: RunAgentInput, runId?: string): AgUiEvent {
 
 /** A thread with nothing running: its conversation as a snapshot, and the AG-UI run ends. */
 function snapshotOnly(input: RunAgentInput, latest: RunLog | undefined): Response {
-  const messages = latest ? toAgUi(latest.messages ?? replay(latest.own).messages, latest.runId) : [];
+  const replayed = latest && replay(latest.own);
+  const messages = latest ? toAgUi(latest.messages ?? replayed!.messages, latest.runId) : [];
   const events: AgUiEvent[] = [
     runStarted(input, latest?.runId),
     { type: EventType.MESSAGES_SNAPSHOT, messages },
+    ...(hasState(replayed?.state)
+      ? [{ type: EventType.STATE_SNAPSHOT, snapshot: replayed!.state } as AgUiEvent]
+      : []),
     {
       type: EventType.RUN_FINISHED,
       threadId: input.threadId,

@@ -90,6 +90,7 @@ export class RunRegistry {
     input: RunInput,
     context: { userId: string | undefined; sessionId: string | undefined },
     extraTools?: readonly Tool<any, any>[],
+    given?: { state?: unknown },
   ): RunLog {
     const known = this.#agents.get(agentKey);
     if (!known) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
@@ -100,6 +101,7 @@ export class RunRegistry {
       ...extra,
       ...(context.userId !== undefined && { userId: context.userId }),
       ...(context.sessionId !== undefined && { sessionId: context.sessionId }),
+      ...(given?.state !== undefined && { state: given.state }),
       ...(this.store && { store: this.store }),
     });
     const log = new RunLog(handle.runId, agentKey, context.userId, context.sessionId);

@@ -78,5 +78,7 @@ export function testContext(signal: AbortSignal = new AbortController().signal):
     idempotencyKey: "run_test:call_1",
     update: () => {},
     mailbox: { messages: [], next: async () => undefined },
+    state: undefined,
+    setState: () => {},
   };
 }

@@ -399,6 +399,61 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     const foreign = await body({ authorization: "Bearer alice", origin: "https://evil.example" });
     expect(foreign.status).toBe(403);
   });
+  it("shares state: the client's state reaches the tools, each change comes back as STATE_SNAPSHOT, and a reconnect gets it", async () => {
+    type Plan = { steps: string[] };
+    const addStep = tool({
+      name: "add_step",
+      description: "Add a step to the shared plan.",
+      parameters: jsonSchema<{ step: string }>({
+        type: "object",
+        properties: { step: { type: "string" } },
+        required: ["step"],
+      }),
+      execute: async ({ step }, ctx) => {
+        ctx.setState((previous: unknown) => ({ steps: [...((previous as Plan).steps ?? []), step] }));
+        return `plan has ${(ctx.state as Plan).steps.length} steps`;
+      },
+    });
+    const url = await start({
+      agent: agentWith(
+        [
+          { toolCalls: [{ id: "c1", name: "add_step", args: { step: "book flights" } }] },
+          { text: "Added." },
+          { toolCalls: [{ id: "c2", name: "add_step", args: { step: "pack" } }] },
+          { text: "Added again." },
+        ],
+        [addStep],
+      ),
+      store: sqlite(),
+    });
+    const { agent, seen } = client(url, "t-state");
+    agent.setState({ steps: ["pick dates"] });
+    agent.addMessage(userMessage("u1", "add flights"));
+    await agent.runAgent();
+    const snapshots = seen.filter((e) => e.type === EventType.STATE_SNAPSHOT);
+    expect(snapshots.map((e) => (e as BaseEvent & { snapshot: unknown }).snapshot)).toEqual([
+      { steps: ["pick dates"] },
+      { steps: ["pick dates", "book flights"] },
+    ]);
+    expect(agent.state).toEqual({ steps: ["pick dates", "book flights"] });
+    expect(agent.messages.find((m) => m.role === "tool")).toMatchObject({ content: "plan has 2 steps" });
+
+    // The next message carries the client's state (as it applied the snapshot) on.
+    agent.addMessage(userMessage("u2", "and packing"));
+    await agent.runAgent();
+    expect(agent.state).toEqual({ steps: ["pick dates", "book flights", "pack"] });
+
+    // A fresh client on the thread (a reload) gets the state back with the messages.
+    const later = client(url, "t-state");
+    await later.agent.runAgent();
+    expect(later.types()).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.STATE_SNAPSHOT,
+      EventType.RUN_FINISHED,
+    ]);
+    expect(later.agent.state).toEqual({ steps: ["pick dates", "book flights", "pack"] });
+  });
 });
 
 async function eventuallyTrue(check: () => boolean, timeoutMs = 5_000): Promise<void> {

@@ -6,6 +6,12 @@ import type { Budget } from "./budget.js";
 export interface RunOptions<Deps = unknown> {
   /** Your dependencies (database handles, clients), reachable as `ctx.deps` in every tool. */
   deps?: Deps;
+  /**
+   * The run's shared state to start from (`ctx.state`, replaced by tools with `ctx.setState`): a
+   * JSON value. Without it a run in a stored session starts from the state its session's latest
+   * run ended with. `result.state` is what it ended with.
+   */
+  state?: unknown;
   sessionId?: string;
   userId?: string;
   /** Model turns across every agent of the run. Default 50. */

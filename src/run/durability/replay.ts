@@ -63,6 +63,8 @@ export type RunState = {
   view?: readonly Message[];
   /** Guardrail outcomes the log holds, in order: a resumed run takes them instead of checking again. */
   guardrails?: LoggedGuardrail[];
+  /** The shared state (`ctx.state`) as of the log's end, when the run has one. */
+  state?: unknown;
 };
 
 /** One guardrail outcome as the log records it. */
@@ -121,6 +123,10 @@ export function replay(events: Iterable<RunEvent>): RunState {
         state.messages.push(...event.input);
         state.startedAt = event.at;
         if (event.traceparent !== undefined) state.traceparent = event.traceparent;
+        if (event.state !== undefined) state.state = event.state;
+        break;
+      case "state_updated":
+        state.state = event.state;
         break;
       case "turn_started":
         closeTurn();

@@ -44,6 +44,7 @@ export function storedResult(state: RunState, agent: Agent<any, any>): RunResult
     usage: state.usage,
     stopReason: state.stopReason ?? "completed",
     lastAgent: findAgent(agent, state.agent) ?? agent,
+    state: state.state,
   };
 }
 
@@ -79,6 +80,7 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   run.transcript.push(...state.messages);
   restoreView(run, state.compaction);
   Object.assign(run.usage, state.usage);
+  if (state.state !== undefined && !run.parent) run.state.restore(state.state);
   if (state.tainted) run.tainted = state.tainted;
   for (const logged of state.guardrails ?? []) {
     const outcome: { tripped: boolean; reason?: string; info?: unknown } = { tripped: logged.tripped };
@@ -199,7 +201,7 @@ export async function loadSession(store: RunStore, sessionId: string): Promise<M
 export async function sessionHistory(
   store: RunStore,
   sessionId: string,
-): Promise<{ messages: Message[]; userId?: string }> {
+): Promise<{ messages: Message[]; userId?: string; state?: unknown }> {
   const runs = await store.listRuns({ sessionId });
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
   for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
@@ -208,7 +210,12 @@ export async function sessionHistory(
     rememberView(state.messages, state.compaction);
     const first = events[0];
     const userId = first?.type === "run_started" ? first.userId : undefined;
-    if (state.messages.length) return { messages: state.messages, ...(userId !== undefined && { userId }) };
+    if (state.messages.length)
+      return {
+        messages: state.messages,
+        ...(userId !== undefined && { userId }),
+        ...(state.state !== undefined && { state: state.state }),
+      };
   }
   return { messages: [] };
 }

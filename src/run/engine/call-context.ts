@@ -99,6 +99,14 @@ export class CallContext implements RunContext<any> {
     return this.#run.mailbox.view();
   }
 
+  get state(): unknown {
+    return this.#run.state.value;
+  }
+
+  setState(next: unknown): void {
+    this.#run.setState(next, this.#toolCall);
+  }
+
   update(partial: unknown): void {
     if (this.#aborted || this.#call.aborted) return;
     this.#run.events.emit({ type: "tool_call_update", call: this.#toolCall, partial });

@@ -89,6 +89,7 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
   if (run.sessionId !== undefined) started.sessionId = run.sessionId;
   if (run.userId !== undefined) started.userId = run.userId;
   if (run.parent) started.parentCallId = run.parent.callId;
+  else if (run.state.value !== undefined) started.state = run.state.value;
   run.events.emit(started);
   run.transcript.push(...messages);
   // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
@@ -392,6 +393,7 @@ function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunR
     stopReason: "awaiting_approval",
     lastAgent: run.agent,
     pending,
+    state: run.state.value,
   };
 }
 
@@ -679,6 +681,7 @@ export function finishRun(
     usage: { ...run.usage },
     stopReason,
     lastAgent: run.agent,
+    state: run.state.value,
   };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RunContext } from "../../contract/run-context.js";
-import type { Message, Usage } from "../../model/types.js";
+import type { Message, ToolCall, Usage } from "../../model/types.js";
 import type { Agent, ChildRunRequest } from "../config/agent.js";
 import { DEFAULT_MAX_TURNS, type RunOptions } from "../config/run-options.js";
 import { Approvals } from "./approval-channel.js";
@@ -13,6 +13,7 @@ import { RunControl } from "./run-control.js";
 import { RunEvents } from "./run-events.js";
 import { RunLimits } from "./run-limits.js";
 import type { RunTracer } from "./run-tracer.js";
+import { SharedState } from "./shared-state.js";
 
 /** Who a run acts for when nobody said: `ctx.userId` is always set. */
 export const ANONYMOUS_USER_ID = "anonymous";
@@ -84,6 +85,15 @@ export class ActiveRun {
   readonly tracing: RunTracer | undefined;
   /** How this run's calls start child runs (agents as tools); shared with its child runs. */
   readonly childRuns: ChildRunner | undefined;
+  /** The shared state (`ctx.state`): the root run's, shared by its child runs. */
+  readonly state: SharedState;
+
+  /** The run at the top of this one's tree: itself, unless it is a child run. */
+  get root(): ActiveRun {
+    let run: ActiveRun = this;
+    while (run.parent) run = run.parent.run;
+    return run;
+  }
   /** Guardrail outcomes so far (restored from the log on resume), so no check runs twice. */
   readonly guardrailOutcomes = new Map<string, { tripped: boolean; reason?: string; info?: unknown }>();
 
@@ -98,6 +108,7 @@ export class ActiveRun {
     this.mailbox = new Mailbox(parent?.run.mailbox);
     this.deps = options.deps;
     this.parent = parent;
+    this.state = parent ? parent.run.state : new SharedState(options.state);
     this.path = parent ? [...parent.run.path, agent.name] : [agent.name];
     this.events = new RunEvents(
       this.runId,
@@ -184,6 +195,21 @@ export class ActiveRun {
       transcript: this.transcript,
       usage: this.usage,
       mailbox: this.mailbox.view(),
+      state: this.state.value,
+      setState: (next) => this.setState(next),
     };
+  }
+
+  /**
+   * Replaces the shared state (`ctx.setState`) and emits `state_updated` on the root run, whose
+   * log then holds every change (a child run's call ids mean nothing there, so `call` is named
+   * only when the root run's own tool changed it).
+   */
+  setState(next: unknown, call?: ToolCall): void {
+    const state = this.state.set(next);
+    const root = this.root;
+    root.events.emit(
+      root === this && call ? { type: "state_updated", state, call } : { type: "state_updated", state },
+    );
   }
 }

@@ -25,6 +25,8 @@ export type RunResult<T = string> = {
   lastAgent: Agent<any, any>;
   /** With `stopReason: "awaiting_approval"`: the calls the parked run waits on (decide them, then resume). */
   pending?: ToolCall[];
+  /** The shared state the run ended with (`ctx.state`), when it has one. */
+  state?: unknown;
 };
 
 export function emptyUsage(): Usage {
