@@ -106,6 +106,10 @@ export class UIStreamTranslator {
         }
         return;
       }
+      // The run's shared state, whole, as one data part of the message (replaced at each change).
+      case "state_updated":
+        out.push({ type: "data-state", id: "state", data: event.state });
+        return;
       case "tool_call_update": {
         const id = event.call.id;
         if (this.#denied.has(id)) return;

@@ -13,6 +13,8 @@ export type Part = {
   errorText?: string;
   preliminary?: boolean;
   approval?: { id: string; approved?: boolean };
+  id?: string;
+  data?: unknown;
 };
 export type Message = { id: string; role: string; parts: Part[]; metadata?: unknown };
 

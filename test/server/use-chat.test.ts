@@ -72,6 +72,50 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
     expect(chat.messages).toHaveLength(4);
   });
 
+  it("streams the run's shared state as one data-state part, replaced at each change, carried on by the stored chat", async () => {
+    const addStep = tool({
+      name: "add_step",
+      description: "Add a step to the plan.",
+      parameters: jsonSchema<{ step: string }>({
+        type: "object",
+        properties: { step: { type: "string" } },
+        required: ["step"],
+      }),
+      execute: async ({ step }, ctx) => {
+        ctx.setState((previous: unknown) => ({
+          steps: [...((previous as { steps?: string[] } | undefined)?.steps ?? []), step],
+        }));
+        return "added";
+      },
+    });
+    const agent = agentWith(
+      [
+        {
+          toolCalls: [
+            { id: "c1", name: "add_step", args: { step: "book" } },
+            { id: "c2", name: "add_step", args: { step: "pack" } },
+          ],
+        },
+        { text: "Planned." },
+        { toolCalls: [{ id: "c3", name: "add_step", args: { step: "go" } }] },
+        { text: "Planned more." },
+      ],
+      [addStep],
+    );
+    const server = createServer({ agent, store: sqlite() });
+    const chat = chatClient(version, server, { id: "chat-state" });
+    await chat.sendMessage({ text: "plan it" });
+    expect(chat.error).toBeUndefined();
+    const states = lastAssistant(chat).parts.filter((p) => p.type === "data-state");
+    expect(states).toEqual([{ type: "data-state", id: "state", data: { steps: ["book", "pack"] } }]);
+    await chat.sendMessage({ text: "and then?" });
+    expect(
+      lastAssistant(chat)
+        .parts.filter((p) => p.type === "data-state")
+        .map((p) => p.data),
+    ).toEqual([{ steps: ["book", "pack", "go"] }]);
+  });
+
   for (const stored of [false, true]) {
     it(`approval round trip${stored ? " with a store (the run parks)" : " in memory"}`, async () => {
       const ran: string[] = [];
