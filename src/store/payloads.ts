@@ -186,7 +186,7 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
 type Found = { path: Array<string | number>; payload: Payload };
 
 /** Top-level event fields that may hold a large value. */
-const PAYLOAD_FIELDS = ["output", "details", "content", "partial"] as const;
+const PAYLOAD_FIELDS = ["output", "details", "content", "partial", "state"] as const;
 
 /** Content holding an image, document or recording whose inline bytes are worth a payload of their own. */
 function hasLargeMedia(content: unknown): content is unknown[] {

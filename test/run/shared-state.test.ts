@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { Agent, type RunEvent, Runner, replay, ScriptedModel, tool } from "quiver-agents";
-import { MemoryStore } from "quiver-agents/store";
+import { MemoryStore, SqliteStore } from "quiver-agents/store";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 
@@ -146,5 +150,48 @@ describe("shared state (ctx.state, ctx.setState)", () => {
     expect(update).toMatchObject({ type: "state_updated", state: { items: ["pepper", "salt"] } });
     expect(update?.type === "state_updated" && update.call).toBeUndefined();
     expect(replay(own).state).toEqual({ items: ["pepper", "salt"] });
+  });
+
+  it("a large state is stored once beside the log, however many events carry it, and reads back whole", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quiver-state-"));
+    try {
+      const path = join(dir, "runs.db");
+      const store = new SqliteStore({ path });
+      const notes = "n".repeat(200_000);
+      const touch = tool({
+        name: "touch",
+        description: "Set the state to the same large value.",
+        parameters: z.object({}),
+        execute: (_, ctx) => {
+          ctx.setState({ notes });
+          return "ok";
+        },
+      });
+      const turns = [
+        { toolCalls: [{ id: "t1", name: "touch", args: {} }] },
+        { toolCalls: [{ id: "t2", name: "touch", args: {} }] },
+        { text: "Done." },
+      ];
+      const result = await Runner.run(
+        new Agent({ name: "a", model: new ScriptedModel(turns), tools: [touch] }),
+        "go",
+        { store, sessionId: "big", state: { notes } },
+      );
+      expect(replay(await store.read(result.runId)).state).toEqual({ notes });
+      await store.close();
+      const db = new Database(path, { readonly: true });
+      const events = db.prepare("SELECT sum(length(body)) AS bytes FROM quiver_events").get() as {
+        bytes: number;
+      };
+      const large = db
+        .prepare("SELECT count(*) AS n FROM quiver_artifacts WHERE length(text) > 100000")
+        .get() as { n: number };
+      db.close();
+      // run_started and two state_updated events carry it; the text is kept once.
+      expect(events.bytes).toBeLessThan(20_000);
+      expect(large.n).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
