@@ -2,10 +2,12 @@ import { randomUUID } from "node:crypto";
 import type {
   Message as A2aMessage,
   AgentCard,
+  ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
   Part,
   StreamResponse,
   Task,
+  TaskPushNotificationConfig,
   TaskState,
 } from "@a2a-js/sdk";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
@@ -24,6 +26,7 @@ import {
   textOf,
   textPart,
 } from "./a2a-parts.js";
+import type { PushNotifications, TaskSource } from "./a2a-push.js";
 import type { A2aSdk } from "./a2a-sdk.js";
 import { listTasks } from "./a2a-task-list.js";
 import { refusingBadInput } from "./attachments.js";
@@ -50,6 +53,7 @@ export class A2aTasks implements A2ARequestHandler {
   readonly #agentKey: string;
   readonly #card: AgentCard;
   readonly #state: typeof TaskState;
+  readonly #push: PushNotifications | undefined;
 
   constructor(
     sdk: A2aSdk,
@@ -57,7 +61,9 @@ export class A2aTasks implements A2ARequestHandler {
     userId: string | undefined,
     agentKey: string,
     card: AgentCard,
+    push?: PushNotifications,
   ) {
+    this.#push = push;
     this.#sdk = sdk;
     this.#registry = registry;
     this.#userId = userId;
@@ -126,24 +132,66 @@ export class A2aTasks implements A2ARequestHandler {
     );
   }
 
-  async createTaskPushNotificationConfig(): Promise<never> {
-    throw this.#noPush();
+  /** Registers a webhook the task's changes of state are POSTed to (see `PushNotifications`). */
+  async createTaskPushNotificationConfig(
+    params: Request<"createTaskPushNotificationConfig">,
+  ): Promise<TaskPushNotificationConfig> {
+    const push = this.#pushes();
+    const log = await this.#find(params.taskId);
+    try {
+      return push.set(log, this.#source, params);
+    } catch (error) {
+      throw new this.#sdk.errors.RequestMalformedError((error as Error).message);
+    }
   }
 
-  async getTaskPushNotificationConfig(): Promise<never> {
-    throw this.#noPush();
+  async getTaskPushNotificationConfig(
+    params: Request<"getTaskPushNotificationConfig">,
+  ): Promise<TaskPushNotificationConfig> {
+    const push = this.#pushes();
+    const log = await this.#find(params.taskId);
+    const config = push.get(log.runId, params.id);
+    if (!config)
+      throw new this.#sdk.errors.RequestMalformedError(`task ${log.runId} has no webhook ${params.id}`);
+    return config;
   }
 
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    throw this.#noPush();
+  async listTaskPushNotificationConfigs(
+    params: Request<"listTaskPushNotificationConfigs">,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    const push = this.#pushes();
+    const log = await this.#find(params.taskId);
+    return { configs: push.list(log.runId), nextPageToken: "" };
   }
 
-  async deleteTaskPushNotificationConfig(): Promise<never> {
-    throw this.#noPush();
+  async deleteTaskPushNotificationConfig(params: Request<"deleteTaskPushNotificationConfig">): Promise<void> {
+    const push = this.#pushes();
+    const log = await this.#find(params.taskId);
+    if (!push.delete(log.runId, params.id))
+      throw new this.#sdk.errors.RequestMalformedError(`task ${log.runId} has no webhook ${params.id}`);
   }
 
-  #noPush(): Error {
-    return new this.#sdk.errors.PushNotificationNotSupportedError("push notifications are not supported");
+  #pushes(): PushNotifications {
+    if (this.#push) return this.#push;
+    throw new this.#sdk.errors.PushNotificationNotSupportedError(
+      "push notifications are off: the server enables them with createServer({ a2a: { push: true } })",
+    );
+  }
+
+  /** What a webhook's deliveries read: the task as `tasks/get` returns it, as the wire carries it. */
+  get #source(): TaskSource {
+    const S = this.#state;
+    return {
+      taskOf: (log) => this.#task(log),
+      stateOf: (log) => this.#stateOf(log),
+      toJson: (task) => this.#sdk.core.StreamResponse.toJSON({ payload: { $case: "task", value: task } }),
+      terminal: new Set([
+        S.TASK_STATE_COMPLETED,
+        S.TASK_STATE_FAILED,
+        S.TASK_STATE_CANCELED,
+        S.TASK_STATE_REJECTED,
+      ]),
+    };
   }
 
   async #find(taskId: string): Promise<RunLog> {

@@ -1,6 +1,7 @@
 import type { AgentCard, AgentSkill } from "@a2a-js/sdk";
 import type { Hono } from "hono";
 import { type Agent, Tool, UserError } from "../index.js";
+import type { A2aPushOptions, PushNotifications } from "./a2a-push.js";
 import { type A2aSdk, loadA2aSdk } from "./a2a-sdk.js";
 import { A2aTasks } from "./a2a-tasks.js";
 import type { Caller } from "./auth.js";
@@ -18,6 +19,13 @@ export type A2aOptions = {
    * function reads a bearer token too, so clients know to send one.
    */
   bearer?: boolean;
+  /**
+   * Push notifications: clients register webhooks that each change of a task's state is POSTed
+   * to. Off by default. `true` allows webhooks on public addresses only; an object also allows
+   * private ones (`allowPrivateNetwork`, `allowHosts`) and sets the delivery's `timeoutMs` and
+   * `attempts`.
+   */
+  push?: boolean | A2aPushOptions;
 };
 
 /** Where the JSON-RPC endpoint is (the card names it with the server's own origin). */
@@ -41,6 +49,14 @@ type Mount = {
  * SDK's own servers do. The SDK loads on the first request.
  */
 export function mountA2a(app: Hono, mount: Mount): void {
+  const { push } = mount.options;
+  // Loaded with the first A2A request, as the SDK is: `import "quiver-agents/server"` stays lean.
+  let pushing: Promise<PushNotifications> | undefined;
+  const pushes = (): Promise<PushNotifications> | undefined => {
+    if (!push) return undefined;
+    pushing ??= import("./a2a-push.js").then((m) => new m.PushNotifications(push === true ? {} : push));
+    return pushing;
+  };
   const sdk = async (): Promise<A2aSdk> => {
     try {
       return await loadA2aSdk();
@@ -67,7 +83,7 @@ export function mountA2a(app: Hono, mount: Mount): void {
     const requested = c.req.header(core.A2A_VERSION_HEADER) || undefined;
     const useLegacy = (requested ?? "0.3") === "0.3";
     const card = agentCard(loaded, mount, originOf(c.req.raw));
-    const tasks = new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card);
+    const tasks = new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card, await pushes());
     const toError = useLegacy
       ? legacy.LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
       : server.JsonRpcTransportHandler.mapToJSONRPCError;
@@ -123,7 +139,12 @@ function agentCard(sdk: A2aSdk, mount: Mount, origin: string): AgentCard {
     ],
     provider: undefined,
     version: mount.options.version ?? "1.0.0",
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: Boolean(mount.options.push),
+      extensions: [],
+      extendedAgentCard: false,
+    },
     securitySchemes: bearer
       ? {
           bearer: {

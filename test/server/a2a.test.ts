@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer as createHttpServer, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
@@ -492,4 +493,93 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
       expect(later.tasks).toEqual([]);
     });
   }
+
+  it("push notifications: a webhook gets each change of the task's state, with its token; internal addresses need allowing", async () => {
+    const received: Array<{ headers: IncomingHttpHeaders; body: any }> = [];
+    const receiver = createHttpServer((req, res) => {
+      let text = "";
+      req.on("data", (chunk) => (text += chunk));
+      req.on("end", () => {
+        received.push({ headers: req.headers, body: JSON.parse(text) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+    try {
+      const auth = (req: Request) => req.headers.get("authorization")?.replace(/^Bearer /, "") ?? null;
+      const agent = agentWith(
+        [{ toolCalls: [{ id: "c1", name: "refund", args: { order: "A1" } }] }, { text: "Refunded." }],
+        [refundTool([])],
+      );
+      const serving = await serve(
+        createServer({ agent, auth, a2a: { push: { allowHosts: ["127.0.0.1"], attempts: 1 } } }),
+        { port: 0 },
+      );
+      servings.push(serving);
+      const card = (await (await fetch(`${serving.url}/.well-known/agent-card.json`)).json()) as {
+        capabilities: { pushNotifications?: boolean };
+      };
+      expect(card.capabilities.pushNotifications).toBe(true);
+      const alice = await a2aClient(serving.url, "alice");
+      const bob = await a2aClient(serving.url, "bob");
+      const task = asTask(await alice.sendMessage(send(userText("refund A1"))));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const config = {
+        tenant: "",
+        id: "",
+        taskId: task.id,
+        url: hook,
+        token: "tok-1",
+        authentication: { scheme: "Bearer", credentials: "hook-secret" },
+      };
+      const stored = await alice.createTaskPushNotificationConfig(config);
+      expect(stored.id).not.toBe("");
+      expect(
+        (
+          await alice.listTaskPushNotificationConfig({
+            tenant: "",
+            taskId: task.id,
+            pageSize: 10,
+            pageToken: "",
+          })
+        ).configs,
+      ).toHaveLength(1);
+      expect(
+        (await alice.getTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: stored.id })).url,
+      ).toBe(hook);
+      await expect(bob.createTaskPushNotificationConfig(config)).rejects.toThrow(/no task/);
+
+      await alice.sendMessage(send(userText("yes", { taskId: task.id, contextId: task.contextId })));
+      const until = Date.now() + 10_000;
+      while (received.at(-1)?.body.task?.status?.state !== "TASK_STATE_COMPLETED" && Date.now() < until)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      const last = received.at(-1)!;
+      expect(last.body.task).toMatchObject({ id: task.id, status: { state: "TASK_STATE_COMPLETED" } });
+      expect(JSON.stringify(last.body.task.artifacts)).toContain("Refunded.");
+      expect(last.headers["x-a2a-notification-token"]).toBe("tok-1");
+      expect(last.headers.authorization).toBe("Bearer hook-secret");
+      expect(last.headers["content-type"]).toBe("application/a2a+json");
+      // Every notification was a change: no state twice in a row.
+      const states = received.map((r) => r.body.task.status.state);
+      expect(states.every((state, i) => i === 0 || state !== states[i - 1])).toBe(true);
+      await alice.deleteTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: stored.id });
+      await expect(
+        alice.getTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: stored.id }),
+      ).rejects.toThrow(/no webhook/);
+
+      // With push on but no private hosts allowed, a webhook on loopback is refused; with push off, any.
+      for (const a2a of [{ push: true }, true] as const) {
+        const other = await serve(createServer({ agent: agentWith([{ text: "hi" }]), a2a }), { port: 0 });
+        servings.push(other);
+        const client = await a2aClient(other.url);
+        const hi = asTask(await client.sendMessage(send(userText("hi"))));
+        // The SDK's client refuses at once (it throws, not rejects) when the card says "no push".
+        const registering = async () => client.createTaskPushNotificationConfig({ ...config, taskId: hi.id });
+        await expect(registering()).rejects.toThrow(a2a === true ? /not supported/i : /loopback/);
+      }
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
 });
