@@ -9,18 +9,11 @@ import { randomUUID } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import type { Task, TaskPushNotificationConfig, TaskState } from "@a2a-js/sdk";
-import { AddressPolicy, type AddressPolicyOptions } from "../builtin-tools/address-policy.js";
+import { AddressPolicy } from "../builtin-tools/address-policy.js";
 import { createGuardedAgents } from "../builtin-tools/guarded-agent.js";
+import type { A2aPushOptions } from "./a2a-push-options.js";
 import { KEEPALIVE_MS } from "./http.js";
 import type { RunLog } from "./run-log.js";
-
-/** `createServer({ a2a: { push } })`: where webhooks may point, and how long a delivery may take. */
-export type A2aPushOptions = AddressPolicyOptions & {
-  /** One delivery attempt's limit. Default 10,000 ms. */
-  timeoutMs?: number;
-  /** Attempts per notification (a failed or non-2xx delivery is tried again, 1 s, 2 s… apart). Default 3. */
-  attempts?: number;
-};
 
 /** Webhooks one task may have at once. */
 const MAX_CONFIGS_PER_TASK = 10;

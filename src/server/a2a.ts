@@ -1,7 +1,9 @@
 import type { AgentCard, AgentSkill } from "@a2a-js/sdk";
 import type { Hono } from "hono";
 import { type Agent, Tool, UserError } from "../index.js";
-import type { A2aPushOptions, PushNotifications } from "./a2a-push.js";
+import { legacyCard } from "./a2a-legacy-card.js";
+import type { PushNotifications } from "./a2a-push.js";
+import type { A2aPushOptions } from "./a2a-push-options.js";
 import { type A2aSdk, loadA2aSdk } from "./a2a-sdk.js";
 import { A2aTasks } from "./a2a-tasks.js";
 import type { Caller } from "./auth.js";
@@ -71,8 +73,15 @@ export function mountA2a(app: Hono, mount: Mount): void {
     // auth the server answers only on loopback, the card included.
     if (mount.auth === "none") await mount.caller(c.req.raw, c.env);
     const loaded = await sdk();
-    const card = agentCard(loaded, mount, originOf(c.req.raw));
-    return c.json(loaded.core.AgentCard.toJSON(card) as object, 200, { "cache-control": "no-cache" });
+    const card = loaded.core.AgentCard.toJSON(agentCard(loaded, mount, originOf(c.req.raw))) as Record<
+      string,
+      unknown
+    >;
+    // As the SDK's own servers do: a client that asks for 1.0 gets the 1.0 card; any other (0.3
+    // clients send no version) the 0.3 card with the 1.0 fields beside, which 1.0 clients read as 1.0.
+    const requested = c.req.header(loaded.core.A2A_VERSION_HEADER);
+    const body = requested && !requested.startsWith("0.") ? card : legacyCard(card);
+    return c.json(body, 200, { "cache-control": "no-cache", vary: loaded.core.A2A_VERSION_HEADER });
   });
 
   app.post(A2A_PATH, async (c) => {

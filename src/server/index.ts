@@ -1,6 +1,6 @@
 // The public surface of "quiver-agents/server": re-exports only.
 export type { A2aOptions } from "./a2a.js";
-export type { A2aPushOptions } from "./a2a-push.js";
+export type { A2aPushOptions } from "./a2a-push-options.js";
 export type { Caller, ServerAuth } from "./auth.js";
 export {
   createServer,
