@@ -582,4 +582,59 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
       await new Promise((resolve) => receiver.close(resolve));
     }
   });
+
+  it("an A2A 0.3 client (@a2a-js/sdk 0.3) reads the card it gets without asking for 1.0, and sends, streams and gets tasks", async () => {
+    const legacy = await import("a2a-sdk-v03/client");
+    const url = await start({
+      agent: agentWith([{ text: "hello from 1.0" }, { text: "streamed" }], [lookup], "orders"),
+      auth: "s3cret",
+    });
+    const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as Record<string, any>;
+    expect(card).toMatchObject({
+      url: `${url}/a2a`,
+      preferredTransport: "JSONRPC",
+      protocolVersion: "0.3.0",
+      skills: [{ id: "lookup", tags: [] }],
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      security: [{ bearer: [] }],
+    });
+    const v1 = (await (
+      await fetch(`${url}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+    ).json()) as Record<string, unknown>;
+    expect(v1.url).toBeUndefined();
+    expect(v1.supportedInterfaces).toEqual(card.supportedInterfaces);
+
+    const fetchImpl: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set("authorization", "Bearer s3cret");
+      return fetch(input, { ...init, headers });
+    };
+    const factory = new legacy.ClientFactory(
+      legacy.ClientFactoryOptions.createFrom(legacy.ClientFactoryOptions.default, {
+        transports: [new legacy.JsonRpcTransportFactory({ fetchImpl })],
+        cardResolver: new legacy.DefaultAgentCardResolver({ fetchImpl }),
+      }),
+    );
+    const client = await factory.createFromUrl(url);
+    const message = (text: string) => ({
+      message: {
+        kind: "message" as const,
+        messageId: `m${++counter}`,
+        role: "user" as const,
+        parts: [{ kind: "text" as const, text }],
+      },
+    });
+    const sent = (await client.sendMessage(message("hi"))) as {
+      kind: string;
+      id: string;
+      status: { state: string };
+    };
+    expect(sent).toMatchObject({ kind: "task", status: { state: "completed" } });
+    expect((await client.getTask({ id: sent.id })).status.state).toBe("completed");
+    const kinds: string[] = [];
+    for await (const event of client.sendMessageStream(message("again")))
+      kinds.push((event as { kind: string }).kind);
+    expect(kinds[0]).toBe("task");
+    expect(kinds.at(-1)).toBe("status-update");
+  });
 });
