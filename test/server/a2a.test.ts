@@ -549,6 +549,15 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
         (await alice.getTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: stored.id })).url,
       ).toBe(hook);
       await expect(bob.createTaskPushNotificationConfig(config)).rejects.toThrow(/no task/);
+      await expect(
+        alice.createTaskPushNotificationConfig({ ...config, url: "ftp://hooks.example/x" }),
+      ).rejects.toThrow(/must be http\(s\)/);
+      await expect(
+        alice.createTaskPushNotificationConfig({ ...config, url: "https://user:pw@hooks.example/x" }),
+      ).rejects.toThrow(/must not carry credentials/);
+      await expect(
+        alice.createTaskPushNotificationConfig({ ...config, url: "http://169.254.169.254/latest/meta-data" }),
+      ).rejects.toThrow(/link-local|metadata|169\.254/);
 
       await alice.sendMessage(send(userText("yes", { taskId: task.id, contextId: task.contextId })));
       const until = Date.now() + 10_000;
