@@ -45,8 +45,9 @@ export interface RunContext<Deps = unknown> {
    */
   readonly state: unknown;
   /**
-   * Replaces the shared state — with `next`, or with what `update(previous)` returns — as plain
-   * JSON (a Date becomes its ISO string); observers see a `state_updated` event with it whole.
+   * Replaces the shared state with `next` — or, when `next` is a function, with what it returns
+   * given the current state (safe beside the turn's other calls) — as plain JSON (a Date becomes
+   * its ISO string); observers see a `state_updated` event with it whole.
    */
   setState(next: unknown): void;
 }
