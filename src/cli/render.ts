@@ -90,6 +90,9 @@ export class EventRenderer {
         );
         break;
       }
+      case "state_updated":
+        this.#line(`${indent}  ${c.dim(`◆ state ${oneLine(JSON.stringify(ev.state) ?? "undefined", 160)}`)}`);
+        break;
       case "tool_call_retry":
         this.#line(
           `${indent}  ${c.yellow("↻")} ${ev.call.name} failed (${oneLine(ev.error.message, 120)}); retry ${ev.attempt} in ${duration(ev.delayMs)}`,

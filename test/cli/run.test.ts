@@ -64,6 +64,16 @@ describe("quiver run", () => {
     expect(ran.stderr).toMatch(/● charge_card\(amount: 42\)\n {2}⎿ charged 42 \(1 line · \d+ ms\)/);
   });
 
+  it("shows each change of the run's shared state under the call that made it", async () => {
+    const cwd = freshProject();
+    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "plan it"], { cwd });
+    expect(ran.code, ran.stderr).toBe(0);
+    // The result names its call again: a line came between them.
+    expect(ran.stderr).toMatch(
+      /● plan_step\(\)\n {2}◆ state \{"steps":\["pack"\]\}\n {2}⎿ plan_step: planned/,
+    );
+  });
+
   it("shows an edit tool's diff from its result's details", async () => {
     const cwd = freshProject();
     const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "edit it", "--mode", "bypass"], { cwd });
@@ -409,7 +419,12 @@ describe("exit codes and errors", () => {
     expect(body.model).toBe("gpt-override-test");
     expect(body.messages.at(-1)).toEqual({ role: "user", content: "hi there" });
     // The agent's own tools still go along with the replaced model.
-    expect(body.tools.map((t: any) => t.function.name)).toEqual(["charge_card", "slow_task", "edit_text"]);
+    expect(body.tools.map((t: any) => t.function.name)).toEqual([
+      "charge_card",
+      "slow_task",
+      "edit_text",
+      "plan_step",
+    ]);
     // The answer is the server's, not the ScriptedModel's.
     expect(ran.stdout).toBe("Hello! How can I help?\n");
     expect(ran.stderr).toMatch(/1,234 in · 9 out tokens/);
