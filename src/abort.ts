@@ -38,23 +38,10 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<
  * @example
  * await untilAborted(plugin.setup(ctx), AbortSignal.timeout(30_000));
  */
-export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  work.catch(() => {});
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
+export async function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  const settled = await raceAbort(work, signal);
+  if (isAborted(settled)) throw signal.reason;
+  return settled;
 }
 
 /** `setTimeout` as a promise that rejects when `signal` aborts. */

@@ -1,5 +1,6 @@
 /**
- * One HTTP GET on `node:http` / `node:https` for web_fetch, and its body read as Node
+ * One HTTP GET on `node:http` / `node:https` for web_fetch (and the request the server's
+ * webhooks POST through the same guard), and its body read as Node
  * Buffers: decompressed (gzip, deflate, br) as it arrives, counted after decompression, and
  * cut at a byte cap with the rest never read. Loaded on the first fetch, with the guard.
  */
@@ -33,17 +34,7 @@ export function get(
 ): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const secure = url.protocol === "https:";
-    const request = (secure ? https : http).request({
-      agent: secure ? agents.https : agents.http,
-      protocol: url.protocol,
-      // WHATWG URL has already turned every IPv4 notation into dotted decimal.
-      hostname: url.hostname.replace(/^\[|\]$/g, ""),
-      port: url.port === "" ? undefined : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      method: "GET",
-      headers: { ...headers, "accept-encoding": ACCEPT_ENCODING },
-    });
+    const request = openRequest(url, agents, "GET", { ...headers, "accept-encoding": ACCEPT_ENCODING });
     let settled = false;
     const onAbort = () => request.destroy(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
@@ -66,6 +57,35 @@ export function get(
       }
     });
     request.end();
+  });
+}
+
+/**
+ * A request to `url` through the guarded agent of its scheme, not yet sent (write the body, then
+ * `end()`). The one place a guarded connection's request is made: web_fetch's GETs, webhooks' POSTs.
+ *
+ * @example
+ * const request = openRequest(new URL("https://hooks.example/x"), agents, "POST", headers);
+ * request.end(body);
+ */
+export function openRequest(
+  url: URL,
+  agents: GuardedAgents,
+  method: string,
+  headers: Record<string, string>,
+  timeoutMs?: number,
+): http.ClientRequest {
+  const secure = url.protocol === "https:";
+  return (secure ? https : http).request({
+    agent: secure ? agents.https : agents.http,
+    protocol: url.protocol,
+    // WHATWG URL has already turned every IPv4 notation into dotted decimal.
+    hostname: url.hostname.replace(/^\[|\]$/g, ""),
+    port: url.port === "" ? undefined : Number(url.port),
+    path: `${url.pathname}${url.search}`,
+    method,
+    headers,
+    ...(timeoutMs !== undefined && { timeout: timeoutMs }),
   });
 }
 

@@ -6,11 +6,10 @@
  * metadata) and other internal addresses are refused, at connect time, unless allowed.
  */
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import https from "node:https";
 import type { Task, TaskPushNotificationConfig, TaskState } from "@a2a-js/sdk";
 import { AddressPolicy } from "../builtin-tools/address-policy.js";
 import { createGuardedAgents } from "../builtin-tools/guarded-agent.js";
+import { openRequest } from "../builtin-tools/http-transport.js";
 import type { A2aPushOptions } from "./a2a-push-options.js";
 import { KEEPALIVE_MS } from "./http.js";
 import type { RunLog } from "./run-log.js";
@@ -135,18 +134,14 @@ export class PushNotifications {
   /** One POST through the address guard; resolves with the status once the answer's head arrives. */
   #post(url: URL, headers: Record<string, string>, body: string): Promise<number> {
     const agents = createGuardedAgents({ policy: this.#policy, connectTimeoutMs: this.#timeoutMs });
-    const secure = url.protocol === "https:";
     return new Promise<number>((resolve, reject) => {
-      const request = (secure ? https : http).request({
-        agent: secure ? agents.https : agents.http,
-        protocol: url.protocol,
-        hostname: url.hostname.replace(/^\[|\]$/g, ""),
-        port: url.port === "" ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method: "POST",
-        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-        timeout: this.#timeoutMs,
-      });
+      const request = openRequest(
+        url,
+        agents,
+        "POST",
+        { ...headers, "content-length": String(Buffer.byteLength(body)) },
+        this.#timeoutMs,
+      );
       request.once("timeout", () => request.destroy(new Error(`no answer in ${this.#timeoutMs} ms`)));
       request.once("error", reject);
       request.once("response", (response) => {

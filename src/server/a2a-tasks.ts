@@ -11,7 +11,7 @@ import type {
   TaskState,
 } from "@a2a-js/sdk";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
-import { type ContentBlock, type Message, replay } from "../index.js";
+import { type ContentBlock, type Message, replay, UserError } from "../index.js";
 import {
   artifact,
   breaksText,
@@ -29,7 +29,6 @@ import {
 import type { PushNotifications, TaskSource } from "./a2a-push.js";
 import type { A2aSdk } from "./a2a-sdk.js";
 import { listTasks } from "./a2a-task-list.js";
-import { refusingBadInput } from "./attachments.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
@@ -228,18 +227,19 @@ export class A2aTasks implements A2ARequestHandler {
     if (!this.#registry.store) input = [...(previous?.messages ?? []), { role: "user", content }];
     const started = input;
     return this.#malformedIfRefused(() =>
-      refusingBadInput(() =>
-        this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
-      ),
+      this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
     );
   }
 
-  /** What `make` refuses as a 400 (a file the run cannot take) as A2A's malformed request. */
+  /**
+   * What `make` refuses — a file that is no attachment (a 400), an input the run refuses (a
+   * `UserError`: over `maxAttachmentBytes`, a malformed part) — as A2A's malformed request.
+   */
   #malformedIfRefused<T>(make: () => T): T {
     try {
       return make();
     } catch (error) {
-      if (error instanceof HttpError && error.status === 400)
+      if ((error instanceof HttpError && error.status === 400) || error instanceof UserError)
         throw new this.#sdk.errors.RequestMalformedError(error.message);
       throw error;
     }

@@ -7,7 +7,7 @@ import { createServer, type ServerOptions, type Serving, serve } from "quiver-ag
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
 import { afterEach, describe, expect, it } from "vitest";
-import { agentWith, refundTool, slowTool } from "./helpers.js";
+import { addStepTool, agentWith, refundTool, slowTool } from "./helpers.js";
 
 const lookup = tool({
   name: "lookup",
@@ -400,20 +400,6 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     expect(foreign.status).toBe(403);
   });
   it("shares state: the client's state reaches the tools, each change comes back as STATE_SNAPSHOT, and a reconnect gets it", async () => {
-    type Plan = { steps: string[] };
-    const addStep = tool({
-      name: "add_step",
-      description: "Add a step to the shared plan.",
-      parameters: jsonSchema<{ step: string }>({
-        type: "object",
-        properties: { step: { type: "string" } },
-        required: ["step"],
-      }),
-      execute: async ({ step }, ctx) => {
-        ctx.setState((previous: unknown) => ({ steps: [...((previous as Plan).steps ?? []), step] }));
-        return `plan has ${(ctx.state as Plan).steps.length} steps`;
-      },
-    });
     const url = await start({
       agent: agentWith(
         [
@@ -422,7 +408,7 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
           { toolCalls: [{ id: "c2", name: "add_step", args: { step: "pack" } }] },
           { text: "Added again." },
         ],
-        [addStep],
+        [addStepTool],
       ),
       store: sqlite(),
     });

@@ -41,6 +41,23 @@ export function slowTool() {
   return { tool: t, release: () => release() };
 }
 
+/** A tool that adds a step to the run's shared plan (`{ steps: string[] }`) and says how long it is. */
+export const addStepTool = tool({
+  name: "add_step",
+  description: "Add a step to the shared plan.",
+  parameters: jsonSchema<{ step: string }>({
+    type: "object",
+    properties: { step: { type: "string" } },
+    required: ["step"],
+  }),
+  execute: async ({ step }, ctx) => {
+    ctx.setState((previous: unknown) => ({
+      steps: [...((previous as { steps?: string[] } | undefined)?.steps ?? []), step],
+    }));
+    return `plan has ${(ctx.state as { steps: string[] }).steps.length} steps`;
+  },
+});
+
 export function agentWith(
   turns: ConstructorParameters<typeof ScriptedModel>[0],
   tools: ReturnType<typeof tool>[] = [],

@@ -7,7 +7,17 @@ import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
 import { afterEach, describe, expect, it } from "vitest";
 import { chatClient, lastAssistant, textOf, VERSIONS } from "./chat-clients.js";
-import { agentWith, BASE, events, eventually, post, readSse, refundTool, slowTool } from "./helpers.js";
+import {
+  addStepTool,
+  agentWith,
+  BASE,
+  events,
+  eventually,
+  post,
+  readSse,
+  refundTool,
+  slowTool,
+} from "./helpers.js";
 
 const lookup = tool({
   name: "lookup",
@@ -73,21 +83,6 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
   });
 
   it("streams the run's shared state as one data-state part, replaced at each change, carried on by the stored chat", async () => {
-    const addStep = tool({
-      name: "add_step",
-      description: "Add a step to the plan.",
-      parameters: jsonSchema<{ step: string }>({
-        type: "object",
-        properties: { step: { type: "string" } },
-        required: ["step"],
-      }),
-      execute: async ({ step }, ctx) => {
-        ctx.setState((previous: unknown) => ({
-          steps: [...((previous as { steps?: string[] } | undefined)?.steps ?? []), step],
-        }));
-        return "added";
-      },
-    });
     const agent = agentWith(
       [
         {
@@ -100,7 +95,7 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
         { toolCalls: [{ id: "c3", name: "add_step", args: { step: "go" } }] },
         { text: "Planned more." },
       ],
-      [addStep],
+      [addStepTool],
     );
     const server = createServer({ agent, store: sqlite() });
     const chat = chatClient(version, server, { id: "chat-state" });
