@@ -16,7 +16,7 @@ import { loadOptionalPackage } from "../store/optional-package.js";
 import type { PostgresStore } from "../store/postgres-store.js";
 import { LeaseConflict } from "../store/types.js";
 import { questionCallIds } from "./ask-human.js";
-import type { DurableRunsPool } from "./pool.js";
+import type { DurableRunsPool, ListeningClient, PostgresNotification } from "./pool.js";
 import { type Reaper, type ReaperOptions, startReaper } from "./reaper.js";
 import { type TailOptions, tailEvents } from "./tail.js";
 import {
@@ -378,28 +378,138 @@ export class DurableRuns {
     });
   }
 
+  /**
+   * With the store's database at hand, the store's notices say when a waited run's log ends
+   * (completed or failed); its workflow ends a few statements later, so that run alone is looked
+   * up soon, then twice as late each time. Every waited run is still looked up once per
+   * RESULT_POLL_MS, which is all there is without the database.
+   */
   async #watchEnds(): Promise<void> {
     this.#watching = true;
+    const stopping = new Map<string, { due: number; delay: number }>();
+    const notices = await this.#stopNotices(stopping);
     try {
+      let lastFull = 0;
       while (this.#ending.size > 0) {
-        const query = { workflowIDs: [...this.#ending.keys()], loadInput: false, loadOutput: true };
-        let statuses: Array<EndedWorkflow & { workflowID: string }> = [];
-        try {
-          statuses = this.#client ? await this.#client.listWorkflows(query) : await DBOS.listWorkflows(query);
-        } catch {
-          // The database did not answer: the next round asks again (each wait has its timeout).
+        const now = Date.now();
+        const full = now - lastFull >= RESULT_POLL_MS;
+        if (full) lastFull = now;
+        const due = [...stopping].filter(([, at]) => at.due <= now).map(([id]) => id);
+        const ids = full ? [...this.#ending.keys()] : due;
+        if (ids.length > 0) for (const id of this.#wake(await this.#endedAmong(ids))) stopping.delete(id);
+        for (const id of due) {
+          const at = stopping.get(id);
+          if (at === undefined) continue;
+          at.delay *= 2;
+          at.due = Date.now() + at.delay;
+          // Past that, the regular round looks for it.
+          if (at.delay >= RESULT_POLL_MS || !this.#ending.has(id)) stopping.delete(id);
         }
-        for (const workflow of statuses) {
-          if (!ENDED.has(workflow.status)) continue;
-          const waiters = this.#ending.get(workflow.workflowID);
-          this.#ending.delete(workflow.workflowID);
-          for (const wake of waiters ?? []) wake(workflow);
-        }
-        if (this.#ending.size > 0) await sleep(RESULT_POLL_MS);
+        if (this.#ending.size === 0) break;
+        let nextAt = lastFull + RESULT_POLL_MS;
+        for (const at of stopping.values()) nextAt = Math.min(nextAt, at.due);
+        const wait = Math.max(0, nextAt - Date.now());
+        await (notices ? notices.next(wait) : sleep(wait));
       }
     } finally {
+      notices?.close();
       this.#watching = false;
     }
+  }
+
+  /** The workflows among `ids` that have ended, with their status (none when the database did not answer). */
+  async #endedAmong(ids: string[]): Promise<Array<EndedWorkflow & { workflowID: string }>> {
+    const query = { workflowIDs: ids, loadInput: false, loadOutput: true };
+    try {
+      const statuses = this.#client
+        ? await this.#client.listWorkflows(query)
+        : await DBOS.listWorkflows(query);
+      return statuses.filter((workflow) => ENDED.has(workflow.status));
+    } catch {
+      // The next round asks again (each wait has its timeout).
+      return [];
+    }
+  }
+
+  /** Settles the waits of these ended workflows; returns their ids. */
+  #wake(ended: Array<EndedWorkflow & { workflowID: string }>): string[] {
+    for (const workflow of ended) {
+      const waiters = this.#ending.get(workflow.workflowID);
+      this.#ending.delete(workflow.workflowID);
+      for (const wake of waiters ?? []) wake(workflow);
+    }
+    return ended.map((workflow) => workflow.workflowID);
+  }
+
+  /**
+   * Listens on the store's events channel while `result()` waits: a waited run whose log ends
+   * goes into `stopping`, due SOON_MS later, and `next(ms)` resolves then (or after `ms`).
+   * Undefined without the store's database (`databaseUrl` or `pool`) or when listening failed:
+   * polling alone then.
+   */
+  async #stopNotices(
+    stopping: Map<string, { due: number; delay: number }>,
+  ): Promise<StopNotices | undefined> {
+    if (this.#pool === undefined && this.#options.databaseUrl === undefined) return undefined;
+    let client: ListeningClient;
+    try {
+      client = await this.#database("result").connect();
+    } catch {
+      return undefined;
+    }
+    let wake: (() => void) | undefined;
+    // A notice that came while the watcher was not waiting (it was looking runs up).
+    let noticed = false;
+    const onNotice = (notice: PostgresNotification) => {
+      if (notice.channel !== this.store.eventsChannel || notice.payload === undefined) return;
+      try {
+        const { runId, status } = JSON.parse(notice.payload) as { runId: string; status?: string };
+        // A parked run's workflow waits for its decisions: only an ended log ends it.
+        if ((status !== "completed" && status !== "failed") || !this.#ending.has(runId)) return;
+        if (!stopping.has(runId)) stopping.set(runId, { due: Date.now() + SOON_MS, delay: SOON_MS });
+        if (wake) wake();
+        else noticed = true;
+      } catch {}
+    };
+    client.on("notification", onNotice);
+    let listening = true;
+    try {
+      await client.query(`LISTEN "${this.store.eventsChannel.replaceAll('"', '""')}"`);
+    } catch {
+      listening = false;
+    }
+    const close = () => {
+      client.off("notification", onNotice);
+      // A connection left listening must not go back to the pool.
+      if (!listening) client.release(true);
+      else
+        void client.query("UNLISTEN *").then(
+          () => client.release(),
+          () => client.release(true),
+        );
+    };
+    if (!listening) {
+      close();
+      return undefined;
+    }
+    return {
+      next: (ms) =>
+        new Promise<void>((resolve) => {
+          if (noticed) {
+            noticed = false;
+            resolve();
+            return;
+          }
+          const done = () => {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          wake = done;
+        }),
+      close,
+    };
   }
 
   /** Closes the pool made from `databaseUrl` (the store and a DBOS client stay open: they are yours). */
@@ -492,6 +602,11 @@ export class DurableRuns {
 
 /** How often `result()` looks for the end of the runs it waits for (all of them in one query). */
 const RESULT_POLL_MS = 100;
+/** After a waited run's log stopped, its workflow is looked up this soon, then twice as late each time. */
+const SOON_MS = 4;
+
+/** The store's notices of runs that stopped, while `result()` waits (see `#stopNotices`). */
+type StopNotices = { next(ms: number): Promise<void>; close(): void };
 
 /** What `result()` learns of a workflow that ended: its status, and its output if it succeeded. */
 type EndedWorkflow = { status: string; output?: unknown };

@@ -14,6 +14,7 @@
  * finishing, and its resume never re-runs either.
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
+import { sleep } from "../abort.js";
 import type { RunEvent, StopReason } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
@@ -23,7 +24,7 @@ import type { RunOptions } from "../run/config/run-options.js";
 import type { AgentsByName } from "../run/durability/recover.js";
 import { replay } from "../run/durability/replay.js";
 import type { RunHandle } from "../run/handle.js";
-import { Runner } from "../run/runner.js";
+import { Runner, startOrResume } from "../run/runner.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { provideAnswers, questionCallIds } from "./ask-human.js";
 
@@ -92,16 +93,8 @@ export function registerRunWorkflow(
     // Rebuilt the same way when DBOS replays the workflow: received messages are checkpointed.
     const answers = new Map<string, string>();
     for (;;) {
-      const driven = await DBOS.runStep(() => drive(context, runId, request, answers), {
+      const driven = await DBOS.runStep(() => driveWithRetries(context, runId, request, answers), {
         name: "drive",
-        // A lease still held by a worker on another machine that died expires within leaseMs;
-        // a store that failed for a moment is worth another try. Anything else fails the run.
-        retriesAllowed: true,
-        maxAttempts: 6,
-        intervalSeconds: Math.max(1, Math.ceil(context.leaseMs / 4_000)),
-        backoffRate: 1.5,
-        shouldRetry: (error) =>
-          error instanceof LeaseConflict || (error instanceof StoreError && error.retryable),
       });
       if (driven.stopReason !== "awaiting_approval") {
         const { asked: _a, questions: _q, ...result } = driven;
@@ -150,6 +143,36 @@ export function registerRunWorkflow(
 }
 
 /**
+ * `drive`, tried again while the run's lease is still held by a worker that died (it expires
+ * within leaseMs) or the store failed for a moment; anything else fails the run at once. The
+ * retries are ours, not DBOS's: its step retries read the workflow's status before every
+ * attempt, one more round trip on every run that never needs one. A cancel during the wait
+ * ends the step (DBOS then reports the workflow cancelled).
+ */
+async function driveWithRetries(
+  context: WorkflowContext,
+  runId: string,
+  request: DurableRunRequest,
+  answers: ReadonlyMap<string, string>,
+): Promise<Driven> {
+  const signal = DBOS.stepStatus?.cancelSignal;
+  let waitMs = Math.max(1, Math.ceil(context.leaseMs / 4_000)) * 1_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await drive(context, runId, request, answers);
+    } catch (error) {
+      const retryable = error instanceof LeaseConflict || (error instanceof StoreError && error.retryable);
+      if (!retryable || attempt >= DRIVE_ATTEMPTS) throw error;
+    }
+    await sleep(waitMs, signal);
+    waitMs *= 1.5;
+  }
+}
+
+/** Attempts of `drive` before a held lease or a failing store fails the run. */
+const DRIVE_ATTEMPTS = 6;
+
+/**
  * Starts the run (nothing stored yet) or resumes it from its log, and drives it until it stops.
  * The step's cancel signal is the run's signal: `DBOS.cancelWorkflow` ends it as a normal
  * cancelled run.
@@ -168,15 +191,13 @@ async function drive(
     leaseTtlMs: context.leaseMs,
     ...(signal !== undefined && { signal }),
   };
-  const known = await context.store.getRun(runId);
-  const handle: RunHandle<unknown> =
-    known === undefined
-      ? Runner.stream(agent, request.input, {
-          ...options,
-          runId,
-          ...(request.sessionId !== undefined && { sessionId: request.sessionId }),
-        })
-      : Runner.resume(agent, runId, { ...options, waitForLeaseMs: context.leaseMs + 2_000 });
+  // A workflow recovered on another worker finds its run stored: it goes on from the log.
+  const handle: RunHandle<unknown> = startOrResume(agent, request.input, {
+    ...options,
+    runId,
+    ...(request.sessionId !== undefined && { sessionId: request.sessionId }),
+    waitForLeaseMs: context.leaseMs + 2_000,
+  });
   // Nobody watches here: pulling every event passes approvals on to the agent's handler, and a
   // stored run parks when nobody decides. The iteration's own failure is the result's.
   const withdraw = provideAnswers(runId, answers);

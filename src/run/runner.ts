@@ -1,7 +1,7 @@
 import type { RunEvent } from "../contract/events.js";
 import { ProviderError, UserError } from "../errors.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
-import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
+import { type Lease, LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
 import { runChild } from "./child-run.js";
 import type { Agent } from "./config/agent.js";
@@ -105,12 +105,7 @@ export const Runner = {
       agent,
       { ...runOptions, runId },
       true,
-      async (run) => {
-        const state = await loadRun(options.store, runId);
-        if (state.status !== "running" && !resumesAfterFailure(state))
-          return { finished: storedResult(state, agent) };
-        return resumeLoop(run, state);
-      },
+      (run) => resumeStored(run, options.store, agent),
       lease,
     );
     return handleOf(started);
@@ -198,7 +193,49 @@ export type ResumeOptions<Deps = unknown> = RunOptions<Deps> & {
  */
 export const STORE_GRACE_MS = 2_000;
 
-type Body = (run: ActiveRun) => Promise<RunResult<any> | { finished: RunResult<any> }>;
+/** What a run does once it holds its lease (`lease` is the one taken, with a store). */
+type Body = (run: ActiveRun, lease?: Lease) => Promise<RunResult<any> | { finished: RunResult<any> }>;
+
+/** Continues the stored run `run.runId`, or settles with its stored result when it had finished. */
+async function resumeStored(
+  run: ActiveRun,
+  store: RunStore,
+  agent: Agent<any, any>,
+): Promise<RunResult<any> | { finished: RunResult<any> }> {
+  const state = await loadRun(store, run.runId);
+  if (state.status !== "running" && !resumesAfterFailure(state))
+    return { finished: storedResult(state, agent) };
+  return resumeLoop(run, state);
+}
+
+/**
+ * Starts the run `options.runId`, or resumes it when the store holds it already: the driver of
+ * a job that may be delivered again (a DBOS workflow recovered on another worker). Whether the
+ * run is stored comes with its lease, so a first delivery costs no extra round trip.
+ *
+ * @example
+ * const handle = startOrResume(agent, "Refund order A123", { store, runId: "refund-A123" });
+ */
+export function startOrResume<Deps, Output>(
+  agent: Agent<Deps, Output>,
+  input: RunInput,
+  options: ResumeOptions<Deps> & { runId: string },
+): RunHandle<Output> {
+  const { waitForLeaseMs, ...runOptions } = options;
+  assertRunInput(input, runOptions);
+  const { store, runId } = options;
+  const started = start(
+    agent,
+    runOptions,
+    true,
+    async (run, lease) => {
+      const stored = lease?.stored ?? (await store.getRun(runId)) !== undefined;
+      return stored ? resumeStored(run, store, agent) : fresh(run, input);
+    },
+    { waitMs: waitForLeaseMs ?? 0 },
+  );
+  return handleOf(started);
+}
 
 /** A fresh run: with a store and a known session, its conversation continues from the store. */
 function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
@@ -337,9 +374,9 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
   let leased = false;
   try {
     if (lease.mustExist) await lease.mustExist();
-    await sink.acquire(run.runId, lease);
+    const taken = await sink.acquire(run.runId, lease);
     leased = true;
-    const outcome = unwrap(await body(run));
+    const outcome = unwrap(await body(run, taken));
     leased = false;
     await sink.release(run.runId);
     // The caller hears how the run ended only once the store holds that end: a store that

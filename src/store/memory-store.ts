@@ -99,7 +99,7 @@ export class MemoryStore implements RunStore {
     checkLeaseFree(runId, owner, this.#leases.get(runId), now);
     const lease = { runId, owner, expiresAt: now + ttlMs };
     this.#leases.set(runId, lease);
-    return { ...lease };
+    return { ...lease, stored: this.#runs.has(runId) };
   }
 
   async renewLease(lease: Lease, ttlMs: number): Promise<Lease> {

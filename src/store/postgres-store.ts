@@ -90,9 +90,10 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 export class PostgresStore implements RunStore {
   readonly schema: string;
   /**
-   * The channel every committed `append` notifies (`pg_notify`) with `{ runId, lastSeq }` as
-   * JSON, so a process can tail runs driven elsewhere: `LISTEN` on it, then `read(runId,
-   * afterSeq)`. Notices are hints, never the record: a listener that connects late reads first.
+   * The channel every committed `append` notifies (`pg_notify`) with `{ runId, lastSeq, status }`
+   * as JSON (`status` as `getRun` would give it after the append), so a process can tail runs
+   * driven elsewhere: `LISTEN` on it, then `read(runId, afterSeq)`. Notices are hints, never
+   * the record: a listener that connects late reads first.
    *
    * @example
    * await client.query(`LISTEN "${store.eventsChannel}"`);
@@ -177,9 +178,10 @@ export class PostgresStore implements RunStore {
       ).rows[0] as RunRow | undefined;
       const previous = previousRow && toRunSummary(previousRow);
       const { rows, payloads } = encodeEvents(runId, previous?.lastSeq ?? 0, events);
-      summary = summarize(runId, previous, events);
+      const next = summarize(runId, previous, events);
+      summary = next;
       // A payload's key is the digest of its text: one already stored is the same text.
-      const owner = payloadOwner(runId, summary.sessionId);
+      const owner = payloadOwner(runId, next.sessionId);
       for (const payload of payloads) {
         await client.query(
           `INSERT INTO ${this.#t.artifacts} (run_id, key, text) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO NOTHING`,
@@ -194,13 +196,13 @@ export class PostgresStore implements RunStore {
       await client.query(
         `INSERT INTO ${this.#t.runs} (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
-        runRowValues(summary),
+        runRowValues(next),
       );
       // Delivered at commit, so a listener that reads after the notice sees these rows. The
-      // payload is small (run id and new last seq): listeners read the events themselves.
+      // payload is small (run id, new last seq, status): listeners read the events themselves.
       await client.query("SELECT pg_notify($1, $2)", [
         this.eventsChannel,
-        JSON.stringify({ runId, lastSeq: (previous?.lastSeq ?? 0) + rows.length }),
+        JSON.stringify({ runId, lastSeq: next.lastSeq, status: next.status }),
       ]);
     });
     if (summary !== undefined) this.#known.set(runId, { owner: lease.owner, summary });
@@ -242,7 +244,7 @@ export class PostgresStore implements RunStore {
         rows.map((r) => r.version),
         rows.map((r) => r.body),
         this.eventsChannel,
-        JSON.stringify({ runId, lastSeq: summary.lastSeq }),
+        JSON.stringify({ runId, lastSeq: summary.lastSeq, status: summary.status }),
       ]);
     } catch {
       return undefined;
@@ -303,6 +305,11 @@ export class PostgresStore implements RunStore {
     return withPayloads(runId, events, texts);
   }
 
+  /** Whether the run is stored, answered with the lease it takes ($1 is the run id). */
+  get #storedColumn(): string {
+    return `EXISTS (SELECT 1 FROM ${this.#t.runs} AS stored_run WHERE stored_run.run_id = $1) AS stored`;
+  }
+
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {
     checkLeaseRequest(runId, owner, ttlMs);
     // One statement decides: the insert or takeover happens only if the lease is free, expired
@@ -314,10 +321,10 @@ export class PostgresStore implements RunStore {
         `INSERT INTO ${this.#t.leases} AS l (run_id, owner, expires_at) VALUES ($1, $2, ${NOW_MS} + $3)
          ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
          WHERE l.owner = EXCLUDED.owner OR l.expires_at <= ${NOW_MS}
-         RETURNING expires_at`,
+         RETURNING expires_at, ${this.#storedColumn}`,
         [runId, owner, Math.ceil(ttlMs)],
       );
-      if (taken !== undefined) return { runId, owner, expiresAt: Number(taken.expires_at) };
+      if (taken !== undefined) return takenLease(runId, owner, taken);
       const [holder] = await this.#query(
         "acquiring the lease",
         runId,
@@ -331,10 +338,10 @@ export class PostgresStore implements RunStore {
           "acquiring the lease",
           runId,
           `UPDATE ${this.#t.leases} SET owner = $2, expires_at = ${NOW_MS} + $3
-           WHERE run_id = $1 AND owner = $4 RETURNING expires_at`,
+           WHERE run_id = $1 AND owner = $4 RETURNING expires_at, ${this.#storedColumn}`,
           [runId, owner, Math.ceil(ttlMs), holder.owner],
         );
-        if (takenOver !== undefined) return { runId, owner, expiresAt: Number(takenOver.expires_at) };
+        if (takenOver !== undefined) return takenLease(runId, owner, takenOver);
         continue;
       }
       // Throws LeaseConflict while the holder's lease is live; otherwise it was released or
@@ -649,4 +656,9 @@ function quickAppendStatement(t: PostgresTables, first: boolean, values: unknown
        WHERE EXISTS (SELECT 1 FROM run)
      )
      SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify(${v[14]}, ${v[15]}) FROM run) AS notified`;
+}
+
+/** The lease a row of `acquireLease` took, with whether the run was stored then. */
+function takenLease(runId: string, owner: string, row: Record<string, unknown>): Lease {
+  return { runId, owner, expiresAt: Number(row.expires_at), stored: row.stored === true };
 }

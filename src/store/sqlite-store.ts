@@ -481,7 +481,7 @@ export class SqliteStore implements RunStore {
         const now = Date.now();
         checkLeaseFree(runId, owner, this.#lease(runId), now);
         this.#sql.putLease.run(runId, owner, now + ttlMs);
-        return { runId, owner, expiresAt: now + ttlMs };
+        return { runId, owner, expiresAt: now + ttlMs, stored: this.#sql.hasRun.get(runId) !== undefined };
       },
     }) as Promise<Lease>;
   }
@@ -796,6 +796,7 @@ function prepare(db: BetterSqlite3.Database) {
        FROM ${RUNS_NOW} WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,
     ),
     getLease: db.prepare("SELECT owner, expires_at FROM quiver_leases WHERE run_id = ?"),
+    hasRun: db.prepare("SELECT 1 FROM quiver_runs WHERE run_id = ?"),
     putLease: db.prepare(
       `INSERT INTO quiver_leases (run_id, owner, expires_at) VALUES (?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at`,

@@ -9,7 +9,17 @@ import { isTransientFailure } from "./transient.js";
 export const EVENT_SCHEMA_VERSION = 2;
 
 /** The right to write one run's log, held by one process at a time until it expires. */
-export type Lease = { runId: string; owner: string; expiresAt: number };
+export type Lease = {
+  runId: string;
+  owner: string;
+  expiresAt: number;
+  /**
+   * From `acquireLease`: whether the store held events of the run when the lease was taken.
+   * The built-in stores answer it with the lease itself (no extra round trip); a store that
+   * leaves it out is asked with `getRun` when it matters.
+   */
+  stored?: boolean;
+};
 
 /** A run as listed by a store. */
 export type RunSummary = {

@@ -334,6 +334,24 @@ describe("quiver-agents/dbos with two worker processes", () => {
     expect((await store.read(runId)).length).toBe(events.length);
   }, 30_000);
 
+  it("result() answers as soon as a run's workflow ends, not at its next poll", async () => {
+    // With the store's database, the store's notice of a run's last append sends result() to
+    // look the workflow up within milliseconds; by polling alone (every 100 ms) the answer comes
+    // 0–100 ms after the end, so eight answers all under 60 ms would be luck (0.6^8 ≈ 2 %).
+    const lags: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const runId = await runs.start("biller", "charge me");
+      const result = await runs.result(runId, { timeoutMs: 15_000 });
+      const answeredAt = Date.now();
+      expect(result.stopReason).toBe("completed");
+      const ended = await client.getWorkflow(runId);
+      lags.push(answeredAt - Number(ended!.updatedAt));
+    }
+    expect(Math.max(...lags), `ms from each workflow's end to its result(): ${lags.join(", ")}`).toBeLessThan(
+      60,
+    );
+  }, 30_000);
+
   it("follows a run's events from a third process and cancels it there", async () => {
     const runId = await runs.start("waiter", "wait for me");
     const seen: string[] = [];

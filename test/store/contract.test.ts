@@ -267,6 +267,21 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2]);
       });
 
+      it("says with each lease whether the run is stored (a redelivered job resumes instead of starting over)", async () => {
+        const store = await open();
+        const first = await store.acquireLease("r", "a", LONG);
+        expect(first.stored).toBe(false);
+        await store.append(first, [started("r")]);
+        await store.releaseLease(first);
+        expect((await store.acquireLease("r", "b", LONG)).stored).toBe(true);
+        // A takeover of an expired lease says it too.
+        const old = await store.acquireLease("other", "crashed", 30);
+        await store.append(old, [started("other")]);
+        await sleep(80);
+        expect((await store.acquireLease("other", "rescuer", LONG)).stored).toBe(true);
+        expect((await store.acquireLease("never-started", "c", LONG)).stored).toBe(false);
+      });
+
       it("refuses writes and renewal on an expired lease nobody took over", async () => {
         const store = await open();
         const lease = await store.acquireLease("r", "slow", 30);

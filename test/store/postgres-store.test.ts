@@ -31,6 +31,31 @@ async function twoProcesses<T>(
 }
 
 describe("PostgresStore", () => {
+  it("notifies its events channel of each append with the run's last seq and status", async () => {
+    const store = new PostgresStore({ connectionString: cluster.connectionString, schema: "notices" });
+    const listener = new pg.Client({ connectionString: cluster.connectionString });
+    await listener.connect();
+    const notices: unknown[] = [];
+    listener.on("notification", (n) => notices.push(JSON.parse(n.payload!)));
+    try {
+      await listener.query(`LISTEN "${store.eventsChannel}"`);
+      const lease = await store.acquireLease("r", "w", 60_000);
+      await store.append(lease, [started("r")]);
+      await store.append(lease, [event("r", 2)]);
+      // A large payload takes the general path: its notice says the same.
+      await store.append(lease, [{ ...completed("r", 3), output: "x".repeat(100_000) } as RunEvent]);
+      for (let i = 0; i < 100 && notices.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(notices).toEqual([
+        { runId: "r", lastSeq: 1, status: "running" },
+        { runId: "r", lastSeq: 2, status: "running" },
+        { runId: "r", lastSeq: 3, status: "completed" },
+      ]);
+    } finally {
+      await listener.end();
+      await store.close();
+    }
+  });
+
   it("gives each run's lease to exactly one of two stores racing for it", async () => {
     await twoProcesses("race_leases", async (a, b) => {
       const runs = Array.from({ length: 30 }, (_, i) => `run-${i}`);

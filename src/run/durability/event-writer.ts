@@ -265,8 +265,8 @@ export class EventWriter implements EventSink {
    * another live process holds it, waits up to `waitMs` (polling, so a holder that dies or
    * lets go is noticed at once), then throws its `LeaseConflict`.
    */
-  async acquire(runId: string, wait: LeaseWait = {}): Promise<void> {
-    if (!this.store) return;
+  async acquire(runId: string, wait: LeaseWait = {}): Promise<Lease | undefined> {
+    if (!this.store) return undefined;
     const requestedAt = Date.now();
     const lease = await this.#acquire(runId, wait);
     this.#leases.set(runId, lease);
@@ -278,6 +278,7 @@ export class EventWriter implements EventSink {
       );
       this.#renewTimer.unref?.();
     }
+    return lease;
   }
 
   async #acquire(runId: string, { waitMs = 0, signal }: LeaseWait): Promise<Lease> {

@@ -1,5 +1,5 @@
 import type { RunEvent } from "../../contract/events.js";
-import type { RunStore } from "../../store/types.js";
+import type { Lease, RunStore } from "../../store/types.js";
 
 /** How a driver waits for a lease another process holds. */
 export type LeaseWait = { waitMs?: number; signal?: AbortSignal };
@@ -18,7 +18,7 @@ export interface EventSink {
   write(event: RunEvent): void;
   /** Resolves once every event written so far is stored (`undefined` when nothing needs waiting for). */
   flushed(): Promise<void> | undefined;
-  /** Takes the run's lease and keeps it renewed until `release`. */
-  acquire(runId: string, wait?: LeaseWait): Promise<void>;
+  /** Takes the run's lease and keeps it renewed until `release`; resolves with the lease taken. */
+  acquire(runId: string, wait?: LeaseWait): Promise<Lease | undefined>;
   release(runId: string): Promise<void>;
 }
