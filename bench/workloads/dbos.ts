@@ -27,7 +27,7 @@ const POLL_MS = Number(process.env.POLL_MS ?? 10);
 const WARM_RUNS = 40;
 
 /** DBOS phases per worker count, each between two plain ones (the median ratio is reported). */
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 type DbosArgs = { url: string };
 /** Runs per second: the plain phases in order, and each DBOS phase with the plain ones around it. */
