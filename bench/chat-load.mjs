@@ -12,7 +12,21 @@ import http from "node:http";
 const [port, concurrency, requests, warmUp] = process.argv.slice(2).map(Number);
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
 
-function chat(i) {
+/**
+ * One chat request. A kept-alive socket the server closed just as it was reused fails with
+ * ECONNRESET before anything was sent back (node's docs: check `reusedSocket`): asked again on a
+ * fresh socket, as a browser would.
+ */
+async function chat(i) {
+  try {
+    return await chatOnce(i);
+  } catch (error) {
+    if (error.code === "ECONNRESET" && error.reusedSocket) return chatOnce(i);
+    throw error;
+  }
+}
+
+function chatOnce(i) {
   const body = JSON.stringify({
     id: `chat-${i}`,
     messages: [{ id: `m${i}`, role: "user", parts: [{ type: "text", text: "Add 1 and 2, then talk." }] }],
@@ -45,7 +59,10 @@ function chat(i) {
         res.on("error", fail);
       },
     );
-    req.on("error", fail);
+    req.on("error", (error) => {
+      error.reusedSocket = req.reusedSocket;
+      fail(error);
+    });
     req.end(body);
   });
 }

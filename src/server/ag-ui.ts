@@ -8,17 +8,17 @@ import {
   type RunAgentInput,
 } from "@ag-ui/core";
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
-import { EventEncoder } from "@ag-ui/encoder";
 import { type RunInput, replay } from "../index.js";
 import { AgUiTranslator, hasState } from "./ag-ui-events.js";
 import { applyAnswers, waitsOf } from "./ag-ui-interrupts.js";
 import { contentOf, contextBlock, historyOf, toAgUi } from "./ag-ui-messages.js";
+import { type AgUiWire, agUiWire } from "./ag-ui-wire.js";
 import { refusingBadInput } from "./attachments.js";
 import { ClientResults } from "./client-tools.js";
-import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject, SSE_HEADERS } from "./http.js";
+import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
-import { translatedStream } from "./translated-stream.js";
+import { framed, translatedStream } from "./translated-stream.js";
 
 /** Per server: results of client-tool calls on their way into runs. */
 const resultsOf = new WeakMap<RunRegistry, ClientResults>();
@@ -26,8 +26,6 @@ const resultsOf = new WeakMap<RunRegistry, ClientResults>();
 const cursors = new WeakMap<RunLog, number>();
 /** The id of the AG-UI user message that started a run: the same message again is a reconnect. */
 const startedBy = new WeakMap<RunLog, string>();
-
-const encoder = new EventEncoder();
 
 /**
  * `POST /api/ag-ui`: a `RunAgentInput` in, the AG-UI event stream out. The thread id is the
@@ -45,6 +43,7 @@ export async function postAgUi(
   defaultAgent: string,
 ): Promise<Response> {
   const input = await readInput(request);
+  const wire = agUiWire(request.headers.get("accept"));
   const threadId = input.threadId;
   const agentKey = agentOf(input, defaultAgent);
   if ((await registry.sessions.access(threadId, userId)) === "theirs")
@@ -62,14 +61,14 @@ export async function postAgUi(
     const added = registry.toolsBesides(live.agentKey, tools);
     if (added.length > 0) live.extraTools = added;
     const from = cursors.get(live) ?? live.all.length;
-    if ((await applyAnswers(live, input, registry, results)) > 0) return agUiStream(live, input, from);
-    if (!newMessage) return agUiStream(live, input, 0, snapshotBefore(live));
+    if ((await applyAnswers(live, input, registry, results)) > 0) return agUiStream(live, input, wire, from);
+    if (!newMessage) return agUiStream(live, input, wire, 0, snapshotBefore(live));
     // A new message supersedes a run of this thread that still waits or runs.
     await registry.cancel(live, "superseded by a new message").catch(() => {});
     const until = Date.now() + 5_000;
     while (!live.finished && Date.now() < until) await live.changed(until - Date.now());
   } else if (!newMessage) {
-    return snapshotOnly(input, latest);
+    return snapshotOnly(input, latest, wire);
   }
 
   const content = contentOf(newMessage!.content, contextBlock(input));
@@ -87,7 +86,7 @@ export async function postAgUi(
     registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools, { state: input.state }),
   );
   startedBy.set(log, newMessage!.id);
-  return agUiStream(log, input, 0);
+  return agUiStream(log, input, wire, 0);
 }
 
 async function readInput(request: Request): Promise<RunAgentInput> {
@@ -117,7 +116,13 @@ function agentOf(input: RunAgentInput, defaultAgent: string): string {
  * request's run id), a messages snapshot when reconnecting, the translated events, and
  * RUN_FINISHED or RUN_ERROR where the run ends or waits. Produced as the client reads.
  */
-function agUiStream(log: RunLog, input: RunAgentInput, from: number, snapshot?: AgUiMessage[]): Response {
+function agUiStream(
+  log: RunLog,
+  input: RunAgentInput,
+  wire: AgUiWire,
+  from: number,
+  snapshot?: AgUiMessage[],
+): Response {
   const clientTools = new Set((log.extraTools ?? []).map((t) => t.name));
   const translator = new AgUiTranslator(log.runId, input.threadId, input.runId, clientTools);
   if (from > 0) translator.prime(log.all.slice(0, from));
@@ -138,8 +143,8 @@ function agUiStream(log: RunLog, input: RunAgentInput, from: number, snapshot?: 
         out,
         log.status === "failed" ? "failed" : log.status === "detached" ? "detached" : "completed",
       ),
-    frame: (event) => encoder.encodeSSE(event),
-    headers: SSE_HEADERS,
+    frame: wire.frame,
+    headers: wire.headers,
   });
 }
 
@@ -153,7 +158,7 @@ function runStarted(input: RunAgentInput, runId?: string): AgUiEvent {
 }
 
 /** A thread with nothing running: its conversation as a snapshot, and the AG-UI run ends. */
-function snapshotOnly(input: RunAgentInput, latest: RunLog | undefined): Response {
+function snapshotOnly(input: RunAgentInput, latest: RunLog | undefined, wire: AgUiWire): Response {
   const replayed = latest && replay(latest.own);
   const messages = latest ? toAgUi(latest.messages ?? replayed!.messages, latest.runId) : [];
   const events: AgUiEvent[] = [
@@ -169,7 +174,7 @@ function snapshotOnly(input: RunAgentInput, latest: RunLog | undefined): Respons
       outcome: { type: "success" },
     },
   ];
-  return new Response(events.map((e) => encoder.encodeSSE(e)).join(""), { headers: SSE_HEADERS });
+  return new Response(framed(events.map(wire.frame)), { headers: wire.headers });
 }
 
 /** The conversation a run started from (what came before it in its thread). */

@@ -32,7 +32,7 @@ export function directTarget(env: unknown): DirectTarget | undefined {
  * the server's memory per subscriber about doubled over Node's own.
  */
 export function streamDirect(
-  next: (signal: AbortSignal) => Promise<string | null>,
+  next: (signal: AbortSignal) => Promise<string | Uint8Array | null>,
   headers: Record<string, string>,
   status: number,
   target: DirectTarget,
@@ -47,20 +47,20 @@ export function streamDirect(
 }
 
 async function pump(
-  next: (signal: AbortSignal) => Promise<string | null>,
+  next: (signal: AbortSignal) => Promise<string | Uint8Array | null>,
   outgoing: ServerResponse,
   signal: AbortSignal,
 ): Promise<void> {
   try {
     for (;;) {
-      const text = await next(signal);
+      const piece = await next(signal);
       if (signal.aborted) return;
-      if (text === null) {
+      if (piece === null) {
         outgoing.end();
         return;
       }
       // Backpressure: the next piece is made once the socket took this one.
-      if (!outgoing.write(text)) await drained(outgoing, signal);
+      if (!outgoing.write(piece)) await drained(outgoing, signal);
     }
   } catch (error) {
     outgoing.destroy(error instanceof Error ? error : new Error(String(error)));

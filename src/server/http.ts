@@ -131,7 +131,7 @@ export const KEEPALIVE_MS = 15_000;
  * goes away. Under `serve()` (`direct`), written to Node's response without a web stream.
  */
 export function pullResponse(
-  next: (signal: AbortSignal) => Promise<string | null>,
+  next: (signal: AbortSignal) => Promise<string | Uint8Array | null>,
   headers: Record<string, string>,
   status = 200,
   direct?: DirectTarget,
@@ -143,10 +143,10 @@ export function pullResponse(
     {
       async pull(controller) {
         try {
-          const text = await next(gone.signal);
+          const piece = await next(gone.signal);
           if (gone.signal.aborted) return;
-          if (text === null) controller.close();
-          else controller.enqueue(encoder.encode(text));
+          if (piece === null) controller.close();
+          else controller.enqueue(typeof piece === "string" ? encoder.encode(piece) : piece);
         } catch (error) {
           controller.error(error);
         }

@@ -12,8 +12,8 @@ export type TranslatedStream<Chunk> = {
   blocked: (out: Chunk[], cursor: number) => void;
   /** The run ended (or was detached) without the translator seeing its end. */
   ended: (out: Chunk[]) => void;
-  /** One chunk as SSE text. */
-  frame: (chunk: Chunk) => string;
+  /** One chunk as sent: SSE text, or bytes for a binary protocol (which gets no keepalive). */
+  frame: (chunk: Chunk) => string | Uint8Array;
   /** Sent once after the end (`data: [DONE]`), if the protocol has one. */
   closing?: string;
   headers: Record<string, string>;
@@ -24,11 +24,13 @@ export type TranslatedStream<Chunk> = {
  * nothing is produced ahead of the reader), with a keepalive comment while the run is quiet.
  */
 export function translatedStream<Chunk>(log: RunLog, from: number, spec: TranslatedStream<Chunk>): Response {
+  // A binary stream has no comment to keep a quiet connection alive with.
+  const keepalive = spec.headers["content-type"]?.startsWith("text/event-stream") ?? false;
   let cursor = from;
   let started = false;
   let closed = false;
   let lastSent = Date.now();
-  const next = async (signal: AbortSignal): Promise<string | null> => {
+  const next = async (signal: AbortSignal): Promise<string | Uint8Array | null> => {
     for (;;) {
       if (signal.aborted) return null;
       const out: Chunk[] = [];
@@ -49,6 +51,7 @@ export function translatedStream<Chunk>(log: RunLog, from: number, spec: Transla
       } else {
         await log.changed(KEEPALIVE_MS, signal);
         if (
+          keepalive &&
           cursor === log.all.length &&
           !log.blocked &&
           !log.finished &&
@@ -61,10 +64,21 @@ export function translatedStream<Chunk>(log: RunLog, from: number, spec: Transla
       }
       if (out.length === 0) continue;
       lastSent = Date.now();
-      let text = "";
-      for (const chunk of out) text += spec.frame(chunk);
-      return text;
+      return framed(out.map(spec.frame));
     }
   };
   return pullResponse(next, spec.headers);
+}
+
+/** Frames sent as one piece: text joined, bytes concatenated. */
+export function framed(frames: Array<string | Uint8Array>): string | Uint8Array {
+  if (frames.every((frame) => typeof frame === "string")) return frames.join("");
+  const bytes = frames.map((frame) => (typeof frame === "string" ? new TextEncoder().encode(frame) : frame));
+  const out = new Uint8Array(bytes.reduce((sum, b) => sum + b.length, 0));
+  let at = 0;
+  for (const b of bytes) {
+    out.set(b, at);
+    at += b.length;
+  }
+  return out;
 }

@@ -442,6 +442,134 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
   });
 });
 
+/** AG-UI's protobuf encoding: an HttpAgent that asks for it, and what each response was sent as. */
+class ProtoAgent extends HttpAgent {
+  protected override requestInit(input: Parameters<HttpAgent["requestInit"]>[0]): RequestInit {
+    const init = super.requestInit(input);
+    return {
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), Accept: "application/vnd.ag-ui.event+proto" },
+    };
+  }
+}
+
+function recordingFetch(types: string[]) {
+  return async (url: string, init: RequestInit) => {
+    const response = await fetch(url, init);
+    types.push(response.headers.get("content-type") ?? "");
+    return response;
+  };
+}
+
+describe("AG-UI over protobuf (Accept: application/vnd.ag-ui.event+proto)", () => {
+  /** The same thread, played against a fresh server by the given client: what the client ends up with. */
+  async function play(kind: "sse" | "proto") {
+    const channel = new HumanChannel();
+    const url = await start({
+      agent: agentWith(
+        [
+          {
+            reasoning: "planning",
+            toolCalls: [{ id: "c1", name: "add_step", args: { step: "book flights" } }],
+          },
+          {
+            text: "Added. One question:",
+            toolCalls: [
+              {
+                id: "q1",
+                name: "ask_human",
+                args: { question: "Which seat?", options: [{ label: "aisle" }, { label: "window" }] },
+              },
+            ],
+          },
+          (req) => ({ text: `Booked: ${lastToolText(req)}.` }),
+        ],
+        [addStepTool, askHuman(channel)],
+      ),
+      human: channel,
+    });
+    const contentTypes: string[] = [];
+    const options = { url, threadId: `t-${kind}`, fetch: recordingFetch(contentTypes) };
+    const agent = kind === "proto" ? new ProtoAgent(options) : new HttpAgent(options);
+    const seen: BaseEvent[] = [];
+    agent.subscribe({ onEvent: ({ event }) => void seen.push(event) });
+    agent.setState({ steps: ["pick dates"] });
+    agent.addMessage(userMessage("u1", "plan my trip"));
+    await agent.runAgent();
+    const interrupts = agent.pendingInterrupts.map(({ id, message, responseSchema }) => ({
+      id,
+      message,
+      responseSchema,
+    }));
+    await agent.runAgent({ resume: [{ interruptId: "q1", status: "resolved", payload: "aisle" }] });
+    // A reload: a fresh client of the same kind gets the thread back.
+    const later = kind === "proto" ? new ProtoAgent({ ...options }) : new HttpAgent({ ...options });
+    await later.runAgent();
+    const shape = (messages: Message[]) =>
+      messages.map((m) => ({
+        role: m.role,
+        content: "content" in m ? m.content : undefined,
+        calls:
+          m.role === "assistant"
+            ? m.toolCalls?.map((c) => [c.id, c.function.name, c.function.arguments])
+            : undefined,
+      }));
+    return {
+      contentTypes,
+      types: seen.map((e) => e.type),
+      interrupts,
+      messages: shape(agent.messages),
+      state: agent.state,
+      reloaded: { messages: shape(later.messages), state: later.state },
+    };
+  }
+
+  it("gives a client that asks for protobuf the same run, interrupt, state and reload as SSE gives another", async () => {
+    const sse = await play("sse");
+    const proto = await play("proto");
+    expect(sse.contentTypes.every((t) => t.startsWith("text/event-stream"))).toBe(true);
+    expect(proto.contentTypes).toEqual(Array(3).fill("application/vnd.ag-ui.event+proto"));
+    expect(proto.types).toEqual(sse.types);
+    expect(proto.types).toContain(EventType.STATE_SNAPSHOT);
+    expect(proto.interrupts).toEqual(sse.interrupts);
+    expect(proto.interrupts).toMatchObject([{ id: "q1", message: "Which seat?" }]);
+    expect(proto.messages).toEqual(sse.messages);
+    expect(proto.messages.at(-1)).toMatchObject({ role: "assistant", content: "Booked: aisle." });
+    expect(proto.state).toEqual({ steps: ["pick dates", "book flights"] });
+    expect(proto.reloaded).toEqual(sse.reloaded);
+  });
+
+  it("answers SSE to wildcards and to clients that rank SSE higher", async () => {
+    const url = await start({ agent: agentWith([{ text: "hi" }, { text: "hi" }, { text: "hi" }]) });
+    const body = (threadId: string) =>
+      JSON.stringify({
+        threadId,
+        runId: "r1",
+        messages: [{ id: "u1", role: "user", content: "hello" }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      });
+    const typeFor = async (threadId: string, accept: string) => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept },
+        body: body(threadId),
+      });
+      await response.arrayBuffer();
+      return response.headers.get("content-type");
+    };
+    expect(await typeFor("w1", "*/*")).toMatch(/^text\/event-stream/);
+    expect(await typeFor("w2", "text/event-stream, application/vnd.ag-ui.event+proto;q=0.5")).toMatch(
+      /^text\/event-stream/,
+    );
+    expect(await typeFor("w3", "application/vnd.ag-ui.event+proto, text/event-stream;q=0.9")).toBe(
+      "application/vnd.ag-ui.event+proto",
+    );
+  });
+});
+
 async function eventuallyTrue(check: () => boolean, timeoutMs = 5_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!check()) {
