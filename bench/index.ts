@@ -153,8 +153,9 @@ How to read it:
   framework measured in the same run (table below) the binding one.
 - W0 = one chat request: a run of one tool call and a final answer, timed per run (1,000 runs
   back to back on one agent). W1s = W1 at 20 turns. W0, W1s and W1 are held to a third of
-  pi-agent-core's figures: the rows "beside pi-agent-core in one process" run Quiver's run()
-  and pi-agent-core interleaved in the same child (the same tool function, each over its own
+  pi-agent-core's figures, and W1's \`stream()\` too: the rows "beside pi-agent-core in one
+  process" run Quiver's run() (and, at 500 turns, stream() read event by event) and
+  pi-agent-core interleaved in the same child (the same tool function, each over its own
   scripted model), so a change in the machine's speed between children (seen here: the same
   W1 at 6.3 and 8.9 µs in consecutive runs) moves both sides alike. Without the frameworks
   installed, W1 falls back to a third of issue 9's 25 µs.

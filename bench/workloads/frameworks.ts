@@ -64,6 +64,8 @@ type FrameworkResult = {
   baselineUs: number;
   /** With `beside`: Quiver's run(), per call, interleaved with the framework's samples. */
   quiverUs?: number;
+  /** With `beside`: Quiver's stream() read event by event, per call, the same way. */
+  quiverStreamUs?: number;
   /** With `cold`: the same runs, each after a full `gc()`. */
   coldUs?: number;
   baselineColdUs?: number;
@@ -119,6 +121,20 @@ export async function framework({
       }
       return Runner.run(agent, "go", options);
     };
+    // stream() read event by event, as loop.ts measures it.
+    let streamModel = new ScriptedModel(chunk, { record: false });
+    let streamAgent = new Agent({ name: "bench", model: streamModel, tools: [add] });
+    contenders.quiverStream = async () => {
+      if (streamModel.remaining <= turns) {
+        streamModel = new ScriptedModel(chunk, { record: false });
+        streamAgent = new Agent({ name: "bench", model: streamModel, tools: [add] });
+      }
+      const handle = Runner.stream(streamAgent, "go", options);
+      let events = 0;
+      for await (const event of handle) if (event.type) events++;
+      await handle.result();
+      return events;
+    };
   }
   // Each contender gets its own number of runs per sample, so that every sample lasts about
   // SAMPLE_MS: with the same number for all, the fastest contender's samples were a few ms
@@ -140,7 +156,7 @@ export async function framework({
     label: mod.label,
     us: perCall("framework"),
     baselineUs: perCall("baseline"),
-    ...(beside && { quiverUs: perCall("quiver") }),
+    ...(beside && { quiverUs: perCall("quiver"), quiverStreamUs: perCall("quiverStream") }),
   };
   if (cold) {
     // A gc() costs milliseconds: fewer runs per sample, so a sample stays short.
@@ -219,7 +235,10 @@ export type Anchor = {
   w0Us: number;
   shortUs: number;
   coldUs?: number;
-  beside?: Record<"w0" | "short" | "long", { quiverUs: number; frameworkUs: number }>;
+  beside?: Record<"w0" | "short" | "long", { quiverUs: number; frameworkUs: number }> & {
+    /** Quiver's stream() at 500 turns, beside the framework. */
+    streamLong?: { quiverUs: number; frameworkUs: number };
+  };
 };
 
 /** The fastest framework at 500 turns, per call. */
@@ -239,6 +258,9 @@ export function fastest(measured: Measured[]): Anchor | undefined {
             w0: { quiverUs: best.w0.quiverUs, frameworkUs: best.w0.us },
             short: { quiverUs: best.short.quiverUs, frameworkUs: best.short.us },
             long: { quiverUs: best.long.quiverUs, frameworkUs: best.long.us },
+            ...(best.long.quiverStreamUs !== undefined && {
+              streamLong: { quiverUs: best.long.quiverStreamUs, frameworkUs: best.long.us },
+            }),
           },
         }),
     }
