@@ -350,6 +350,10 @@ export class DurableRuns {
   /** The runs `result()` waits for, and what to call with each one's status once its workflow has ended. */
   readonly #ending = new Map<string, Set<(ended: EndedWorkflow) => void>>();
   #watching = false;
+  /** The store's notices while `result()` waits (see `#watchEnds`). */
+  #notices: StopNotices | undefined;
+  /** After `close()`: `result()` polls, and opens no connection of its own. */
+  #closed = false;
 
   /**
    * Resolves once the run's workflow has ended (true), or after `timeoutMs` (false). Every run
@@ -388,6 +392,7 @@ export class DurableRuns {
     this.#watching = true;
     const stopping = new Map<string, { due: number; delay: number }>();
     const notices = await this.#stopNotices(stopping);
+    this.#notices = notices;
     try {
       let lastFull = 0;
       while (this.#ending.size > 0) {
@@ -413,6 +418,7 @@ export class DurableRuns {
       }
     } finally {
       notices?.close();
+      this.#notices = undefined;
       this.#watching = false;
     }
   }
@@ -450,7 +456,8 @@ export class DurableRuns {
   async #stopNotices(
     stopping: Map<string, { due: number; delay: number }>,
   ): Promise<StopNotices | undefined> {
-    if (this.#pool === undefined && this.#options.databaseUrl === undefined) return undefined;
+    if (this.#closed || (this.#pool === undefined && this.#options.databaseUrl === undefined))
+      return undefined;
     let client: ListeningClient;
     try {
       client = await this.#database("result").connect();
@@ -478,10 +485,13 @@ export class DurableRuns {
     } catch {
       listening = false;
     }
+    let closed = false;
     const close = () => {
+      if (closed) return;
+      closed = true;
       client.off("notification", onNotice);
-      // A connection left listening must not go back to the pool.
-      if (!listening) client.release(true);
+      // A connection left listening must not go back to the pool; at close() it just goes.
+      if (!listening || this.#closed) client.release(true);
       else
         void client.query("UNLISTEN *").then(
           () => client.release(),
@@ -514,6 +524,9 @@ export class DurableRuns {
 
   /** Closes the pool made from `databaseUrl` (the store and a DBOS client stay open: they are yours). */
   async close(): Promise<void> {
+    // A wait for a result goes on by polling: its listening connection must not hold the pool open.
+    this.#closed = true;
+    this.#notices?.close();
     const pool = this.#pool;
     if (pool && this.#ownsPool) {
       this.#pool = undefined;

@@ -352,6 +352,17 @@ describe("quiver-agents/dbos with two worker processes", () => {
     );
   }, 30_000);
 
+  it("close() does not wait for result() calls still waiting: they go on by polling", async () => {
+    const other = durableRuns({ store, client, databaseUrl: cluster.connectionString });
+    // No such workflow: the wait lasts its whole timeout, listening meanwhile.
+    const waiting = other.result("no-such-run", { timeoutMs: 3_000 }).catch((error: Error) => error);
+    await new Promise((r) => setTimeout(r, 300));
+    const closing = Date.now();
+    await other.close();
+    expect(Date.now() - closing).toBeLessThan(1_500);
+    expect(String(await waiting)).toMatch(/did not finish within 3000 ms/);
+  }, 15_000);
+
   it("follows a run's events from a third process and cancels it there", async () => {
     const runId = await runs.start("waiter", "wait for me");
     const seen: string[] = [];
