@@ -337,9 +337,10 @@ describe("quiver-agents/dbos with two worker processes", () => {
   it("result() answers as soon as a run's workflow ends, not at its next poll", async () => {
     // With the store's database, the store's notice of a run's last append sends result() to
     // look the workflow up within milliseconds; by polling alone (every 100 ms) the answer comes
-    // 0–100 ms after the end, so eight answers all under 60 ms would be luck (0.6^8 ≈ 2 %).
+    // 0–100 ms after the end, so ten of twelve under 40 ms would be luck (0.3 %). Two may be
+    // slow: a loaded machine delays a notice now and then.
     const lags: number[] = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 12; i++) {
       const runId = await runs.start("biller", "charge me");
       const result = await runs.result(runId, { timeoutMs: 15_000 });
       const answeredAt = Date.now();
@@ -347,10 +348,11 @@ describe("quiver-agents/dbos with two worker processes", () => {
       const ended = await client.getWorkflow(runId);
       lags.push(answeredAt - Number(ended!.updatedAt));
     }
-    expect(Math.max(...lags), `ms from each workflow's end to its result(): ${lags.join(", ")}`).toBeLessThan(
-      60,
+    const prompt = lags.filter((ms) => ms < 40).length;
+    expect(prompt, `ms from each workflow's end to its result(): ${lags.join(", ")}`).toBeGreaterThanOrEqual(
+      10,
     );
-  }, 30_000);
+  }, 40_000);
 
   it("close() does not wait for result() calls still waiting: they go on by polling", async () => {
     const other = durableRuns({ store, client, databaseUrl: cluster.connectionString });
