@@ -16,7 +16,8 @@ import { loadOptionalPackage } from "../store/optional-package.js";
 import type { PostgresStore } from "../store/postgres-store.js";
 import { LeaseConflict } from "../store/types.js";
 import { questionCallIds } from "./ask-human.js";
-import type { DurableRunsPool, ListeningClient, PostgresNotification } from "./pool.js";
+import { type Listener, listen } from "./listen.js";
+import type { DurableRunsPool } from "./pool.js";
 import { type Reaper, type ReaperOptions, startReaper } from "./reaper.js";
 import { type TailOptions, tailEvents } from "./tail.js";
 import {
@@ -458,19 +459,12 @@ export class DurableRuns {
   ): Promise<StopNotices | undefined> {
     if (this.#closed || (this.#pool === undefined && this.#options.databaseUrl === undefined))
       return undefined;
-    let client: ListeningClient;
-    try {
-      client = await this.#database("result").connect();
-    } catch {
-      return undefined;
-    }
     let wake: (() => void) | undefined;
     // A notice that came while the watcher was not waiting (it was looking runs up).
     let noticed = false;
-    const onNotice = (notice: PostgresNotification) => {
-      if (notice.channel !== this.store.eventsChannel || notice.payload === undefined) return;
+    const onPayload = (payload: string) => {
       try {
-        const { runId, status } = JSON.parse(notice.payload) as { runId: string; status?: string };
+        const { runId, status } = JSON.parse(payload) as { runId: string; status?: string };
         // A parked run's workflow waits for its decisions: only an ended log ends it.
         if ((status !== "completed" && status !== "failed") || !this.#ending.has(runId)) return;
         if (!stopping.has(runId)) stopping.set(runId, { due: Date.now() + SOON_MS, delay: SOON_MS });
@@ -478,28 +472,10 @@ export class DurableRuns {
         else noticed = true;
       } catch {}
     };
-    client.on("notification", onNotice);
-    let listening = true;
+    let listener: Listener;
     try {
-      await client.query(`LISTEN "${this.store.eventsChannel.replaceAll('"', '""')}"`);
+      listener = await listen(this.#database("result"), this.store.eventsChannel, onPayload);
     } catch {
-      listening = false;
-    }
-    let closed = false;
-    const close = () => {
-      if (closed) return;
-      closed = true;
-      client.off("notification", onNotice);
-      // A connection left listening must not go back to the pool; at close() it just goes.
-      if (!listening || this.#closed) client.release(true);
-      else
-        void client.query("UNLISTEN *").then(
-          () => client.release(),
-          () => client.release(true),
-        );
-    };
-    if (!listening) {
-      close();
       return undefined;
     }
     return {
@@ -518,7 +494,8 @@ export class DurableRuns {
           const timer = setTimeout(done, ms);
           wake = done;
         }),
-      close,
+      // At close() the connection just goes: the pool is ending.
+      close: () => void listener.close(this.#closed),
     };
   }
 

@@ -6,7 +6,8 @@
 import { sleep } from "../abort.js";
 import type { RunEvent } from "../contract/events.js";
 import type { RunStore } from "../store/types.js";
-import type { DurableRunsPool, PostgresNotification } from "./pool.js";
+import { listen } from "./listen.js";
+import type { DurableRunsPool } from "./pool.js";
 
 /** What `events()` takes. */
 export type TailOptions = {
@@ -30,22 +31,19 @@ export async function* tailEvents(
   let after = options.afterSeq ?? 0;
   const pollMs = options.pollMs ?? 1_000;
   const { signal } = options;
-  const client = await pool.connect();
   let wake: (() => void) | undefined;
-  const onNotice = (notice: PostgresNotification) => {
-    if (notice.channel !== store.eventsChannel || notice.payload === undefined) return;
+  const onPayload = (payload: string) => {
     try {
-      const { runId: noticed, lastSeq } = JSON.parse(notice.payload) as { runId: string; lastSeq: number };
+      const { runId: noticed, lastSeq } = JSON.parse(payload) as { runId: string; lastSeq: number };
       if (noticed === runId && lastSeq > after) wake?.();
     } catch {}
   };
+  // Listening starts before the first read, so nothing committed in between is missed.
+  const listener = await listen(pool, store.eventsChannel, onPayload);
   const onAbort = () => wake?.();
-  client.on("notification", onNotice);
   signal?.addEventListener("abort", onAbort, { once: true });
   let broken = false;
   try {
-    // Listening starts before the first read, so nothing committed in between is missed.
-    await client.query(`LISTEN "${store.eventsChannel.replaceAll('"', '""')}"`);
     while (!signal?.aborted) {
       const woken = new Promise<void>((resolve) => {
         wake = resolve;
@@ -63,14 +61,7 @@ export async function* tailEvents(
     broken = true;
     throw error;
   } finally {
-    client.off("notification", onNotice);
     signal?.removeEventListener("abort", onAbort);
-    // A connection left listening must not go back to the pool.
-    if (broken) client.release(true);
-    else
-      await client.query("UNLISTEN *").then(
-        () => client.release(),
-        () => client.release(true),
-      );
+    await listener.close(broken);
   }
 }

@@ -7,6 +7,8 @@ import { SSE_HEADERS } from "./http.js";
 /** The encoding of one response: each event as sent, and the headers that say which. */
 export type AgUiWire = { frame(event: AgUiEvent): string | Uint8Array; headers: Record<string, string> };
 
+const encoder = new EventEncoder();
+
 const sse: AgUiWire = {
   frame: (event) => encoder.encodeSSE(event),
   headers: SSE_HEADERS,
@@ -21,8 +23,6 @@ const protobuf: AgUiWire = {
     "x-accel-buffering": "no",
   },
 };
-
-const encoder = new EventEncoder();
 
 /**
  * Protobuf when the request's `Accept` names AG-UI's protobuf type with a quality above zero
