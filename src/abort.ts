@@ -180,3 +180,22 @@ export class Stopper {
     });
   }
 }
+
+/**
+ * A signal that aborts after `ms` with a `TimeoutError`, like `AbortSignal.timeout`, except that
+ * its timer keeps the process alive until `clear()`: `AbortSignal.timeout`'s does not, so a wait
+ * bounded by it on something that never settles (and holds no handle) let the process exit with
+ * the run unfinished instead of timing out. Call `clear()` once the wait is over.
+ *
+ * @example
+ * const deadline = timeoutSignal(5_000);
+ * try { await untilAborted(check(), deadline.signal); } finally { deadline.clear(); }
+ */
+export function timeoutSignal(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`timed out after ${ms} ms`, "TimeoutError")),
+    ms,
+  );
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}

@@ -92,8 +92,12 @@ type Body =
     }
   /** `transcript` is present when the handoff's `inputFilter` rewrote what the target sees. */
   | { type: "handoff"; from: string; to: string; call?: ToolCall; transcript?: Message[] }
-  /** `source` is set when the tokens were spent by a child run (they count here too). */
-  | { type: "usage"; usage: Partial<Usage>; total: Usage; source?: string }
+  /**
+   * Tokens one model answer spent (`model`: the model that answered, after any fallback; the
+   * summarizer's for a compaction summary). `source` is set when the tokens were spent by a
+   * child run (they count here too).
+   */
+  | { type: "usage"; usage: Partial<Usage>; total: Usage; model?: string; source?: string }
   | { type: "warning"; message: string; code?: string }
   /**
    * The model's view of the transcript changed (the transcript itself never does): `elided`

@@ -251,8 +251,8 @@ async function continueSession(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const { messages: history, userId, state } = await sessionHistory(store, sessionId);
-  if (!history.length) return runLoop(run, input);
+  const { messages: history, started, userId, state } = await sessionHistory(store, sessionId);
+  if (!started) return runLoop(run, input);
   // One user's conversation never reaches another user's run (nor one started without a user).
   if (userId !== run.userId)
     throw new UserError(
@@ -260,6 +260,7 @@ async function continueSession(
     );
   // The session's state goes on too, unless the caller gave the run one.
   if (state !== undefined && run.options.state === undefined) run.state.restore(state);
+  if (!history.length) return runLoop(run, input);
   return runLoop(run, [...history, ...inputMessages(input)]);
 }
 
@@ -301,6 +302,8 @@ function start<Deps, Output>(
       if (settled) return;
       settled = true;
       clearTimeout(grace);
+      // Its maxDurationMs timer keeps the process alive while the run is under way, not after.
+      run.limits.clearDeadline();
       outcome();
     };
     const fail = (failure: Error) =>

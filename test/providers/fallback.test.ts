@@ -15,6 +15,7 @@ import {
   tool,
 } from "quiver-agents";
 import { anthropic, openai } from "quiver-agents/providers";
+import { MemoryStore } from "quiver-agents/store";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
@@ -132,6 +133,63 @@ describe("a fallback chain of real providers", () => {
     // The text the cut stream sent before it failed is not in the transcript.
     expect(result.messages.filter((m) => m.role === "assistant")).toHaveLength(2);
   }, 30_000);
+
+  it("a turn parked for approval after a fallback closes on resume naming the model that answered", async () => {
+    const unavailable = errorReply(503, { error: { message: "overloaded", type: "server_error" } });
+    const s1 = await openaiServer([
+      unavailable,
+      unavailable,
+      streamFixture(fixture("openai-chat/text.jsonl")),
+    ]);
+    const s2 = await startReplayServer({
+      replies: [streamFixture(fixture("anthropic/tool-use.jsonl"), { frame: typedFrame })],
+      validate: validateMessagesRequest,
+      reject: rejectLikeAnthropic,
+    });
+    servers.push(s2);
+    const ran: string[] = [];
+    const getWeather = tool({
+      name: "get_weather",
+      description: "Weather for a city.",
+      parameters: z.object({ city: z.string() }),
+      needsApproval: true,
+      execute: async ({ city }) => {
+        ran.push(city);
+        return `18C in ${city}`;
+      },
+    });
+    const agent = new Agent({
+      name: "weather",
+      model: [
+        chat(s1.url, "gpt-4.1-mini"),
+        anthropic({ model: "claude-sonnet-4-5", apiKey: "test-key", baseURL: s2.url, maxRetries: 0 }),
+      ],
+      tools: [getWeather],
+    });
+    const store = new MemoryStore();
+    const parked = await Runner.run(agent, "What's the weather in Paris?", { store });
+    expect(parked.stopReason).toBe("awaiting_approval");
+    await Runner.decide(store, parked.runId, parked.pending![0]!.id, true);
+    const done = await Runner.resume(agent, parked.runId, { store }).result();
+    expect(done.output).toBe("Hello! How can I help?");
+    expect(ran).toEqual(["Paris"]);
+
+    const log = await store.read(parked.runId);
+    const completed = log.filter((e) => e.type === "turn_completed");
+    expect(completed[0]).toMatchObject({
+      turn: 1,
+      model: "anthropic:claude-sonnet-4-5",
+      finish: "tool_calls",
+      usage: { inputTokens: 472 },
+    });
+    expect(completed[1]).toMatchObject({ turn: 2, usage: { inputTokens: 1234 } });
+    expect(completed[1]!.model).toBeUndefined();
+    // Each usage event names the model whose tokens they are.
+    expect(log.filter((e) => e.type === "usage").map((e) => e.model)).toEqual([
+      "anthropic:claude-sonnet-4-5",
+      "openai:gpt-4.1-mini",
+    ]);
+  });
 
   it("a 400 request error does not fall over unless `on` says so", async () => {
     const bad = errorReply(400, { error: { message: "Invalid 'messages'", type: "invalid_request_error" } });

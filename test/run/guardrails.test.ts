@@ -15,6 +15,7 @@ import {
   GuardrailTripped,
   guardrail,
   handoff,
+  loadSession,
   type Model,
   type ModelStreamEvent,
   type RunEvent,
@@ -223,6 +224,92 @@ describe("an agent's output guardrails", () => {
       guardrails: { output: [onTopic] },
     });
     expect((await Runner.run(fine, "hello")).output).toBe("Your order shipped.");
+  });
+});
+
+describe("what a guardrail refused stays out of the session", () => {
+  it("a refused input is not in the next run's conversation, and the session stays its owner's", async () => {
+    const store = new MemoryStore();
+    const model = new ScriptedModel([{ text: "hello" }, { text: "again" }]);
+    const agent = new Agent({ name: "support", model, guardrails: { input: [noSsn(undefined, false)] } });
+    await Runner.run(agent, "Hi there", { store, sessionId: "s1", userId: "ann" });
+    await expect(
+      Runner.run(agent, "my SSN: 123-45-6789", { store, sessionId: "s1", userId: "ann" }),
+    ).rejects.toBeInstanceOf(GuardrailTripped);
+    await Runner.run(agent, "hello again", { store, sessionId: "s1", userId: "ann" });
+    const sent = JSON.stringify(model.requests.at(-1)!.messages);
+    expect(sent).not.toContain("123-45-6789");
+    expect(model.requests.at(-1)!.messages.map((m) => m.content)).toEqual([
+      "Hi there",
+      "hello",
+      "hello again",
+    ]);
+    expect(JSON.stringify(await loadSession(store, "s1"))).not.toContain("123-45-6789");
+
+    // A session whose only run was refused is still its creator's.
+    await expect(
+      Runner.run(agent, "111-22-3333", { store, sessionId: "s2", userId: "ann" }),
+    ).rejects.toBeInstanceOf(GuardrailTripped);
+    await expect(Runner.run(agent, "hi", { store, sessionId: "s2", userId: "bob" })).rejects.toThrow(
+      /belongs to another user/,
+    );
+  });
+
+  it("a withheld answer is not in the next run's conversation; the question and its calls are", async () => {
+    const store = new MemoryStore();
+    const lookup = tool({
+      name: "lookup",
+      description: "Look up a price.",
+      parameters: z.object({}),
+      execute: async () => "BTC 100k",
+    });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: "lookup", args: {} }] },
+      { text: "Buy bitcoin now!" },
+      { text: "I can only help with orders." },
+    ]);
+    const agent = new Agent({
+      name: "support",
+      model,
+      tools: [lookup],
+      guardrails: {
+        output: [guardrail({ name: "on_topic", check: async (o) => ({ tripped: /bitcoin/i.test(o.text) }) })],
+      },
+    });
+    await expect(Runner.run(agent, "what should I buy?", { store, sessionId: "s1" })).rejects.toMatchObject({
+      stage: "output",
+    });
+    await Runner.run(agent, "and my order?", { store, sessionId: "s1" });
+    const sent = model.requests.at(-1)!.messages;
+    expect(JSON.stringify(sent)).not.toMatch(/buy bitcoin/i);
+    expect(sent.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"]);
+    expect(sent[2]!.content).toBe("BTC 100k");
+  });
+});
+
+describe("a check's answer in events", () => {
+  it("info that JSON cannot hold is plain JSON in the live event; nonsense is named as it was", async () => {
+    const circular: Record<string, unknown> = { big: 10n };
+    circular.self = circular;
+    const odd = guardrail({
+      name: "odd",
+      check: async () => ({ tripped: true, reason: "no", info: circular }),
+    });
+    const handle = Runner.stream(
+      new Agent({ name: "a", model: new ScriptedModel([{ text: "x" }]), guardrails: { input: [odd] } }),
+      "hi",
+    );
+    const { events } = await drain(handle);
+    const tripped = events.find((e) => e.type === "guardrail_tripped")!;
+    expect(JSON.parse(JSON.stringify(tripped))).toMatchObject({ info: { big: "10", self: "[Circular]" } });
+
+    const empty = guardrail({ name: "empty", check: async () => ({}) as never });
+    await expect(
+      Runner.run(
+        new Agent({ name: "a", model: new ScriptedModel([{ text: "x" }]), guardrails: { input: [empty] } }),
+        "hi",
+      ),
+    ).rejects.toMatchObject({ reason: 'guardrail "empty" answered {}, not { tripped: boolean }' });
   });
 });
 

@@ -100,6 +100,11 @@ describe("content parts as a run's input", () => {
       /input part 0 has no valid type \(got "video"/,
     ],
     [
+      "data that is not base64",
+      { type: "image", data: "!!!not base64!!!", mimeType: "image/png" },
+      /input part 0 \(image\) has "data" that is not base64/,
+    ],
+    [
       "a file URL with another scheme",
       { type: "file", url: "file:///etc/passwd", mimeType: "text/plain" },
       /neither http\(s\) nor a base64 data: URL/,
@@ -116,7 +121,7 @@ describe("content parts as a run's input", () => {
     const { agent: a } = agent();
     await expect(
       Runner.run(a, { role: "user", content: [{ type: "text", text: "hi" }, { type: "image" }] } as never),
-    ).rejects.toThrow(/content block 1 \(image\) needs exactly one of/);
+    ).rejects.toThrow(/bad content block: block 1 \(image\) needs exactly one of/);
   });
 
   it("an attachment over maxAttachmentBytes is refused before anything is stored or sent", async () => {

@@ -118,7 +118,7 @@ describe.each(VERSIONS)("useChat (%s) sends file parts on POST /api/chat", (vers
     );
     expect(big.status).toBe(400);
     expect(((await big.json()) as { error: { message: string } }).error.message).toMatch(
-      /content block 0 \(file: application\/pdf\) is 0\.0 MB \(\d+ bytes\), over maxAttachmentBytes/,
+      /block 0 \(file: application\/pdf\) is 0\.0 MB \(\d+ bytes\), over maxAttachmentBytes/,
     );
   });
 });

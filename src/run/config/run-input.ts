@@ -157,7 +157,7 @@ function messageProblem(message: unknown, limit: number): string | undefined {
   if (Array.isArray(content)) {
     for (let i = 0; i < content.length; i++) {
       const problem = partProblem(content[i], limit);
-      if (problem) return `content block ${i} ${problem}`;
+      if (problem) return `has a bad content block: block ${i} ${problem}`;
     }
   }
   return undefined;
@@ -194,6 +194,8 @@ function partProblem(part: unknown, limit: number): string | undefined {
   if (filename !== undefined && typeof filename !== "string")
     return `(${block.type}) has a non-string filename`;
   const base64 = dataUrl?.data ?? (hasData ? (data as string) : undefined);
+  if (base64 !== undefined && !BASE64.test(base64))
+    return `(${block.type}) has "data" that is not base64 (${describe(base64)}): pass the bytes as base64, e.g. buffer.toString("base64")`;
   if (base64 !== undefined) {
     const bytes = base64Bytes(base64);
     if (bytes > limit) {
@@ -206,6 +208,9 @@ function partProblem(part: unknown, limit: number): string | undefined {
   }
   return undefined;
 }
+
+/** Standard base64 (what every provider takes), line breaks allowed. */
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/;
 
 const EXAMPLE_TYPES: Record<string, string> = {
   image: '"image/png"',

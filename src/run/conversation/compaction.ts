@@ -1,3 +1,4 @@
+import { timeoutSignal } from "../../abort.js";
 import type { EventOf } from "../../contract/events.js";
 import type { Message, Model, ModelRequest, ToolSpec, Usage } from "../../model/types.js";
 import type { Compaction } from "../config/compaction-options.js";
@@ -232,7 +233,8 @@ async function summarizeOlder(
 ): Promise<Summarized> {
   const { view } = state;
   const range = run.transcript.slice(view.cut, upTo);
-  const signal = AbortSignal.any([run.control.signal, AbortSignal.timeout(SUMMARY_TIMEOUT_MS)]);
+  const deadline = timeoutSignal(SUMMARY_TIMEOUT_MS);
+  const signal = AbortSignal.any([run.control.signal, deadline.signal]);
   try {
     const { text, usage } = await summarizeTurns(
       model,
@@ -243,7 +245,7 @@ async function summarizeOlder(
     );
     if (Object.keys(usage).length) {
       const costUsd = costOf(model.name, usage);
-      run.addUsage(costUsd === undefined ? usage : { ...usage, costUsd });
+      run.addUsage(costUsd === undefined ? usage : { ...usage, costUsd }, model.name);
     }
     summarizerDownUntil.delete(model);
     // A summary is a digest: one that would crowd the window is cut to a quarter of it.
@@ -260,6 +262,8 @@ async function summarizeOlder(
       message: `the summarizer "${model.name}" failed, so older turns stay as they are (it is not asked again for ${SUMMARY_RETRY_MS / 1000} s): ${(error as Error)?.message ?? String(error)}`,
     });
     return { outcome: "failed", retryInMs: SUMMARY_RETRY_MS };
+  } finally {
+    deadline.clear();
   }
 }
 

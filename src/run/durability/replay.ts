@@ -22,6 +22,10 @@ export type OpenTurn = {
   decisions: Map<string, { approved: boolean; by: string; reason?: string }>;
   /** Calls whose approval was asked and not decided. */
   asked: Set<string>;
+  /** The model that answered, when a fallback chain moved past the one `turn_started` names. */
+  model?: string;
+  /** The tokens the turn's model answer spent (with their cost), once it completed. */
+  usage?: Partial<Usage>;
 };
 
 /** A run as its event log describes it. */
@@ -103,6 +107,8 @@ export function replay(events: Iterable<RunEvent>): RunState {
   let open: OpenTurn | undefined;
   let changes: CompactionChange[] = [];
   let lastRequest: LoggedCompaction["lastRequest"];
+  /** An own `usage` event with nothing but warnings after it yet: the next assistant message's. */
+  let answerUsage: Partial<Usage> | undefined;
   const closeTurn = () => {
     if (!open) return;
     for (const call of open.calls) {
@@ -116,6 +122,8 @@ export function replay(events: Iterable<RunEvent>): RunState {
     if (event.runId !== state.runId) continue; // a child run's event
     state.lastSeq = Math.max(state.lastSeq, event.seq);
     state.agent = event.agent;
+    const usageBefore = answerUsage;
+    if (event.type !== "usage" && event.type !== "warning") answerUsage = undefined;
     // A warning (a plugin's teardown) may follow the park without undoing it.
     if (event.type !== "run_parked" && event.type !== "warning") state.parked = false;
     switch (event.type) {
@@ -145,7 +153,11 @@ export function replay(events: Iterable<RunEvent>): RunState {
         break;
       case "message":
         state.messages.push(event.message);
-        if (open && event.message.role === "assistant") open.assistant = event.message;
+        if (open && event.message.role === "assistant") {
+          open.assistant = event.message;
+          // The tokens of this answer are the usage event just before it (a summary's come earlier).
+          if (usageBefore) open.usage = usageBefore;
+        }
         break;
       case "tool_call_requested":
         open?.calls.push(event.call);
@@ -175,8 +187,12 @@ export function replay(events: Iterable<RunEvent>): RunState {
         });
         break;
       }
+      case "model_fallback":
+        if (open) open.model = event.to;
+        break;
       case "usage":
         addUsage(state.usage, event.usage);
+        if (event.source === undefined) answerUsage = event.usage;
         if (event.source === undefined && event.usage.inputTokens)
           lastRequest = { inputTokens: event.usage.inputTokens, messages: state.messages.length };
         break;

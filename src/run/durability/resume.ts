@@ -146,7 +146,13 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   const calls = open.assistant.toolCalls ?? [];
   if (calls.length === 0) {
     // The model had given its final answer; only the closing events were lost.
-    run.events.emit({ type: "turn_completed", turn: run.turn });
+    run.events.emit({
+      type: "turn_completed",
+      turn: run.turn,
+      finish: "stop",
+      ...(open.usage && { usage: open.usage }),
+      ...(open.model !== undefined && { model: open.model }),
+    });
     return finalAnswer(
       run,
       setup,
@@ -161,7 +167,10 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
     call.rawArgs !== undefined ? { call, parseError: "the arguments were not valid JSON" } : { call },
   );
   const text = typeof open.assistant.content === "string" ? open.assistant.content : "";
-  return turns(run, setup, { text, requested, prior });
+  // What the turn's live `turn_completed` would have said: an answer that requested calls ended
+  // with "tool_calls"; its tokens and, after a fallback, its model are in the log.
+  const ended = { finish: "tool_calls" as const, usage: open.usage, model: open.model };
+  return turns(run, setup, { text, requested, prior, ended });
 }
 
 /** Ends a resumed run whose model had already answered (checked against `outputType` if set). */
@@ -188,7 +197,9 @@ function findAgent(root: Agent<any, any>, name: string | undefined): Agent<any, 
 }
 
 /**
- * The conversation so far of a session: the transcript of its latest stored run.
+ * The conversation so far of a session: the transcript of its latest stored run. What a
+ * guardrail kept out stays out: a run whose input tripped adds nothing (the session goes on
+ * from the run before it), and a run whose output tripped ends before its withheld answer.
  *
  * @example
  * const history = await loadSession(store, "chat-42");
@@ -197,25 +208,52 @@ export async function loadSession(store: RunStore, sessionId: string): Promise<M
   return (await sessionHistory(store, sessionId)).messages;
 }
 
-/** `loadSession`, with the `userId` of the run the conversation was read from (who it belongs to). */
+/**
+ * `loadSession`, with the `userId` the session belongs to (`started` when it has a stored run,
+ * even one that adds nothing to the conversation) and the shared state its conversation ended with.
+ */
 export async function sessionHistory(
   store: RunStore,
   sessionId: string,
-): Promise<{ messages: Message[]; userId?: string; state?: unknown }> {
+): Promise<{ messages: Message[]; started: boolean; userId?: string; state?: unknown }> {
   const runs = await store.listRuns({ sessionId });
+  let started = false;
+  let owner: string | undefined;
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
   for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
     const events = await store.read(summary.runId);
-    const state = replay(events);
-    rememberView(state.messages, state.compaction);
     const first = events[0];
-    const userId = first?.type === "run_started" ? first.userId : undefined;
-    if (state.messages.length)
-      return {
-        messages: state.messages,
-        ...(userId !== undefined && { userId }),
-        ...(state.state !== undefined && { state: state.state }),
-      };
+    if (!started) {
+      // Every top-level run of a session is its owner's (a run of another user is refused).
+      started = true;
+      if (first?.type === "run_started") owner = first.userId;
+    }
+    const state = replay(events);
+    const messages = conversationOf(state);
+    if (!messages?.length) continue;
+    rememberView(messages, state.compaction);
+    return {
+      messages,
+      started,
+      ...(owner !== undefined && { userId: owner }),
+      ...(state.state !== undefined && { state: state.state }),
+    };
   }
-  return { messages: [] };
+  return { messages: [], started, ...(owner !== undefined && { userId: owner }) };
+}
+
+/**
+ * What a stored run adds to its session's conversation: its transcript, except what a guardrail
+ * of its agent refused — nothing when its input tripped, all but the withheld answer (the last
+ * model turn) when its output did.
+ */
+function conversationOf(state: RunState): Message[] | undefined {
+  if (state.status !== "failed" || state.error?.kind !== "guardrail_tripped") return state.messages;
+  const tripped = state.guardrails?.findLast(
+    (g) => g.tripped && (g.stage === "input" || g.stage === "output"),
+  );
+  if (tripped?.stage === "input") return undefined;
+  if (tripped?.stage !== "output") return state.messages;
+  const answer = state.messages.findLastIndex((m) => m.role === "assistant");
+  return answer < 0 ? state.messages : state.messages.slice(0, answer);
 }

@@ -1,5 +1,7 @@
+import { timeoutSignal } from "../../abort.js";
 import type { Guardrail, GuardrailStage, GuardrailSubject } from "../../contract/guardrails.js";
 import type { ContentBlock, Message } from "../../model/types.js";
+import { toPlainJson } from "../../plain-json.js";
 import { thrownMessage } from "../../thrown.js";
 import { GuardrailTripped } from "../config/guardrail.js";
 import type { ActiveRun } from "../state/active-run.js";
@@ -84,10 +86,11 @@ function check(
   guardrail: Guardrail<any>,
   subject: GuardrailSubject,
 ): Promise<GuardrailOutcome> {
-  const timeout = AbortSignal.timeout(guardrail.timeoutMs);
+  const deadline = timeoutSignal(guardrail.timeoutMs);
+  const timeout = deadline.signal;
   const signal = AbortSignal.any([run.control.signal, timeout]);
   const ctx = { ...run.baseContext(), agent: run.agent.name, signal };
-  return new Promise<GuardrailOutcome>((resolve) => {
+  const answered = new Promise<GuardrailOutcome>((resolve) => {
     const onAbort = () =>
       resolve({
         tripped: true,
@@ -113,6 +116,21 @@ function check(
       },
     );
   });
+  return answered.finally(deadline.clear);
+}
+
+/** The longest `reason` kept from a check (it goes into events, the log and errors). */
+const MAX_REASON_CHARS = 10_000;
+
+/** A check's answer as a short text for the reason it tripped (`{}`, not `[object Object]`). */
+function answerText(result: unknown): string {
+  if (result === undefined) return "undefined";
+  try {
+    const text = JSON.stringify(toPlainJson(result));
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  } catch {
+    return thrownMessage(result);
+  }
 }
 
 /** A check's answer, read without trusting it: anything but `{ tripped: false }` trips. */
@@ -125,13 +143,15 @@ function readResult(guardrail: Guardrail<any>, result: unknown): GuardrailOutcom
     ) {
       return {
         tripped: true,
-        reason: `guardrail "${guardrail.name}" answered ${thrownMessage(result)}, not { tripped: boolean }`,
+        reason: `guardrail "${guardrail.name}" answered ${answerText(result)}, not { tripped: boolean }`,
       };
     }
     const { tripped, reason, info } = result as { tripped: boolean; reason?: unknown; info?: unknown };
     const outcome: GuardrailOutcome = { tripped };
-    if (typeof reason === "string") outcome.reason = reason;
-    if (info !== undefined) outcome.info = info;
+    if (typeof reason === "string")
+      outcome.reason = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)} […]` : reason;
+    // Events and the log hold plain JSON: a cycle or a bigint in `info` must not break either.
+    if (info !== undefined) outcome.info = toPlainJson(info);
     return outcome;
   } catch (error) {
     return {

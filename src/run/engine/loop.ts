@@ -104,8 +104,23 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
   return prepareAgent(run, run.agent);
 }
 
-/** A turn a resumed run must finish before it goes on: its calls, with what the log knows of them. */
-export type UnfinishedTurn = { text: string; requested: RequestedCall[]; prior: PriorTurn };
+/**
+ * A turn a resumed run must finish before it goes on: its calls, with what the log knows of
+ * them, and how its model answer ended (for the turn's `turn_completed`).
+ */
+export type UnfinishedTurn = {
+  text: string;
+  requested: RequestedCall[];
+  prior: PriorTurn;
+  ended?: TurnEnding;
+};
+
+/** How a turn's model answer ended: what its `turn_completed` says (`model` only after a fallback). */
+export type TurnEnding = {
+  finish: FinishReason;
+  usage: Partial<Usage> | undefined;
+  model: string | undefined;
+};
 
 /**
  * The turns of a run, from wherever it is: a fresh run starts with a model request; a resumed
@@ -127,6 +142,7 @@ export async function turns(
   };
   if (unfinished) {
     const { text, requested, prior } = unfinished;
+    state.ended = unfinished.ended;
     const execution = await executeTurn(run, state.setup.toolset, requested, prior);
     const closed = closeTurn(run, state, text, execution, prior);
     const outcome = closed instanceof Promise ? await closed : closed;
@@ -202,10 +218,11 @@ export async function turns(
     state.ended = { finish: turn.finish, usage: undefined, model: turn.model };
     if (hasUsage(turn.usage)) {
       // Priced as the model that answered (a fallback chain may have moved past the first).
-      const costUsd = costOf(turn.model ?? setup.model.name, turn.usage);
+      const answeredBy = turn.model ?? setup.model.name;
+      const costUsd = costOf(answeredBy, turn.usage);
       const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
       state.ended.usage = usage;
-      run.addUsage(usage);
+      run.addUsage(usage, answeredBy);
       if (setup.compaction) observeUsage(run, turn.usage);
     }
 
@@ -279,7 +296,7 @@ type LoopState = {
   /** Input guardrails running beside the current model turn. */
   besideTurn: Promise<void> | undefined;
   /** How the current turn's model answer ended, for its `turn_completed` (absent for a resumed turn). */
-  ended: { finish: FinishReason; usage: Partial<Usage> | undefined; model: string | undefined } | undefined;
+  ended: TurnEnding | undefined;
   /** The last turn's request, asked again when nothing in it changed (see `modelRequest`). */
   request: TurnRequest | undefined;
 };

@@ -1,4 +1,4 @@
-import { untilAborted } from "../../abort.js";
+import { timeoutSignal, untilAborted } from "../../abort.js";
 import {
   DEFAULT_PLUGIN_TIMEOUT_MS,
   type Plugin,
@@ -27,7 +27,8 @@ export async function setupPlugins(run: ActiveRun, plugins: readonly Plugin<any>
       continue;
     }
     const ms = entry.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
-    const signal = AbortSignal.any([run.control.signal, AbortSignal.timeout(ms)]);
+    const deadline = timeoutSignal(ms);
+    const signal = AbortSignal.any([run.control.signal, deadline.signal]);
     const ctx: PluginContext<any> = { ...run.baseContext(), agent: run.agent.name, signal };
     try {
       await within(() => entry.setup!(ctx), signal);
@@ -41,6 +42,8 @@ export async function setupPlugins(run: ActiveRun, plugins: readonly Plugin<any>
           : `plugin "${entry.name}" failed to set up: ${(error as Error)?.message ?? String(error)}`,
         { cause: error },
       );
+    } finally {
+      deadline.clear();
     }
     done.push(entry);
   }
@@ -62,7 +65,8 @@ async function teardownAll(run: ActiveRun, plugins: Plugin<any>[]): Promise<void
   for (const entry of plugins) {
     if (!entry.teardown) continue;
     const ms = entry.timeoutMs ?? DEFAULT_PLUGIN_TIMEOUT_MS;
-    const signal = AbortSignal.timeout(ms);
+    const deadline = timeoutSignal(ms);
+    const { signal } = deadline;
     try {
       await within(() => entry.teardown!({ runId: run.runId, signal }), signal);
     } catch (error) {
@@ -73,6 +77,8 @@ async function teardownAll(run: ActiveRun, plugins: Plugin<any>[]): Promise<void
           ? `plugin "${entry.name}" did not finish its teardown within ${ms} ms; the run went on without waiting`
           : `plugin "${entry.name}" failed to tear down: ${(error as Error)?.message ?? String(error)}`,
       });
+    } finally {
+      deadline.clear();
     }
   }
 }

@@ -152,13 +152,17 @@ export class ActiveRun {
     this.events.agent = agent.name;
   }
 
-  /** Adds a turn's usage here and to every ancestor (a child's tokens count toward their budgets too). */
-  addUsage(delta: Partial<Usage>): void {
+  /**
+   * Adds the tokens `model` spent here and to every ancestor (a child's tokens count toward
+   * their budgets too).
+   */
+  addUsage(delta: Partial<Usage>, model: string): void {
     addUsage(this.usage, delta);
     this.events.emit({
       type: "usage",
       usage: delta,
       total: { ...this.usage },
+      model,
       runId: "",
       seq: 0,
       at: 0,
@@ -170,6 +174,7 @@ export class ActiveRun {
         type: "usage",
         usage: delta,
         total: { ...up.usage },
+        model,
         source: this.runId,
         runId: "",
         seq: 0,

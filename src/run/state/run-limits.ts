@@ -102,14 +102,14 @@ export class RunLimits {
 
   /**
    * Arms `maxDurationMs`: when it passes, `expire` gets the error (it aborts running calls'
-   * signals; the stop reason is "budget", not "cancelled").
+   * signals; the stop reason is "budget", not "cancelled"). The timer holds the process open,
+   * so a run waiting on something that never settles still ends with its budget.
    */
   startDeadline(runId: string, ms: number, expire: (error: BudgetExceeded) => void): void {
     this.#deadline = setTimeout(
       () => expire(new BudgetExceeded(runId, "maxDurationMs", `budget exceeded: maxDurationMs is ${ms} ms`)),
       ms,
     );
-    this.#deadline.unref?.();
   }
 
   /** The run ended: its deadline no longer applies. */
