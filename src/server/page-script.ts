@@ -112,6 +112,13 @@ export const PAGE_SCRIPT = String.raw`
   }
   function wireId(view, call) { return view === view.root ? call.id : view.runId + "/" + call.id; }
   function closeText(view) { endText(view.text); view.text = null; view.reasoning = null; }
+  // What the current model turn streamed: a fallback to another model or a provider's restart
+  // discards it, and an answer an output guardrail withheld must not stay on screen.
+  function dropTurn(view) {
+    closeText(view);
+    for (const node of view.turnNodes || []) node.remove();
+    view.turnNodes = [];
+  }
   function userBubble(text, media) {
     return el("div", { class: "user" }, el("span", { class: "sr-only" }, "You: "),
       media && media.length ? el("div", { class: "media" }, ...media) : null, text);
@@ -285,13 +292,32 @@ export const PAGE_SCRIPT = String.raw`
         run.section.append(userBubble(last ? textOf(last.content) : "", last ? messageMedia(last.content, run.sent) : []));
         break;
       }
+      case "turn_started": view.turnNodes = []; break;
       case "text_delta":
-        if (!view.text) { view.text = textBlock(view.section, "text"); view.reasoning = null; }
+        if (!view.text) {
+          view.text = textBlock(view.section, "text");
+          view.reasoning = null;
+          (view.turnNodes || (view.turnNodes = [])).push(view.text.node);
+        }
         addText(view.text, ev.delta);
         break;
       case "reasoning_delta":
-        if (!view.reasoning) { closeText(view); view.reasoning = el("div", { class: "reasoning" }); view.section.append(view.reasoning); }
+        if (!view.reasoning) {
+          closeText(view);
+          view.reasoning = el("div", { class: "reasoning" });
+          view.section.append(view.reasoning);
+          (view.turnNodes || (view.turnNodes = [])).push(view.reasoning);
+        }
         view.reasoning.textContent += ev.delta;
+        break;
+      case "model_fallback":
+        dropTurn(view);
+        view.section.append(el("p", { class: "state", role: "note" }, ev.from + " failed; " + ev.to + " answers instead"));
+        break;
+      case "guardrail_tripped":
+        if (ev.stage !== "output") break;
+        dropTurn(view);
+        view.section.append(el("p", { class: "state", role: "note" }, "The answer was withheld by the guardrail " + ev.guardrail + "."));
         break;
       case "turn_completed": closeText(view); break;
       case "tool_call_requested": toolCard(view, ev.call); break;
@@ -328,7 +354,10 @@ export const PAGE_SCRIPT = String.raw`
         waited(view, ev.call);
         break;
       }
-      case "warning": view.section.append(el("p", { class: "state", role: "note" }, "Warning: " + ev.message)); break;
+      case "warning":
+        if (ev.code === "model_reset") dropTurn(view);
+        view.section.append(el("p", { class: "state", role: "note" }, "Warning: " + ev.message));
+        break;
       case "handoff": view.section.append(el("p", { class: "state" }, ev.from + " handed over to " + ev.to)); break;
       case "run_parked":
         if (!own) break;

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { Agent, type Model, type ModelRequest, ScriptedModel } from "quiver-agents";
+import { Agent, guardrail, type Model, type ModelRequest, ScriptedModel } from "quiver-agents";
 import { createServer, serve } from "quiver-agents/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentWith, refundTool } from "./helpers.js";
@@ -149,6 +149,50 @@ describe("the chat page, by keyboard and at a glance", () => {
       );
     } finally {
       release();
+      await serving.close();
+    }
+  }, 30_000);
+
+  it("takes back what a turn streamed when a fallback discards it, and a withheld answer", async () => {
+    let turn = 0;
+    const model: Model = {
+      name: "chain",
+      async *stream() {
+        turn++;
+        if (turn === 1) {
+          yield { type: "text_delta", delta: "Half an answer from the first model" };
+          yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503 overloaded" };
+          yield { type: "text_delta", delta: "Your order shipped yesterday." };
+        } else {
+          yield { type: "text_delta", delta: "Buy bitcoin now!" };
+        }
+        yield { type: "finish", reason: "stop" };
+      },
+    };
+    const onTopic = guardrail({
+      name: "on_topic",
+      check: async (output) => ({ tripped: /bitcoin/i.test(output.text), reason: "off topic" }),
+    });
+    const agent = new Agent({ name: "support", model, guardrails: { output: [onTopic] } });
+    const serving = await serve(createServer({ agent }), { port: 0 });
+    try {
+      await withPage(browser, serving, async (page) => {
+        await send(page, "where is my order?");
+        await page.getByText("Your order shipped yesterday.").waitFor({ timeout: 5_000 });
+        await page.getByText("openai:gpt-a failed; anthropic:claude-b answers instead").waitFor();
+        expect(await page.getByText("Half an answer").count()).toBe(0);
+
+        await send(page, "what should I buy?");
+        await page.getByText("The answer was withheld by the guardrail on_topic.").waitFor({ timeout: 5_000 });
+        await expect.poll(() => page.getByText("Buy bitcoin now!").count()).toBe(0);
+        // Reopened from the store, the page shows the same.
+        await page.reload();
+        await page.getByText("Your order shipped yesterday.").waitFor({ timeout: 5_000 });
+        await page.getByText("The answer was withheld by the guardrail on_topic.").waitFor({ timeout: 5_000 });
+        expect(await page.getByText("Half an answer").count()).toBe(0);
+        expect(await page.getByText("Buy bitcoin now!").count()).toBe(0);
+      });
+    } finally {
       await serving.close();
     }
   }, 30_000);
