@@ -161,7 +161,12 @@ describe("the chat page, by keyboard and at a glance", () => {
         turn++;
         if (turn === 1) {
           yield { type: "text_delta", delta: "Half an answer from the first model" };
-          yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503 overloaded" };
+          yield {
+            type: "fallback",
+            from: "openai:gpt-a",
+            to: "anthropic:claude-b",
+            reason: "503 overloaded",
+          };
           yield { type: "text_delta", delta: "Your order shipped yesterday." };
         } else {
           yield { type: "text_delta", delta: "Buy bitcoin now!" };
@@ -183,12 +188,16 @@ describe("the chat page, by keyboard and at a glance", () => {
         expect(await page.getByText("Half an answer").count()).toBe(0);
 
         await send(page, "what should I buy?");
-        await page.getByText("The answer was withheld by the guardrail on_topic.").waitFor({ timeout: 5_000 });
+        await page
+          .getByText("The answer was withheld by the guardrail on_topic.")
+          .waitFor({ timeout: 5_000 });
         await expect.poll(() => page.getByText("Buy bitcoin now!").count()).toBe(0);
         // Reopened from the store, the page shows the same.
         await page.reload();
         await page.getByText("Your order shipped yesterday.").waitFor({ timeout: 5_000 });
-        await page.getByText("The answer was withheld by the guardrail on_topic.").waitFor({ timeout: 5_000 });
+        await page
+          .getByText("The answer was withheld by the guardrail on_topic.")
+          .waitFor({ timeout: 5_000 });
         expect(await page.getByText("Half an answer").count()).toBe(0);
         expect(await page.getByText("Buy bitcoin now!").count()).toBe(0);
       });
