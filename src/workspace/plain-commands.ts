@@ -10,7 +10,7 @@ export type PlainParse = { commands: PlainCommand[] } | { problem: string };
 /**
  * Proves a parsed command line is nothing but plain simple commands — literal words, no
  * variable assignments, redirections only to `/dev/null` or to another descriptor (`2>&1`) —
- * joined by `&&`, `||`, `;`, `|` and line breaks. Anything else (a substitution, an expansion,
+ * joined by `&&`, `||`, `;` and `|`, on one line. Anything else (a substitution, an expansion,
  * a subshell, a loop, a background `&`, a here-document, a parse error, a character the
  * grammar skipped) is a `problem`: an allow rule cannot vouch for what it cannot see.
  */
@@ -20,7 +20,14 @@ export function plainCommands(root: SyntaxNode, source: string): PlainParse {
   if (skipped !== undefined) return { problem: `the parser skipped ${JSON.stringify(skipped)}` };
   const commands: PlainCommand[] = [];
   const problem = collect(root, commands);
-  return problem === undefined ? { commands } : { problem };
+  if (problem !== undefined) return { problem };
+  // The grammar and Bash disagree around line breaks: it reads "ls⏎\touch x" as one command
+  // (ls with two arguments) where Bash runs two, and "ls\⏎of" as ls where Bash runs lsof. A
+  // line break (other than trailing ones) is therefore never vouched for.
+  if (/[\n\r]/.test(source.replace(/(?<!\\)\n+$/, ""))) {
+    return { problem: "it spans several lines (an allow rule vouches for one line only)" };
+  }
+  return { commands };
 }
 
 const SEPARATORS: Record<string, ReadonlySet<string>> = {

@@ -163,6 +163,10 @@ describe("acceptEdits never writes a file that decides what a command runs witho
       "tools/GNUmakefile",
       "HEAD",
       ".gitconfig",
+      "compose.override.yml",
+      "mise.local.toml",
+      "node_modules/.bin/tsc",
+      ".venv/bin/pytest",
       // As a case-insensitive or Windows file system reads them: Makefile, .git/config, package.json.
       "Makefile.",
       ".git. /config",

@@ -67,8 +67,8 @@ describe("shell allow rules, decided from a Bash parse", () => {
       "'ls' \"-la\"",
       "ls *.md 2>/dev/null",
       "git status; ls && echo done || echo failed",
-      "ls \\\n  -la",
-      "ls # a comment\n\ncat notes.md |& grep x",
+      "ls # a comment",
+      "git status\n",
       'echo "a \\"quoted\\" word" >&2',
       "ls &>/dev/null",
     ];
@@ -121,6 +121,12 @@ describe("shell allow rules, decided from a Bash parse", () => {
       "ls 'unterminated": "does not parse",
       "ls ;; touch x": '";;"',
       "export X=1": "declaration",
+      // The grammar reads these as one ls; Bash runs touch and sh, and lsof.
+      "ls\n\\touch pwned\n\\sh -c 'id > id.txt'": "several lines",
+      "git status\n\\sh -c 'id'": "several lines",
+      'ls""\\\nof': "several lines",
+      "ls \\\n  -la": "several lines",
+      "ls # a comment\n\ncat notes.md |& grep x": "several lines",
     };
     const verdicts = await decide(Object.keys(table), { allow: ALLOW });
     for (const verdict of verdicts) {
