@@ -7,7 +7,7 @@ import type { A2aPushOptions } from "./a2a-push-options.js";
 import { type A2aSdk, loadA2aSdk } from "./a2a-sdk.js";
 import { A2aTasks } from "./a2a-tasks.js";
 import type { Caller } from "./auth.js";
-import { HttpError, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
+import { HttpError, MAX_MESSAGE_BODY_BYTES, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunRegistry } from "./runs.js";
 
 /** `createServer({ a2a })`: what the agent card says besides what the server knows. */
@@ -86,7 +86,8 @@ export function mountA2a(app: Hono, mount: Mount): void {
 
   app.post(A2A_PATH, async (c) => {
     const { userId } = await mount.caller(c.req.raw, c.env);
-    const body = await readJsonObject(c.req.raw);
+    // message/send and message/stream start runs, with files as bytes: the limit of a message.
+    const body = await readJsonObject(c.req.raw, MAX_MESSAGE_BODY_BYTES);
     const loaded = await sdk();
     const { server, legacy, core } = loaded;
     const requested = c.req.header(core.A2A_VERSION_HEADER) || undefined;

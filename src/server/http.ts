@@ -5,7 +5,7 @@ export const MAX_BODY_BYTES = 1_000_000;
 
 /**
  * The limit for a body that may carry attachments (a new message at `/api/chat`, `/api/runs`,
- * `/api/ag-ui`): one 20 MB file as base64 in a data URL, with room for the conversation a
+ * `/api/ag-ui`, `/a2a`): one 20 MB file as base64 in a data URL, with room for the conversation a
  * client sends along. A single attachment is still held to the run's `maxAttachmentBytes`.
  */
 export const MAX_MESSAGE_BODY_BYTES = 32 * 1024 * 1024;

@@ -317,12 +317,27 @@ export class RunRegistry {
         log.asking.delete(key);
         break;
       }
-      case "approval_resolved":
+      case "approval_resolved": {
         log.asking.delete(callKey(event.runId, event.call.id));
+        // Decided while parked (read back from the store): no longer waited on.
+        const id = event.call.id;
+        if (log.parked.length)
+          log.parked = log.parked.filter((p) => p.runId !== event.runId || p.call.id !== id);
         break;
-      case "run_parked":
-        for (const call of event.pending) log.parked.push({ call, runId: event.runId });
+      }
+      case "run_resumed":
+        // A park before this resume is over (read back from the store, a run may have parked twice).
+        if (event.runId === log.runId) log.parked = [];
         break;
+      case "run_parked": {
+        // The calls a decision is asked for now: those asked and not yet decided. A call after
+        // one that parks is asked only when the run goes on (its preflight stopped there), so
+        // the run resumes once these are decided, and asks the next.
+        const open = askedInTurn(log, event.runId);
+        for (const call of event.pending)
+          if (open.has(call.id)) log.parked.push({ call, runId: event.runId });
+        break;
+      }
     }
     log.append(event);
   }
@@ -391,7 +406,9 @@ export class RunRegistry {
     const agentKey = this.#names.get(first.agent) ?? this.agentKeys[0]!;
     const log = new RunLog(runId, agentKey, first.userId, first.sessionId);
     for (const event of events) this.#track(log, event);
-    const last = events.at(-1)!;
+    // Decisions stored while it was parked (and a plugin's teardown warning) do not end the park.
+    const last =
+      events.findLast((e) => e.type !== "approval_resolved" && e.type !== "warning") ?? events.at(-1)!;
     if (last.type === "run_failed") log.status = "failed";
     else if (last.type === "run_completed")
       log.status = last.stopReason === "awaiting_approval" ? "parked" : "completed";
@@ -423,6 +440,21 @@ export class RunRegistry {
   cancelAll(reason: string): void {
     for (const log of this.#logs.values()) log.handle?.cancel(reason);
   }
+}
+
+/** The calls of `runId`'s current turn asked for approval and not decided, from its log so far. */
+function askedInTurn(log: RunLog, runId: string): Set<string> {
+  const asked = new Set<string>();
+  const decided = new Set<string>();
+  for (let i = log.all.length - 1; i >= 0; i--) {
+    const event = log.all[i]!;
+    if (event.runId !== runId) continue;
+    if (event.type === "turn_started") break;
+    if (event.type === "approval_required") asked.add(event.call.id);
+    else if (event.type === "approval_resolved") decided.add(event.call.id);
+  }
+  for (const id of decided) asked.delete(id);
+  return asked;
 }
 
 function toolsOf(agent: Agent<any, any> | undefined): Array<Tool<any, any> | ToolHost> {

@@ -420,6 +420,35 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     expect(model.requests).toHaveLength(2);
   });
 
+  it("a message may carry a file of several MB, as the other endpoints' messages may", async () => {
+    const model = new ScriptedModel([{ text: "A big picture." }]);
+    const url = await start({ agent: new Agent({ name: "reader", model }) });
+    const photo = Buffer.alloc(1_500_000, 7).toString("base64");
+    const response = await fetch(`${url}/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: "m-big",
+            role: "user",
+            parts: [{ kind: "file", file: { bytes: photo, mimeType: "image/png", name: "photo.png" } }],
+          },
+        },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { result?: { status: { state: string } } };
+    expect(body.result?.status.state).toBe("completed");
+    expect(model.requests[0]?.messages.at(-1)?.content).toEqual([
+      { type: "image", data: photo, mimeType: "image/png" },
+    ]);
+  });
+
   for (const stored of [false, true]) {
     it(`ListTasks: the caller's tasks newest first, by context and state, paged, with artifacts only when asked${stored ? " (stored)" : ""}`, async () => {
       const url = await start({

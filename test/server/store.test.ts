@@ -77,6 +77,71 @@ describe("with a SqliteStore, a parked run survives a restart", () => {
     await storeB.close();
   });
 
+  it("a run that parked, resumed and parked again is waiting on its second call after a restart", async () => {
+    const path = dbPath();
+    const ran: string[] = [];
+    const turns = [
+      { toolCalls: [{ id: "d0", name: "refund", args: { order: "A0" } }] },
+      { toolCalls: [{ id: "d1", name: "refund", args: { order: "A1" } }] },
+      {
+        toolCalls: [
+          { id: "d2", name: "refund", args: { order: "A2" } },
+          { id: "d3", name: "refund", args: { order: "A3" } },
+        ],
+      },
+      { text: "All refunded." },
+    ];
+    const parkedOn = async (server: QuiverServer, runId: string, calls: string[]) =>
+      eventually(async () => {
+        const res = await server.fetch(new Request(`${BASE}/api/runs/${runId}`));
+        const body = (await res.json()) as { status: string; awaitingApproval: Array<{ callId: string }> };
+        return body.status === "parked" && body.awaitingApproval.map((c) => c.callId).join() === calls.join();
+      });
+    let store = new SqliteStore({ path });
+    let server = createServer({ agent: agentWith(turns, [refundTool(ran)]), store });
+    const { runId } = (await (await server.fetch(post("/api/runs", { message: "refund all" }))).json()) as {
+      runId: string;
+    };
+    await parkedOn(server, runId, ["d0"]);
+    expect(
+      (await server.fetch(post(`/api/runs/${runId}/approve`, { callId: "d0", approved: true }))).status,
+    ).toBe(202);
+    await parkedOn(server, runId, ["d1"]);
+
+    const restart = async (remaining: typeof turns) => {
+      server.close();
+      await store.close();
+      store = new SqliteStore({ path });
+      server = createServer({ agent: agentWith(remaining, [refundTool(ran)]), store });
+    };
+    // A new process reads the run back: it waits on d1 only (d0 was decided and has run).
+    await restart(turns.slice(2));
+    await parkedOn(server, runId, ["d1"]);
+    expect(
+      (await server.fetch(post(`/api/runs/${runId}/approve`, { callId: "d1", approved: true }))).status,
+    ).toBe(202);
+    await parkedOn(server, runId, ["d2"]);
+
+    // Two calls that need approval in one turn: the first is asked (the second's preflight waits
+    // behind it); decided, the run goes on and asks the second.
+    expect(
+      (await server.fetch(post(`/api/runs/${runId}/approve`, { callId: "d2", approved: true }))).status,
+    ).toBe(202);
+    await parkedOn(server, runId, ["d3"]);
+    await restart(turns.slice(3));
+    await parkedOn(server, runId, ["d3"]);
+    expect(
+      (await server.fetch(post(`/api/runs/${runId}/approve`, { callId: "d3", approved: true }))).status,
+    ).toBe(202);
+    await eventually(async () => {
+      const res = await server.fetch(new Request(`${BASE}/api/runs/${runId}`));
+      return ((await res.json()) as { status: string }).status === "completed";
+    });
+    expect(ran).toEqual(["A0", "A1", "A2", "A3"]);
+    server.close();
+    await store.close();
+  });
+
   it.each(VERSIONS)(
     "useChat (%s): the approval answered after a restart continues the same message",
     async (version) => {
