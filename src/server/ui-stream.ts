@@ -150,6 +150,14 @@ export class UIStreamTranslator {
       case "handoff":
         out.push({ type: "data-quiver-handoff", data: { from: event.from, to: event.to } });
         return;
+      // The stream cannot retract text: a client that wants to drops the step's text before this part.
+      case "model_fallback":
+        this.#closeParts(out);
+        out.push({
+          type: "data-quiver-fallback",
+          data: { from: event.from, to: event.to, reason: event.reason, turn: event.turn },
+        });
+        return;
       case "run_tainted":
         out.push({ type: "data-quiver-taint", id: "taint", data: { source: event.source } });
         return;

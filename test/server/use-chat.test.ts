@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jsonSchema, tool } from "quiver-agents";
+import { Agent, jsonSchema, type Model, tool } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -80,6 +80,27 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
     // user, assistant(call), tool, assistant(text), user
     expect(textOf(lastAssistant(chat))).toBe("I remember 5 messages");
     expect(chat.messages).toHaveLength(4);
+  });
+
+  it("marks the text a fallback discarded with a data-quiver-fallback part after it, in the same step", async () => {
+    const model: Model = {
+      name: "chain",
+      async *stream() {
+        yield { type: "text_delta", delta: "Half an answer" };
+        yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503" };
+        yield { type: "text_delta", delta: "Your order shipped." };
+        yield { type: "finish", reason: "stop" };
+      },
+    };
+    const chat = chatClient(version, createServer({ agent: new Agent({ name: "support", model }) }), {
+      id: "chat-fallback",
+    });
+    await chat.sendMessage({ text: "where is my order?" });
+    expect(chat.error).toBeUndefined();
+    const parts = lastAssistant(chat).parts.filter((p) => p.type !== "step-start");
+    expect(parts.map((p) => p.type)).toEqual(["text", "data-quiver-fallback", "text"]);
+    expect(parts[1]).toMatchObject({ data: { from: "openai:gpt-a", to: "anthropic:claude-b", turn: 1 } });
+    expect((parts[2] as { text: string }).text).toBe("Your order shipped.");
   });
 
   it("streams the run's shared state as one data-state part, replaced at each change, carried on by the stored chat", async () => {
