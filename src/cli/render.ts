@@ -27,6 +27,8 @@ export class EventRenderer {
   #open: "out" | "err" | undefined;
   /** The call whose `●` line is the last line printed (its result then needs no name). */
   #lastCallLine: string | undefined;
+  /** Calls whose diff was shown with their approval prompt. */
+  readonly #diffShown = new Set<string>();
   #status: { text: string; shown: boolean; timer: NodeJS.Timeout | undefined; lastAt: number } = {
     text: "",
     shown: false,
@@ -75,11 +77,19 @@ export class EventRenderer {
         this.#line(`${indent}${c.cyan("●")} ${c.bold(callLabel(ev.call.name, ev.call.args))}`);
         this.#lastCallLine = ev.call.id;
         break;
-      case "approval_required":
+      case "approval_required": {
         this.#line(
           `${indent}  ${c.yellow("?")} ${ev.call.name} needs approval${ev.reason ? c.dim(` — ${ev.reason}`) : ""}`,
         );
+        // What the call will do, before anyone decides: the tool's description and its diff.
+        if (ev.description) this.#line(`${indent}    ${oneLine(ev.description, 200)}`);
+        const diff = diffOf(ev.details);
+        if (diff) {
+          this.#diff(diff, indent);
+          this.#diffShown.add(ev.call.id);
+        }
         break;
+      }
       case "approval_resolved": {
         const by = ev.by === "stream" ? "" : c.dim(` (by ${ev.by})`);
         const why = ev.reason ? `: ${oneLine(ev.reason, 200)}` : "";
@@ -154,7 +164,8 @@ export class EventRenderer {
       const first = oneLine(ev.output.split("\n").find((l) => l.trim()) ?? "", 80);
       this.#line(`${head}${first}${first ? " " : ""}${c.dim(`(${facts.join(" · ")})`)}`);
       const diff = diffOf(ev.details);
-      if (diff) this.#diff(diff, indent);
+      // Shown already when it asked for approval.
+      if (diff && !this.#diffShown.delete(ev.call.id)) this.#diff(diff, indent);
     } else {
       const kind = ev.error?.kind ?? "error";
       const message = ev.error?.message ?? ev.output;

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { UserError } from "../errors.js";
 import type { RunStore } from "../store/types.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { exitProcess, noteInterrupt } from "./interrupt.js";
@@ -58,6 +59,12 @@ export async function serveCommand(args: string[]): Promise<number> {
     serving = await serve(server, { port, hostname });
   } catch (error) {
     await opened.store.close();
+    // serve() names the library's option; here the way to give a token is the flag.
+    if (token === undefined && /^refusing to listen on /.test((error as Error).message))
+      throw new UserError(
+        `refusing to listen on ${hostname} without a token: anyone who can reach it could run the agent. ` +
+          "Pass --token <secret> (or set QUIVER_TOKEN), or leave --hostname at 127.0.0.1",
+      );
     throw error;
   }
   const c = colorsFor(process.stdout);

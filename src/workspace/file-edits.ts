@@ -116,7 +116,12 @@ export class FileEditor {
     this.ledger.record(ctx, fact);
     return {
       content: [{ type: "text" as const, text: plan.summary }],
-      details: { ...fact, bytes: bytes.length },
+      // The diff a UI shows (the CLI prints it); the model reads only the summary.
+      details: {
+        ...fact,
+        bytes: bytes.length,
+        diff: unifiedDiff(plan.target.relative, plan.beforeText, plan.afterText),
+      },
     };
   }
 
@@ -288,12 +293,13 @@ function applyEdit(
   return { text: parts.join(""), count: offsets.length, lines };
 }
 
-/** The first line where `needle` matches line by line once leading/trailing whitespace is ignored. */
+/** The first line where `needle` matches line by line once whitespace is ignored (runs of it inside a line count as one space). */
 function looseMatchLine(text: string, needle: string): number | undefined {
-  const want = needle.split("\n").map((l) => l.trim());
+  const loose = (line: string) => line.trim().replace(/\s+/g, " ");
+  const want = needle.split("\n").map(loose);
   while (want.length > 1 && want.at(-1) === "") want.pop();
   if (want.every((l) => l === "")) return undefined;
-  const have = text.split("\n").map((l) => l.trim());
+  const have = text.split("\n").map(loose);
   for (let i = 0; i + want.length <= have.length; i++) {
     let ok = true;
     for (let j = 0; j < want.length && ok; j++) ok = have[i + j] === want[j];

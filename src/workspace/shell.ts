@@ -1,3 +1,4 @@
+import { constants as osConstants } from "node:os";
 import type { RunContext } from "../contract/run-context.js";
 import { ToolError, UserError } from "../errors.js";
 import { jsonSchema } from "../tool/json-schema.js";
@@ -198,6 +199,7 @@ class ShellTool extends Tool<ShellArgs> {
       streamer.close();
     }
     if (outcome.cancelled) ctx.signal.throwIfAborted();
+    if (launch.sandbox === "bwrap") outcome = signalFromSandbox(outcome);
     const details = {
       command,
       exitCode: outcome.exitCode,
@@ -255,6 +257,18 @@ class ShellTool extends Tool<ShellArgs> {
   }
 }
 
+/**
+ * bwrap reports a command killed by a signal as exit code 128 + the signal's number (as shells
+ * do), so under the sandbox such a code names the signal too. A command that exits with 137 on
+ * its own reads as killed by SIGKILL: the sandbox leaves no way to tell them apart.
+ */
+function signalFromSandbox(outcome: CommandOutcome): CommandOutcome {
+  const code = outcome.exitCode;
+  if (code === null || code <= 128 || code > 128 + 31 || outcome.signal !== null) return outcome;
+  const name = Object.entries(osConstants.signals).find(([, n]) => n === code - 128)?.[0];
+  return name === undefined ? outcome : { ...outcome, signal: name as NodeJS.Signals };
+}
+
 function statusLine(outcome: CommandOutcome, launch: Launch): string {
   const took = `${(outcome.durationMs / 1000).toFixed(1)} s`;
   const where =
@@ -265,6 +279,9 @@ function statusLine(outcome: CommandOutcome, launch: Launch): string {
         : "not sandboxed";
   if (outcome.timedOut) {
     return `[timed out after ${took}: the command and everything it started were stopped; ${where}]`;
+  }
+  if (outcome.exitCode !== null && outcome.signal !== null) {
+    return `[killed by ${outcome.signal} (exit code ${outcome.exitCode} from the sandbox), ${took}${outcome.output === "" ? ", no output" : ""}, ${where}]`;
   }
   if (outcome.exitCode !== null) {
     return `[exit code ${outcome.exitCode}, ${took}${outcome.output === "" ? ", no output" : ""}, ${where}]`;

@@ -105,7 +105,8 @@ describe("quiver serve", () => {
       },
     );
     expect(ran.code).toBe(1);
-    expect(ran.stderr).toContain("refusing to listen on 0.0.0.0 without auth");
+    expect(ran.stderr).toContain("refusing to listen on 0.0.0.0 without a token");
+    expect(ran.stderr).toContain("Pass --token <secret> (or set QUIVER_TOKEN)");
   });
 
   it("rejects a bad --port as a usage error", async () => {
@@ -125,6 +126,9 @@ describe("quiver demo and the shipped example", () => {
     expect(ran.stderr).toMatch(/↻ build_status failed \(the build service answered 503\)/);
     expect(ran.stderr).toContain("cut from");
     expect(ran.stderr).toContain("✗ edit_file denied");
+    // What the edit would have done was shown with its approval: the description and the diff.
+    expect(ran.stderr).toMatch(/\? edit_file needs approval.*\n {4}Edit \S+: replace 1 occurrence/);
+    expect(ran.stderr).toMatch(/\n {4}--- a\/\S+\n {4}\+\+\+ b\/\S+\n {4}@@ /);
     expect(ran.stdout).toContain("the notes were left as they were (not approved)");
   });
 

@@ -28,7 +28,10 @@ function refundAgent(log: string[]) {
   return new Agent({
     name: "support",
     model: new ScriptedModel([
-      { toolCalls: [{ id: "r1", name: "refund", args: { orderId: "A1" } }] },
+      {
+        toolCalls: [{ id: "r1", name: "refund", args: { orderId: "A1" } }],
+        usage: { inputTokens: 11, outputTokens: 5 },
+      },
       { text: "Refunded." },
     ]),
     tools: [refund],
@@ -48,6 +51,11 @@ describe("park and resume", () => {
     expect(parked.stopReason).toBe("awaiting_approval");
     const original = first.one("invoke_agent support");
     expect(original.attributes["quiver.stop_reason"]).toBe("awaiting_approval");
+    // A parked run's span has its token totals so far, as a completed one has.
+    expect(original.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 11,
+      "gen_ai.usage.output_tokens": 5,
+    });
     const waiting = first.one("execute_tool refund");
     expect(waiting.attributes["quiver.tool.parked"]).toBe(true);
     expect(waiting.events.map((e) => e.name)).toEqual(["quiver.approval.required"]);
@@ -79,7 +87,13 @@ describe("park and resume", () => {
       "quiver.stop_reason": "completed",
     });
     const ran = second.one("execute_tool refund");
-    expect(ran.attributes).toMatchObject({ "gen_ai.tool.call.id": "r1" });
+    expect(ran.attributes).toMatchObject({
+      "gen_ai.tool.call.id": "r1",
+      "quiver.approval.decision": "approved",
+      "quiver.approval.decided_by": "decide",
+    });
+    // The decision made while the run was parked is on the span of the call it let run.
+    expect(ran.events.map((e) => e.name)).toContain("quiver.approval.resolved");
     expect(ran.status.code).toBe(SpanStatusCode.UNSET);
     expect(traceOf(ran)).toBe(traceOf(resumed));
 

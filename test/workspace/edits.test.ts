@@ -11,11 +11,12 @@ describe("exact edits", () => {
   it("0 matches and several matches are errors that say how many and where; replace_all replaces every one", async () => {
     writeFileSync(join(root, "many.ts"), "let a = 1;\nlet b = 2;\nlet a2 = 1;\n  foo( x );\nlet c = 1;\n");
     const ws = workspace({ root });
-    const { records } = await play(ws.tools, [
+    const { records, result } = await play(ws.tools, [
       { name: "read_file", args: { path: "many.ts" } },
       { name: "edit_file", args: { path: "many.ts", old_string: "= 1;", new_string: "= 9;" } },
       { name: "edit_file", args: { path: "many.ts", old_string: "let z", new_string: "let y" } },
       { name: "edit_file", args: { path: "many.ts", old_string: "    foo( x );", new_string: "x" } },
+      { name: "edit_file", args: { path: "many.ts", old_string: "let  b =  2;", new_string: "x" } },
       {
         name: "edit_file",
         args: { path: "many.ts", old_string: "= 1;", new_string: "= 9;", replace_all: true },
@@ -29,8 +30,15 @@ describe("exact edits", () => {
     // A near miss (whitespace) is pointed at.
     expect(records[3]!.output).toContain("found 0 times");
     expect(records[3]!.output).toContain("matches at line 4 if whitespace is ignored");
-    expect(records[4]!.ok).toBe(true);
-    expect(records[4]!.output).toContain("replaced 3 occurrences (lines 1, 3, 5)");
+    // Whitespace inside a line counts too.
+    expect(records[4]!.output).toContain("matches at line 2 if whitespace is ignored");
+    expect(records[5]!.ok).toBe(true);
+    expect(records[5]!.output).toContain("replaced 3 occurrences (lines 1, 3, 5)");
+    // The applied edit's details carry its diff, for a UI to show (the model reads the summary).
+    const applied = result.messages.filter((m) => m.role === "tool").at(-1)!.details as { diff: string };
+    expect(applied.diff).toContain("--- a/many.ts\n+++ b/many.ts\n");
+    expect(applied.diff).toMatch(/^-let a = 1;$/m);
+    expect(applied.diff).toMatch(/^\+let a = 9;$/m);
     expect(readFileSync(join(root, "many.ts"), "utf8")).toBe(
       "let a = 9;\nlet b = 2;\nlet a2 = 9;\n  foo( x );\nlet c = 9;\n",
     );

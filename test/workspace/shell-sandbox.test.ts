@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Agent, Runner, ScriptedModel, StandardPermissions } from "quiver-agents";
 import { workspace } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
-import { call, tempDir } from "./helpers.js";
+import { call, play, tempDir } from "./helpers.js";
 
 const root = tempDir("quiver-sandbox-");
 
@@ -80,6 +80,21 @@ describe("the shell's sandbox", () => {
     );
     const off = await shell("echo hi", { sandbox: "off" });
     expect(off.output).toMatch(/^\[exit code 0, [\d.]+ s, not sandboxed\]\n/);
+  });
+
+  it("names the signal that killed a command, in the sandbox too", async () => {
+    for (const sandbox of ["off", "auto"] as const) {
+      const { result, records } = await play(workspace({ root, shell: { sandbox } }).tools, [
+        { name: "shell", args: { command: "kill -9 $$" } },
+      ]);
+      const details = result.messages.find((m) => m.role === "tool")?.details as { signal: string };
+      expect(details.signal, sandbox).toBe("SIGKILL");
+      expect(records[0]!.output).toMatch(
+        sandboxed && sandbox === "auto"
+          ? /^\[killed by SIGKILL \(exit code 137 from the sandbox\), [\d.]+ s, no output, sandboxed: bwrap/
+          : /^\[killed by SIGKILL, [\d.]+ s, not sandboxed\]/,
+      );
+    }
   });
 
   for (const sandbox of ["off", "auto"] as const) {

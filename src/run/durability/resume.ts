@@ -104,7 +104,7 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
     own.turns = state.turn;
     own.toolCalls = state.toolCalls.length + (open ? open.started.size + open.decisions.size : 0);
   }
-  run.tracing?.linkTo(state.traceparent);
+  run.tracing?.linkTo(state.traceparent, open?.decisions);
   run.events.emit({ type: "run_resumed", fromSeq: state.lastSeq });
 
   const setup = await prepareAgent(run, run.agent);

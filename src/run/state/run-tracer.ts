@@ -12,8 +12,14 @@ export interface RunTracer {
   readonly captureContent: boolean;
   /** Sees every event the run emits, after its base is stamped and before anyone else sees it. */
   observe(event: RunEvent): void;
-  /** A resumed run's span links to the trace its `run_started` recorded. */
-  linkTo(traceparent: string | undefined): void;
+  /**
+   * A resumed run's span links to the trace its `run_started` recorded; the approvals decided
+   * while it was parked (in the log, not seen by this tracer) go on their calls' spans.
+   */
+  linkTo(
+    traceparent: string | undefined,
+    decided?: ReadonlyMap<string, { approved: boolean; by: string; reason?: string }>,
+  ): void;
   /** The span of one model turn, if tracing still works. */
   startChat(model: Model, request: ModelRequest): ChatTracer | undefined;
   /** Calls `fn` with the call's `execute_tool` span active. */

@@ -104,9 +104,16 @@ export class RunTracing {
   }
 
   /** A resumed run's span links to the trace its `run_started` recorded. */
-  linkTo(traceparent: string | undefined): void {
+  linkTo(
+    traceparent: string | undefined,
+    decided?: ReadonlyMap<string, { approved: boolean; by: string; reason?: string }>,
+  ): void {
     this.#link = parseTraceparent(traceparent);
+    if (decided?.size) this.#decidedWhileParked = decided;
   }
+
+  /** Approvals decided while the run was parked: recorded on their call's span when it starts. */
+  #decidedWhileParked: ReadonlyMap<string, { approved: boolean; by: string; reason?: string }> | undefined;
 
   /** Sees every event the run emits, after its base is stamped and before anyone else sees it. */
   observe(event: RunEvent): void {
@@ -214,6 +221,8 @@ export class RunTracing {
         break;
       case "run_parked":
         for (const { span } of this.#calls.values()) span.setAttribute("quiver.tool.parked", true);
+        // The run's totals so far, as run_completed gives them: a parked run has no run_completed.
+        this.#span?.setAttributes(usageAttributes(this.#run.usage));
         this.#span?.setAttribute("quiver.stop_reason", "awaiting_approval");
         this.#endRun();
         break;
@@ -361,6 +370,18 @@ export class RunTracing {
       });
       if (this.captureContent)
         span.setAttribute("gen_ai.tool.call.arguments", argumentsJson(call.args, call.rawArgs));
+      const decided = this.#decidedWhileParked?.get(call.id);
+      if (decided) {
+        const attributes = {
+          "quiver.approval.decision": decided.approved ? "approved" : "denied",
+          "quiver.approval.decided_by": decided.by,
+        };
+        span.addEvent("quiver.approval.resolved", {
+          ...attributes,
+          "quiver.approval.reason": decided.reason,
+        });
+        span.setAttributes(attributes);
+      }
       entry = { span };
       this.#calls.set(call.id, entry);
     }
