@@ -337,7 +337,7 @@ export class DurableRuns {
       const status = this.#client
         ? (await this.#client.getWorkflow(runId))?.status
         : (await DBOS.getWorkflowStatus(runId))?.status;
-      if (status === "CANCELLED") return this.#cancelledResult(runId);
+      if (status === "CANCELLED") return this.#cancelledResult(runId, started + timeoutMs);
       throw error;
     }
     if (outcome === null) {
@@ -557,12 +557,36 @@ export class DurableRuns {
     return new Agent({ name: speaker, model: NO_MODEL });
   }
 
-  async #cancelledResult(runId: string): Promise<DurableRunResult> {
-    const events = await this.store.read(runId);
-    const end = events.findLast((event) => event.type === "run_completed");
-    return end?.type === "run_completed"
-      ? { runId, stopReason: end.stopReason, output: end.output ?? null }
-      : { runId, stopReason: "cancelled", output: null };
+  /**
+   * How a cancelled run ended, once its log says so. DBOS marks the workflow cancelled at once;
+   * the run ends when its worker notices (its step's cancel signal, within about a second), or,
+   * with no live worker, when `cancel()` or this ends it once the dead worker's lease is gone.
+   * Until `deadline` the store's record is awaited, so the caller never hears of an end the log
+   * does not hold; past it the answer is DBOS's.
+   */
+  async #cancelledResult(runId: string, deadline: number): Promise<DurableRunResult> {
+    let ended = false;
+    for (let pause = 20; ; pause = Math.min(pause * 2, 500)) {
+      const events = await this.store.read(runId);
+      const end = events.findLast((event) => event.type === "run_completed" || event.type === "run_failed");
+      if (end?.type === "run_completed")
+        return { runId, stopReason: end.stopReason, output: end.output ?? null };
+      if (end?.type === "run_failed" && !failedForStore({ status: "failed", failureKind: end.kind })) break;
+      if (!ended) {
+        const summary = await this.store.getRun(runId);
+        if (summary === undefined) break;
+        if (summary.leaseOwner === undefined) {
+          // Nobody holds it (parked, or its worker died and the lease ran out): end it here.
+          ended = true;
+          await this.#endCancelled(runId).catch(() => {});
+          continue;
+        }
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(pause, left));
+    }
+    return { runId, stopReason: "cancelled", output: null };
   }
 
   #launched(action: string): typeof DBOS {

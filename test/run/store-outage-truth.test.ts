@@ -109,6 +109,49 @@ describe("a store that goes away mid-run never hears of events it does not hold"
   }, 40_000);
 });
 
+describe("a store that stops answering (frozen, its connections open)", () => {
+  it("fails the run storeWaitMs after the unanswered append went out, not storeWaitMs after the store gave up on it", async () => {
+    const schema = `truth_${++count}`;
+    const store = new PostgresStore({ connectionString: cluster.connectionString, schema, timeoutMs: 4_000 });
+    opened.push(store);
+    let frozenAt = 0;
+    const freeze = tool({
+      name: "freeze",
+      description: "Freezes the database.",
+      parameters: z.object({}),
+      execute: async () => {
+        cluster.pause();
+        frozenAt = Date.now();
+        return "frozen";
+      },
+    });
+    const agent = new Agent({
+      name: "ledger",
+      model: new ScriptedModel([{ toolCalls: [{ id: "f1", name: "freeze", args: {} }] }, { text: "done" }]),
+      tools: [freeze],
+    });
+    const handle = Runner.stream(agent, "go", { store, storeWaitMs: 1_000 });
+    const seen: RunEvent[] = [];
+    try {
+      const failure = await (async () => {
+        for await (const event of handle) seen.push(event);
+      })().catch((error: unknown) => error);
+      const waited = Date.now() - frozenAt;
+      expect(failure).toBeInstanceOf(StoreError);
+      // The first append is answered only by the store's own timeout (4 s); by then the run has
+      // waited its 1 s, so it fails at once, instead of waiting 1 s more of retries that each
+      // hang for another 4 s (about 8 s before).
+      expect(waited).toBeLessThan(6_500);
+      expect(seen.some((e) => e.type === "tool_call_completed")).toBe(false);
+    } finally {
+      cluster.unpause();
+    }
+    await expect(handle.result()).rejects.toMatchObject({ name: "StoreError", retryable: true });
+    const log = await openStore(schema).read(handle.runId);
+    expect(shape(log).slice(0, seen.length)).toEqual(shape(seen));
+  }, 40_000);
+});
+
 async function waitUntil(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {

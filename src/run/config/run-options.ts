@@ -32,8 +32,11 @@ export interface RunOptions<Deps = unknown> {
   leaseTtlMs?: number;
   /**
    * How long the run waits for a store that stopped answering (a database restarting, a full
-   * disk) before it fails with `store_unavailable`; its appends are retried meanwhile. Nothing
-   * reaches a reader before it is stored, and the run stays resumable. Default 20,000.
+   * disk) before it fails with `store_unavailable`, counted from the append that went
+   * unanswered; its appends are retried meanwhile. An append that hangs ends at the store's own
+   * timeout (`PostgresStore`'s `timeoutMs`), so a frozen database fails the run after the longer
+   * of the two. Nothing reaches a reader before it is stored, and the run stays resumable.
+   * Default 20,000.
    */
   storeWaitMs?: number;
   /**

@@ -145,6 +145,7 @@ export class EventWriter implements EventSink {
    */
   async #store(batch: RunEvent[]): Promise<boolean> {
     this.#storeWaits++;
+    const sent = Date.now();
     try {
       await this.#append(batch);
       return true;
@@ -156,7 +157,9 @@ export class EventWriter implements EventSink {
         this.#fail(failure);
         return false;
       }
-      this.#outageSince ??= Date.now();
+      // The store stopped answering when this append went out, not when it gave up on it (a
+      // frozen database answers only at its own timeout).
+      this.#outageSince ??= sent;
       return await this.#retry(batch, failure);
     } finally {
       this.#storeWaits--;
@@ -195,7 +198,18 @@ export class EventWriter implements EventSink {
         pause = Math.min(pause * 2, 2_000);
         if (this.#failure !== undefined) return false;
         try {
-          await this.#appendUnstored(batch);
+          // Within what is left of the wait: a retry that hangs must not stretch it.
+          const remaining = since + this.#storeWaitMs - Date.now();
+          if ((await withinMs(this.#appendUnstored(batch), remaining)) === TIMED_OUT) {
+            last = new StoreError(
+              `the store did not answer within the ${this.#storeWaitMs} ms (storeWaitMs) the run waits for it`,
+              {
+                runId: batch[0]!.runId,
+                retryable: true,
+              },
+            );
+            continue;
+          }
           this.#outageSince = undefined;
           return true;
         } catch (error) {
@@ -441,4 +455,20 @@ function asStoreError(error: unknown, runId: string): StoreError {
   return error instanceof StoreError
     ? error
     : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, { runId, cause: error });
+}
+
+const TIMED_OUT: unique symbol = Symbol("timed out");
+
+/** `work`, or `TIMED_OUT` once `ms` have passed (the abandoned work's rejection is caught). */
+function withinMs<T>(work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  if (ms <= 0) {
+    work.catch(() => {});
+    return Promise.resolve(TIMED_OUT);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
