@@ -31,6 +31,8 @@ export class AgUiTranslator {
   #step: string | undefined;
   /** The assistant message the current turn's tool calls belong to. */
   #parent: string | undefined;
+  /** The text and reasoning messages of the current turn: a fallback or a restart discards them. */
+  #turnMessages: string[] = [];
   readonly #shown = new Set<string>();
   /** Client-tool calls whose result came from the client (it has it already). */
   readonly #answered = new Set<string>();
@@ -46,6 +48,15 @@ export class AgUiTranslator {
   /** True once RUN_FINISHED or RUN_ERROR was produced: nothing may follow. */
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /** Closes the turn's open messages and returns their ids: what was streamed is void. */
+  #discardTurn(out: AgUiEvent[]): string[] {
+    this.#closeParts(out);
+    const ids = this.#turnMessages;
+    this.#turnMessages = [];
+    if (ids.includes(this.#parent ?? "")) this.#parent = undefined;
+    return ids;
   }
 
   translate(event: RunEvent, out: AgUiEvent[]): void {
@@ -64,6 +75,7 @@ export class AgUiTranslator {
         this.#step = `turn ${event.turn}`;
         out.push({ type: EventType.STEP_STARTED, stepName: this.#step });
         this.#parent = undefined;
+        this.#turnMessages = [];
         return;
       case "text_delta":
         if (event.delta === "") return;
@@ -71,6 +83,7 @@ export class AgUiTranslator {
         if (this.#text === undefined) {
           this.#text = `${this.#runId}-${event.seq}`;
           this.#parent = this.#text;
+          this.#turnMessages.push(this.#text);
           out.push({ type: EventType.TEXT_MESSAGE_START, messageId: this.#text, role: "assistant" });
         }
         out.push({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.#text, delta: event.delta });
@@ -80,6 +93,7 @@ export class AgUiTranslator {
         this.#closeText(out);
         if (this.#reasoning === undefined) {
           this.#reasoning = `${this.#runId}-${event.seq}`;
+          this.#turnMessages.push(this.#reasoning);
           out.push({ type: EventType.REASONING_START, messageId: this.#reasoning });
           out.push({
             type: EventType.REASONING_MESSAGE_START,
@@ -116,11 +130,32 @@ export class AgUiTranslator {
         });
         return;
       }
-      case "warning":
+      case "warning": {
+        // A provider's restart discards what the turn streamed: the client is told which messages.
+        const discarded = event.code === "model_reset" ? this.#discardTurn(out) : undefined;
         out.push({
           type: EventType.CUSTOM,
           name: "quiver.warning",
-          value: { message: event.message, ...(event.code && { code: event.code }) },
+          value: {
+            message: event.message,
+            ...(event.code && { code: event.code }),
+            ...(discarded && { discardedMessageIds: discarded }),
+          },
+        });
+        return;
+      }
+      // AG-UI cannot retract a message: the event names the ones the failed model streamed.
+      case "model_fallback":
+        out.push({
+          type: EventType.CUSTOM,
+          name: "quiver.model_fallback",
+          value: {
+            from: event.from,
+            to: event.to,
+            reason: event.reason,
+            turn: event.turn,
+            discardedMessageIds: this.#discardTurn(out),
+          },
         });
         return;
       case "run_completed":

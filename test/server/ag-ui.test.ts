@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BaseEvent, EventType, HttpAgent, type Message } from "@ag-ui/client";
-import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
+import { Agent, jsonSchema, type Model, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -82,6 +82,40 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
     const finished = seen.at(-1) as BaseEvent & { outcome?: unknown; runId?: string };
     expect(finished.outcome).toEqual({ type: "success" });
     expect(finished.runId).toBe((seen[0] as BaseEvent & { runId?: string }).runId);
+  });
+
+  it("names the messages a fallback discarded, so the client can drop them", async () => {
+    const model: Model = {
+      name: "chain",
+      async *stream() {
+        yield { type: "text_delta", delta: "Half an answer" };
+        yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503" };
+        yield { type: "text_delta", delta: "Your order shipped." };
+        yield { type: "finish", reason: "stop" };
+      },
+    };
+    const url = await start({ agent: new Agent({ name: "support", model }) });
+    const { agent, seen } = client(url, "t-fallback");
+    agent.addMessage(userMessage("u1", "where is my order?"));
+    await agent.runAgent();
+    const custom = seen.find((e) => e.type === EventType.CUSTOM) as BaseEvent & {
+      name: string;
+      value: { from: string; to: string; discardedMessageIds: string[] };
+    };
+    expect(custom).toMatchObject({
+      name: "quiver.model_fallback",
+      value: { from: "openai:gpt-a", to: "anthropic:claude-b" },
+    });
+    const started = seen.filter((e) => e.type === EventType.TEXT_MESSAGE_START) as Array<
+      BaseEvent & { messageId: string }
+    >;
+    expect(started).toHaveLength(2);
+    expect(custom.value.discardedMessageIds).toEqual([started[0]!.messageId]);
+    // The discarded message was closed before the event, and the answer is a message of its own.
+    const kept = agent.messages.filter(
+      (m) => m.role === "assistant" && !custom.value.discardedMessageIds.includes(m.id),
+    );
+    expect(kept.map((m) => m.content)).toEqual(["Your order shipped."]);
   });
 
   it("shows a server tool's call, arguments and result, then the answer; the next message continues the thread", async () => {
