@@ -20,7 +20,9 @@ export type EventBase = {
   agent: string;
   /** Agent names from the root run down, on events of child runs. */
   path?: string[];
+  /** On events of child runs: the run, and the call of it, that started this one. */
   parentRunId?: string;
+  parentCallId?: string;
 };
 
 /** A failed call's error as observers and `ToolCallRecord.error` see it. */

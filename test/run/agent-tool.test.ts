@@ -62,6 +62,8 @@ describe("agent.asTool()", () => {
       childEvents.every((e) => JSON.stringify(e.path) === JSON.stringify(["writer", "researcher"])),
     ).toBe(true);
     expect(childEvents[0]).toMatchObject({ type: "run_started", parentCallId: "p1" });
+    // Every event of the child names the call that started it, not only its first.
+    expect(childEvents.every((e) => e.parentCallId === "p1")).toBe(true);
     // The child's seq counts from 1 on its own.
     expect(childEvents.map((e) => e.seq)).toEqual(childEvents.map((_, i) => i + 1));
     // Child usage counts toward the parent's.

@@ -176,11 +176,20 @@ describe("approval from the agent's handler", () => {
       },
     });
     const { agent } = agentWith([t], [{ name: "wire", args: {} }], { approvalHandler: () => true });
-    const result = await Runner.run(agent, "go");
+    const handle = Runner.stream(agent, "go");
+    const events = await collect(handle);
+    const result = await handle.result();
     expect(ran).toBe(false);
     expect(result.toolCalls[0]?.output).toMatch(
       /not approved: the approval check of wire failed: limits unavailable/,
     );
+    // Nobody was asked, and the log still says who denied it.
+    expect(events.some((e) => e.type === "approval_required")).toBe(false);
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "denied",
+      by: "error",
+      reason: expect.stringMatching(/limits unavailable/),
+    });
   });
 });
 
@@ -281,7 +290,10 @@ describe("the out-of-band channel", () => {
       decision: "denied",
       by: "cancelled",
     });
-    expect((await handle.result()).stopReason).toBe("cancelled");
+    const result = await handle.result();
+    expect(result.stopReason).toBe("cancelled");
+    // Fails closed: the call's result is a denial, as for any other "no".
+    expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "denied" } });
     expect(log).toEqual([]);
   });
 });

@@ -168,3 +168,35 @@ describe("whatever a tool throws, the run goes on", () => {
     expect(unhandled).toEqual([]);
   });
 });
+
+describe("whatever a tool returns, its events stay plain JSON", () => {
+  it("details with a bigint, a Date, a Map and a cycle reach every event as plain JSON", async () => {
+    const details: Record<string, unknown> = { big: 10n, when: new Date(0), m: new Map([["k", 1]]) };
+    details.self = details;
+    const odd = tool({
+      name: "odd",
+      description: "Returns odd details.",
+      parameters: z.object({}),
+      execute: async () => ({ content: [{ type: "text" as const, text: "ok" }], details }),
+    });
+    const agent = new Agent({
+      name: "a",
+      model: new ScriptedModel([{ toolCalls: [{ name: "odd", args: {} }] }, { text: "done" }]),
+      tools: [odd],
+    });
+    const handle = Runner.stream(agent, "go");
+    const events = [];
+    for await (const event of handle) events.push(event);
+    await handle.result();
+    // `result` is the raw value, live only (never stored, dropped by serializeEvent): the rest is JSON.
+    for (const event of events)
+      expect(() => JSON.stringify({ ...event, result: undefined }), event.type).not.toThrow();
+    const completed = events.find((e) => e.type === "tool_call_completed");
+    expect(completed?.type === "tool_call_completed" && completed.details).toEqual({
+      big: "10",
+      when: "1970-01-01T00:00:00.000Z",
+      m: { k: 1 },
+      self: "[Circular]",
+    });
+  });
+});

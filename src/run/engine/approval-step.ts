@@ -49,10 +49,15 @@ async function checkAndAsk(
       args,
       ctx,
     );
-    if (decision.behavior === "deny") return { approved: false, by: "permissions", reason: decision.reason };
+    if (decision.behavior === "deny")
+      return deniedUnasked(run, call, { approved: false, by: "permissions", reason: decision.reason });
     if (decision.behavior === "ask") askReason = decision.reason;
   } catch (error) {
-    return { approved: false, by: "error", reason: `the permission check failed: ${messageOf(error)}` };
+    return deniedUnasked(run, call, {
+      approved: false,
+      by: "error",
+      reason: `the permission check failed: ${messageOf(error)}`,
+    });
   }
   const bypass = permissions instanceof StandardPermissions && permissions.mode === "bypass";
   if (
@@ -72,11 +77,11 @@ async function checkAndAsk(
     if (needs)
       askReason = askReason ? `${askReason}; ${tool.name} needs approval` : `${tool.name} needs approval`;
   } catch (error) {
-    return {
+    return deniedUnasked(run, call, {
       approved: false,
       by: "error",
       reason: `the approval check of ${tool.name} failed: ${messageOf(error)}`,
-    };
+    });
   }
   if (askReason === undefined) return undefined;
   return ask(
@@ -86,6 +91,21 @@ async function checkAndAsk(
     ctx,
     tool.describeCall ? await describeCall(tool.describeCall, args, ctx) : undefined,
   );
+}
+
+/**
+ * A call denied before anyone was asked (a deny rule, a permission check or a `needsApproval`
+ * predicate that threw): `approval_resolved` still records who denied it and why.
+ */
+function deniedUnasked(run: ActiveRun, call: ToolCall, outcome: ApprovalOutcome): ApprovalOutcome {
+  run.events.emit({
+    type: "approval_resolved",
+    call,
+    decision: "denied",
+    by: outcome.by,
+    ...(outcome.reason !== undefined && { reason: outcome.reason }),
+  });
+  return outcome;
 }
 
 type Prompt = { description: string; details?: unknown };

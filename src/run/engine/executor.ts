@@ -97,6 +97,8 @@ class TurnCalls {
   #waiter: { wake: () => void; untilIdle: boolean } | undefined;
   /** Why calls that never started were skipped, once preflight stops early. */
   skipReason: string | undefined;
+  /** The call whose approval the preflight is waiting for (-1: none). */
+  asking = -1;
   #handoffAttempted = false;
   /** The turn's promise, while it waits for its last calls (`#whenDone`). */
   #done: { resolve: (execution: TurnExecution) => void; reject: (error: unknown) => void } | undefined;
@@ -208,8 +210,15 @@ class TurnCalls {
     if (decided)
       return this.#approved(index, tool, validation.value, isHandoff, { ...decided, by: "decide" });
     const pending = approveCall(this.run, tool, call, validation.value);
-    if (pending instanceof Promise)
-      return pending.then((approval) => this.#approved(index, tool, validation.value, isHandoff, approval));
+    if (pending instanceof Promise) {
+      // Waiting for a decision: a stop meanwhile denies it (see #conclude).
+      this.asking = index;
+      return pending.then((approval) => {
+        // Denied by the stop itself: #conclude gives it its denied result.
+        if (approval?.by !== "cancelled") this.asking = -1;
+        return this.#approved(index, tool, validation.value, isHandoff, approval);
+      });
+    }
     return this.#approved(index, tool, validation.value, isHandoff, pending);
   }
 
@@ -320,19 +329,27 @@ class TurnCalls {
     for (const [index, { call }] of requested.entries()) {
       if (results[index]) continue;
       const laterHandoff = execution.handoff && this.toolset.get(call.name) instanceof HandoffTool;
-      const result = this.started[index]
-        ? errorResult(
-            call,
-            stoppedBy,
-            `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
-          )
-        : laterHandoff
-          ? errorResult(call, "tool_error", handoffRefused(call))
-          : errorResult(
-              call,
-              "skipped",
-              `${call.name} did not run: ${this.skipReason ?? this.mustStop() ?? "the run stopped"}`,
-            );
+      // Its approval was still awaited: the stop is its "no" (approvals fail closed).
+      const result =
+        index === this.asking
+          ? deniedResult(call, {
+              approved: false,
+              by: "cancelled",
+              reason: stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled",
+            })
+          : this.started[index]
+            ? errorResult(
+                call,
+                stoppedBy,
+                `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
+              )
+            : laterHandoff
+              ? errorResult(call, "tool_error", handoffRefused(call))
+              : errorResult(
+                  call,
+                  "skipped",
+                  `${call.name} did not run: ${this.skipReason ?? this.mustStop() ?? "the run stopped"}`,
+                );
       this.finish(index, result, 0, undefined, true);
     }
     execution.results = results as CallResult[];

@@ -2,6 +2,7 @@ import type { RunContext } from "../../contract/run-context.js";
 import type { ToolErrorKind } from "../../errors.js";
 import { base64Bytes, isMediaBlock } from "../../model/media.js";
 import type { ContentBlock, ToolCall, ToolMessage } from "../../model/types.js";
+import { toPlainJson } from "../../plain-json.js";
 import { thrownMessage } from "../../thrown.js";
 import { contentText, defaultRender, isToolOutput, truncateMiddle } from "../../tool/render.js";
 import type { Tool } from "../../tool/tool.js";
@@ -74,6 +75,9 @@ export function successResult(
       `the result renderer of ${tool.name} failed: ${messageOf(error)}`,
     );
   }
+  // Events and the log carry details: as plain JSON (a bigint, a Map or a cycle in them would
+  // make the live event unserialisable, and a Map would turn into {} on the wire).
+  if (details !== undefined) details = toPlainJson(details);
   const capped = capContent(rendered, settings);
   const output = contentText(capped.content);
   // One literal per shape, not a field added later (see run/shapes.ts).

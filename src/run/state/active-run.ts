@@ -115,7 +115,7 @@ export class ActiveRun {
       agent.name,
       wiring.queue,
       wiring.sink,
-      parent && { path: this.path, parentRunId: parent.run.runId },
+      parent && { path: this.path, parentRunId: parent.run.runId, parentCallId: parent.callId },
     );
     this.limits = new RunLimits(
       this.runId,

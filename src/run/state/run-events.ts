@@ -14,6 +14,7 @@ export class RunEvents {
   agent: string;
   readonly #path: string[] | undefined;
   readonly #parentRunId: string | undefined;
+  readonly #parentCallId: string | undefined;
   readonly queue: EventQueue;
   /**
    * Stores events before the reader sees them; only a run with a store (and its child runs,
@@ -29,7 +30,7 @@ export class RunEvents {
     agent: string,
     queue: EventQueue,
     sink: EventSink | undefined,
-    child?: { path: string[]; parentRunId: string },
+    child?: { path: string[]; parentRunId: string; parentCallId: string },
   ) {
     this.runId = runId;
     this.agent = agent;
@@ -37,6 +38,7 @@ export class RunEvents {
     this.sink = sink;
     this.#path = child?.path;
     this.#parentRunId = child?.parentRunId;
+    this.#parentCallId = child?.parentCallId;
   }
 
   /**
@@ -58,6 +60,7 @@ export class RunEvents {
     if (this.#path) {
       event.path = this.#path;
       event.parentRunId = this.#parentRunId!;
+      event.parentCallId = this.#parentCallId!;
     }
     this.tracer?.observe(event);
     if (this.sink) this.sink.write(event);
