@@ -1,5 +1,6 @@
 import {
   APICallError,
+  JSONParseError,
   type LanguageModelV2,
   type LanguageModelV2StreamPart,
   type LanguageModelV3StreamPart,
@@ -261,6 +262,18 @@ describe("fromAiSdk() — AI SDK language models (specification v3)", () => {
     const resetAt = events.findIndex((e) => e.type === "reset");
     expect(text(events.slice(0, resetAt))).toBe("Hello");
     expect(text(events.slice(resetAt))).toBe("Hello! How can I help?");
+  });
+
+  it("retries a chunk the AI SDK provider could not parse, as a malformed chunk", async () => {
+    const broken: LanguageModelV3StreamPart[] = [
+      ...parts("v3-text").slice(0, 4),
+      { type: "error", error: new JSONParseError({ text: "{not json", cause: new SyntaxError("bad") }) },
+    ];
+    const mock = new MockLanguageModelV3({ doStream: [streamOf(broken), streamOf(parts("v3-text"))] });
+    const events = await collect(fromAiSdk(mock, quick).stream(ask()));
+    expect(events.some((e) => e.type === "reset")).toBe(true);
+    expect(text(events.slice(events.findIndex((e) => e.type === "reset")))).toBe("Hello! How can I help?");
+    expect(mock.doStreamCalls).toHaveLength(2);
   });
 
   it("gives up after maxRetries on repeated server errors", async () => {

@@ -14,6 +14,9 @@ type ApiCallErrorShape = {
   data?: unknown;
 };
 
+/** The AI SDK's errors for a chunk it could not read (by name: the AI SDK is never imported here). */
+const MALFORMED_CHUNK = new Set(["AI_JSONParseError", "AI_TypeValidationError"]);
+
 function looksLikeApiCallError(error: unknown): error is ApiCallErrorShape {
   return error instanceof Error && ("statusCode" in error || "isRetryable" in error);
 }
@@ -44,5 +47,15 @@ export function providerErrorFrom(provider: string, error: unknown): ProviderErr
   }
   const message =
     error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error);
+  // A stream chunk the AI SDK provider could not parse (its JSON or its shape): retried, as
+  // Quiver's own providers retry a malformed chunk.
+  if (error instanceof Error && MALFORMED_CHUNK.has(error.name)) {
+    return new ProviderError(`${provider}: malformed stream chunk: ${message}`, {
+      provider,
+      type: "malformed_chunk",
+      retryable: true,
+      cause: error,
+    });
+  }
   return new ProviderError(`${provider}: ${message}`, { provider, retryable: false, cause: error });
 }
