@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BaseEvent, EventType, HttpAgent, type Message } from "@ag-ui/client";
-import { Agent, jsonSchema, type Model, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
+import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
 import { afterEach, describe, expect, it } from "vitest";
-import { addStepTool, agentWith, refundTool, slowTool } from "./helpers.js";
+import { addStepTool, agentWith, fallingBackAgent, refundTool, slowTool } from "./helpers.js";
 
 const lookup = tool({
   name: "lookup",
@@ -85,16 +85,7 @@ describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
   });
 
   it("names the messages a fallback discarded, so the client can drop them", async () => {
-    const model: Model = {
-      name: "chain",
-      async *stream() {
-        yield { type: "text_delta", delta: "Half an answer" };
-        yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503" };
-        yield { type: "text_delta", delta: "Your order shipped." };
-        yield { type: "finish", reason: "stop" };
-      },
-    };
-    const url = await start({ agent: new Agent({ name: "support", model }) });
+    const url = await start({ agent: fallingBackAgent() });
     const { agent, seen } = client(url, "t-fallback");
     agent.addMessage(userMessage("u1", "where is my order?"));
     await agent.runAgent();

@@ -1,4 +1,4 @@
-import { Agent, jsonSchema, type RunEvent, ScriptedModel, tool } from "quiver-agents";
+import { Agent, jsonSchema, type Model, type RunEvent, ScriptedModel, tool } from "quiver-agents";
 
 /** A tool that needs approval and records what ran. */
 export function refundTool(ran: string[]) {
@@ -140,4 +140,21 @@ export function chattyAgent(count: number, size = 100, name = "chatty") {
       },
     },
   });
+}
+
+/**
+ * An agent whose model fails over mid-answer: "Half an answer" from the first model, then a
+ * fallback, then "Your order shipped." from the next (what a fallback chain streams).
+ */
+export function fallingBackAgent(): Agent {
+  const model: Model = {
+    name: "chain",
+    async *stream() {
+      yield { type: "text_delta", delta: "Half an answer" };
+      yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503" };
+      yield { type: "text_delta", delta: "Your order shipped." };
+      yield { type: "finish", reason: "stop" };
+    },
+  };
+  return new Agent({ name: "support", model });
 }

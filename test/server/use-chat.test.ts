@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, jsonSchema, type Model, tool } from "quiver-agents";
+import { jsonSchema, tool } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
@@ -13,6 +13,7 @@ import {
   BASE,
   events,
   eventually,
+  fallingBackAgent,
   post,
   readSse,
   refundTool,
@@ -83,16 +84,7 @@ describe.each(VERSIONS)("useChat (%s) against POST /api/chat", (version) => {
   });
 
   it("marks the text a fallback discarded with a data-quiver-fallback part after it, in the same step", async () => {
-    const model: Model = {
-      name: "chain",
-      async *stream() {
-        yield { type: "text_delta", delta: "Half an answer" };
-        yield { type: "fallback", from: "openai:gpt-a", to: "anthropic:claude-b", reason: "503" };
-        yield { type: "text_delta", delta: "Your order shipped." };
-        yield { type: "finish", reason: "stop" };
-      },
-    };
-    const chat = chatClient(version, createServer({ agent: new Agent({ name: "support", model }) }), {
+    const chat = chatClient(version, createServer({ agent: fallingBackAgent() }), {
       id: "chat-fallback",
     });
     await chat.sendMessage({ text: "where is my order?" });
