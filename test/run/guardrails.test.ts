@@ -310,6 +310,17 @@ describe("a check's answer in events", () => {
         "hi",
       ),
     ).rejects.toMatchObject({ reason: 'guardrail "empty" answered {}, not { tripped: boolean }' });
+
+    // A huge reason is kept to 10,000 characters (it goes into events, the log and the error).
+    const wordy = guardrail({
+      name: "wordy",
+      check: async () => ({ tripped: true, reason: "x".repeat(50_000) }),
+    });
+    const error = await Runner.run(
+      new Agent({ name: "a", model: new ScriptedModel([{ text: "x" }]), guardrails: { input: [wordy] } }),
+      "hi",
+    ).catch((e: GuardrailTripped) => e);
+    expect((error as GuardrailTripped).reason).toHaveLength(10_000 + " […]".length);
   });
 });
 
