@@ -789,7 +789,7 @@ function prepare(db: BetterSqlite3.Database) {
       `${runsWithLeases(RUNS_NOW, "quiver_leases")}
        WHERE (@session IS NULL OR r.session_id = @session)
          AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
-       ORDER BY r.started_at, r.run_id`,
+       ORDER BY r.started_at, r.run_key`,
     ),
     listSessions: db.prepare(
       `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
