@@ -347,7 +347,9 @@ export const PAGE_SCRIPT = String.raw`
         card.controls.replaceChildren();
         card.progress.hidden = true;
         setState(card, ev.ok ? "done" : "failed" + (ev.error ? " (" + ev.error.kind + ")" : ""), ev.ok ? "ok" : "bad");
-        card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, pretty(ev.output)));
+        // A denial reads as what happened ("… was not approved: why"), not as the hint the model gets.
+        const shown = !ev.ok && ev.error && ev.error.kind === "denied" ? ev.error.message : pretty(ev.output);
+        card.output.replaceChildren(el("div", { class: "label" }, ev.ok ? "Result" : "Error"), el("pre", {}, shown));
         toolMedia(card, ev);
         if (ev.details && typeof ev.details.diff === "string") card.output.append(el("div", { class: "label" }, "Diff"), diffView(ev.details.diff));
         if (ev.ok && run.calls.size > 2) card.details.open = false;

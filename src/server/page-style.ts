@@ -54,6 +54,8 @@ header h1 { font-size: 1rem; margin: 0; flex: 1; min-width: 0; overflow: hidden;
 .table-wrap { overflow-x: auto; }
 .md table { border-collapse: collapse; font-size: .95rem; }
 .md th, .md td { border: 1px solid var(--line); padding: .35rem .6rem; text-align: left; vertical-align: top; }
+.md th[align="right"], .md td[align="right"] { text-align: right; }
+.md th[align="center"], .md td[align="center"] { text-align: center; }
 .md th { background: var(--soft); }
 .code { border: 1px solid var(--line); border-radius: .5rem; overflow: hidden; background: var(--code); }
 .code-bar { display: flex; justify-content: space-between; align-items: center; padding: .15rem .25rem .15rem .75rem;
@@ -64,7 +66,7 @@ header h1 { font-size: 1rem; margin: 0; flex: 1; min-width: 0; overflow: hidden;
 .tool { border: 1px solid var(--line); border-radius: .6rem; background: var(--card); margin: .5rem 0; }
 .tool > summary { cursor: pointer; padding: .45rem .75rem; display: flex; gap: .5rem; flex-wrap: wrap; align-items: baseline; border-radius: .6rem; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
-#scroller:focus-visible { outline-offset: -3px; }
+#scroller:focus-visible { outline: 3px solid var(--accent); outline-offset: -3px; }
 .tool .body { padding: 0 .75rem .75rem; }
 .tool-name { font-family: ui-monospace, monospace; font-weight: 600; }
 .state { font-size: .85rem; color: var(--muted); }

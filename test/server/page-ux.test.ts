@@ -75,6 +75,13 @@ describe("the chat page, by keyboard and at a glance", () => {
           expect(ran).toEqual(["A1"]);
           await expect.poll(() => status(page)).toBe("Done.");
 
+          // The conversation itself takes focus (to scroll by keyboard) and shows its ring too.
+          const onConversation = () =>
+            page.evaluate(() => (globalThis as any).document.activeElement?.id === "scroller");
+          for (let i = 0; i < 20 && !(await onConversation()); i++) await page.keyboard.press("Shift+Tab");
+          expect(await onConversation()).toBe(true);
+          expect((await focused(page)).ring).toBe(true);
+
           // At phone width the chat list is a drawer: opened and closed by keyboard, focus returning.
           await tabTo(page, "Show chats", "Shift+Tab", 20);
           expect((await focused(page)).ring).toBe(true);

@@ -108,6 +108,10 @@ describe("the web chat page in Chromium", () => {
         await page.getByRole("button", { name: "Deny" }).click();
         await page.getByText(/Refund: .*not today/).waitFor({ timeout: 5_000 });
         expect(ran).toEqual([]);
+        // The denied card says what happened, not the hint meant for the model.
+        await page
+          .getByText("refund was not approved: not today", { exact: true })
+          .waitFor({ timeout: 5_000 });
 
         await page.getByLabel("Message").fill("one more thing");
         await page.getByLabel("Message").press("Enter");
