@@ -24,6 +24,9 @@ export const PAGE_MARKDOWN = String.raw`
     ALLOWED_TAGS,
     ALLOWED_ATTR: ["href", "title", "align", "start", "open", "colspan", "rowspan", "class"],
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+    // DOMPurify checks every other attribute's value against the URI pattern: these hold no URL
+    // (a table cell's alignment, a list's first number, a cell's span), so they are exempt.
+    ADD_URI_SAFE_ATTR: ["align", "start", "open", "colspan", "rowspan"],
     ALLOW_DATA_ATTR: false,
     ALLOW_ARIA_ATTR: false,
     RETURN_DOM_FRAGMENT: true,

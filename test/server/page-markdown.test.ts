@@ -115,6 +115,11 @@ describe("the chat page renders Markdown, safely", () => {
           expect(await answer.locator("strong").textContent()).toBe("bold");
           expect(await answer.locator("th").allTextContents()).toEqual(["Item", "Qty"]);
           expect(await answer.locator("td").allTextContents()).toEqual(["Apples", "3", "Pears", "5"]);
+          // The table's column alignment (|----:|) holds: Qty is right-aligned, Item left.
+          const aligns = await answer
+            .locator("tr > :is(th, td)")
+            .evaluateAll((cells) => cells.map((c) => (globalThis as any).getComputedStyle(c).textAlign));
+          expect(aligns).toEqual(["left", "right", "left", "right", "left", "right"]);
           expect(await answer.locator("ul ol li").textContent()).toBe("nested");
           expect(await answer.getByText("☑ done").count()).toBe(1);
           const link = answer.getByRole("link", { name: "link" });
