@@ -64,6 +64,20 @@ function a2aClient(baseUrl: string, token?: string): Promise<Client> {
 }
 
 let counter = 0;
+
+/** A 0.3 `message/send` of a user message with these parts, as raw JSON-RPC. */
+function sendParts(url: string, parts: unknown[]): Promise<Response> {
+  return fetch(`${url}/a2a`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: { message: { kind: "message", messageId: `m${++counter}`, role: "user", parts } },
+    }),
+  });
+}
 function userText(text: string, task?: { taskId: string; contextId: string }): Message {
   return {
     messageId: `m${++counter}`,
@@ -381,18 +395,10 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     expect(card.defaultInputModes).toEqual(["text/plain", "image/*", "application/pdf"]);
 
     const rpc = async (parts: unknown[]) =>
-      (await (
-        await fetch(`${url}/a2a`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "message/send",
-            params: { message: { kind: "message", messageId: `m${++counter}`, role: "user", parts } },
-          }),
-        })
-      ).json()) as { result?: any; error?: { code: number; message: string } };
+      (await (await sendParts(url, parts)).json()) as {
+        result?: any;
+        error?: { code: number; message: string };
+      };
     const old = await rpc([
       { kind: "file", file: { bytes: png.toString("base64"), mimeType: "image/png", name: "logo.png" } },
     ]);
@@ -424,23 +430,9 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     const model = new ScriptedModel([{ text: "A big picture." }]);
     const url = await start({ agent: new Agent({ name: "reader", model }) });
     const photo = Buffer.alloc(1_500_000, 7).toString("base64");
-    const response = await fetch(`${url}/a2a`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "message/send",
-        params: {
-          message: {
-            kind: "message",
-            messageId: "m-big",
-            role: "user",
-            parts: [{ kind: "file", file: { bytes: photo, mimeType: "image/png", name: "photo.png" } }],
-          },
-        },
-      }),
-    });
+    const response = await sendParts(url, [
+      { kind: "file", file: { bytes: photo, mimeType: "image/png", name: "photo.png" } },
+    ]);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { result?: { status: { state: string } } };
     expect(body.result?.status.state).toBe("completed");
