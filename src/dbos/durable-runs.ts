@@ -10,6 +10,7 @@ import type { RunInput } from "../run/config/run-input.js";
 import { assertRunInput } from "../run/config/run-input.js";
 import type { RunOptions } from "../run/config/run-options.js";
 import type { AgentsByName } from "../run/durability/recover.js";
+import { undecidedIn } from "../run/durability/replay.js";
 import { Runner } from "../run/runner.js";
 import { failedForStore } from "../store/log-rules.js";
 import { loadOptionalPackage } from "../store/optional-package.js";
@@ -29,7 +30,6 @@ import {
   type DurableRunRequest,
   type DurableRunResult,
   registerRunWorkflow,
-  undecidedIn,
   WORKFLOW_NAME,
 } from "./workflow.js";
 
@@ -567,20 +567,20 @@ export class DurableRuns {
   async #cancelledResult(runId: string, deadline: number): Promise<DurableRunResult> {
     let ended = false;
     for (let pause = 20; ; pause = Math.min(pause * 2, 500)) {
-      const events = await this.store.read(runId);
-      const end = events.findLast((event) => event.type === "run_completed" || event.type === "run_failed");
-      if (end?.type === "run_completed")
-        return { runId, stopReason: end.stopReason, output: end.output ?? null };
-      if (end?.type === "run_failed" && !failedForStore({ status: "failed", failureKind: end.kind })) break;
-      if (!ended) {
-        const summary = await this.store.getRun(runId);
-        if (summary === undefined) break;
-        if (summary.leaseOwner === undefined) {
-          // Nobody holds it (parked, or its worker died and the lease ran out): end it here.
-          ended = true;
-          await this.#endCancelled(runId).catch(() => {});
-          continue;
-        }
+      const summary = await this.store.getRun(runId);
+      if (summary === undefined) break;
+      if (summary.status === "completed") {
+        const end = (await this.store.read(runId, summary.lastSeq - 1)).at(-1);
+        if (end?.type === "run_completed")
+          return { runId, stopReason: end.stopReason, output: end.output ?? null };
+        break;
+      }
+      if (summary.status === "failed" && !failedForStore(summary)) break;
+      if (!ended && summary.leaseOwner === undefined) {
+        // Nobody holds it (parked, or its worker died and the lease ran out): end it here.
+        ended = true;
+        await this.#endCancelled(runId).catch(() => {});
+        continue;
       }
       const left = deadline - Date.now();
       if (left <= 0) break;

@@ -15,14 +15,14 @@
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { sleep } from "../abort.js";
-import type { RunEvent, StopReason } from "../contract/events.js";
+import type { StopReason } from "../contract/events.js";
 import { UserError } from "../errors.js";
 import type { ToolCall } from "../model/types.js";
 import type { Agent } from "../run/config/agent.js";
 import type { RunInput } from "../run/config/run-input.js";
 import type { RunOptions } from "../run/config/run-options.js";
 import type { AgentsByName } from "../run/durability/recover.js";
-import { replay } from "../run/durability/replay.js";
+import { replay, undecidedIn } from "../run/durability/replay.js";
 import type { RunHandle } from "../run/handle.js";
 import { Runner, startOrResume } from "../run/runner.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
@@ -266,13 +266,6 @@ async function answer(store: RunStore, runId: string, message: AnswerMessage): P
 /** The ids of the calls a parked run still waits on, from its log. */
 export async function undecidedCalls(store: RunStore, runId: string): Promise<string[]> {
   return undecidedIn(await store.read(runId));
-}
-
-/** The calls of a log's open turn that were asked about and are neither decided nor done. */
-export function undecidedIn(events: RunEvent[]): string[] {
-  const open = replay(events).openTurn;
-  if (!open) return [];
-  return [...open.asked].filter((id) => !open.decisions.has(id) && !open.completed.has(id));
 }
 
 export function agentNamed(agents: AgentsByName, name: string): Agent<any, any> {

@@ -11,6 +11,7 @@ import {
   type ToolHost,
   UserError,
 } from "../index.js";
+import { undecidedIn } from "../run/durability/replay.js";
 import { LeaseConflict, type RunStore } from "../store/types.js";
 import { askingAgent } from "./asking-agent.js";
 import { HttpError, notFound } from "./http.js";
@@ -333,7 +334,7 @@ export class RunRegistry {
         // The calls a decision is asked for now: those asked and not yet decided. A call after
         // one that parks is asked only when the run goes on (its preflight stopped there), so
         // the run resumes once these are decided, and asks the next.
-        const open = askedInTurn(log, event.runId);
+        const open = new Set(undecidedIn(log.all));
         for (const call of event.pending)
           if (open.has(call.id)) log.parked.push({ call, runId: event.runId });
         break;
@@ -440,21 +441,6 @@ export class RunRegistry {
   cancelAll(reason: string): void {
     for (const log of this.#logs.values()) log.handle?.cancel(reason);
   }
-}
-
-/** The calls of `runId`'s current turn asked for approval and not decided, from its log so far. */
-function askedInTurn(log: RunLog, runId: string): Set<string> {
-  const asked = new Set<string>();
-  const decided = new Set<string>();
-  for (let i = log.all.length - 1; i >= 0; i--) {
-    const event = log.all[i]!;
-    if (event.runId !== runId) continue;
-    if (event.type === "turn_started") break;
-    if (event.type === "approval_required") asked.add(event.call.id);
-    else if (event.type === "approval_resolved") decided.add(event.call.id);
-  }
-  for (const id of decided) asked.delete(id);
-  return asked;
 }
 
 function toolsOf(agent: Agent<any, any> | undefined): Array<Tool<any, any> | ToolHost> {

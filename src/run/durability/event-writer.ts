@@ -1,3 +1,4 @@
+import { isAborted, raceAbort, timeoutSignal } from "../../abort.js";
 import type { RunEvent } from "../../contract/events.js";
 import { leaseOwner } from "../../store/lease-owner.js";
 import type { Lease, RunStore } from "../../store/types.js";
@@ -199,14 +200,14 @@ export class EventWriter implements EventSink {
         if (this.#failure !== undefined) return false;
         try {
           // Within what is left of the wait: a retry that hangs must not stretch it.
-          const remaining = since + this.#storeWaitMs - Date.now();
-          if ((await withinMs(this.#appendUnstored(batch), remaining)) === TIMED_OUT) {
+          const deadline = timeoutSignal(Math.max(0, since + this.#storeWaitMs - Date.now()));
+          const appended = await raceAbort(this.#appendUnstored(batch), deadline.signal).finally(
+            deadline.clear,
+          );
+          if (isAborted(appended)) {
             last = new StoreError(
               `the store did not answer within the ${this.#storeWaitMs} ms (storeWaitMs) the run waits for it`,
-              {
-                runId: batch[0]!.runId,
-                retryable: true,
-              },
+              { runId: batch[0]!.runId, retryable: true },
             );
             continue;
           }
@@ -455,20 +456,4 @@ function asStoreError(error: unknown, runId: string): StoreError {
   return error instanceof StoreError
     ? error
     : new StoreError(`appending events of run ${runId} failed: ${describe(error)}`, { runId, cause: error });
-}
-
-const TIMED_OUT: unique symbol = Symbol("timed out");
-
-/** `work`, or `TIMED_OUT` once `ms` have passed (the abandoned work's rejection is caught). */
-function withinMs<T>(work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
-  if (ms <= 0) {
-    work.catch(() => {});
-    return Promise.resolve(TIMED_OUT);
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), ms);
-  });
-  work.catch(() => {});
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -266,3 +266,16 @@ export function replay(events: Iterable<RunEvent>): RunState {
   }
   return state;
 }
+
+/**
+ * The calls of a log's open turn that were asked about and are neither decided nor done: what a
+ * parked run waits on (a call after the one that parked it is asked only when the run goes on).
+ *
+ * @example
+ * const waiting = undecidedIn(await store.read(runId)); // ["call_2"]
+ */
+export function undecidedIn(events: Iterable<RunEvent>): string[] {
+  const open = replay(events).openTurn;
+  if (!open) return [];
+  return [...open.asked].filter((id) => !open.decisions.has(id) && !open.completed.has(id));
+}

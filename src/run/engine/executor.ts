@@ -326,23 +326,16 @@ class TurnCalls {
     }
     // Every requested call gets a result, so the transcript stays valid input for the next run.
     const stoppedBy = execution.stop?.reason === "budget" ? "budget" : "cancelled";
+    const why = stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled";
     for (const [index, { call }] of requested.entries()) {
       if (results[index]) continue;
       const laterHandoff = execution.handoff && this.toolset.get(call.name) instanceof HandoffTool;
       // Its approval was still awaited: the stop is its "no" (approvals fail closed).
       const result =
         index === this.asking
-          ? deniedResult(call, {
-              approved: false,
-              by: "cancelled",
-              reason: stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled",
-            })
+          ? deniedResult(call, { approved: false, by: "cancelled", reason: why })
           : this.started[index]
-            ? errorResult(
-                call,
-                stoppedBy,
-                `${call.name} was stopped before it finished: ${stoppedBy === "budget" ? "the run's budget ran out" : "the run was cancelled"}`,
-              )
+            ? errorResult(call, stoppedBy, `${call.name} was stopped before it finished: ${why}`)
             : laterHandoff
               ? errorResult(call, "tool_error", handoffRefused(call))
               : errorResult(
