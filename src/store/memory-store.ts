@@ -131,7 +131,9 @@ export class MemoryStore implements RunStore {
     return [...this.#runs.values()]
       .filter((run) => filter.sessionId === undefined || run.sessionId === filter.sessionId)
       .filter((run) => statuses === undefined || statuses.has(run.status))
-      .sort((a, b) => a.startedAt - b.startedAt || compareText(a.runId, b.runId))
+      // A stable sort over the map's insertion order: runs started in the same millisecond are
+      // listed in the order they were stored (a session continues from its last run).
+      .sort((a, b) => a.startedAt - b.startedAt)
       .map((run) => this.#withLease(run, now));
   }
 

@@ -393,14 +393,14 @@ export class PostgresStore implements RunStore {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const statuses = filterStatuses(filter);
-    // A null parameter means "any". COLLATE "C" orders ties by byte, as SQLite and MemoryStore
-    // do, whatever the database's locale.
+    // A null parameter means "any". Runs started in the same millisecond are listed in the
+    // order they were stored, as SQLite and MemoryStore list them.
     const rows = await this.#query(
       "listing runs",
       undefined,
       `${runsWithLeases(this.#t.runs, this.#t.leases, NOW_MS)}
        WHERE ($1::text IS NULL OR r.session_id = $1) AND ($2::text[] IS NULL OR r.status = ANY($2))
-       ORDER BY r.started_at, r.run_id COLLATE "C"`,
+       ORDER BY r.started_at, r.stored_order`,
       [filter.sessionId ?? null, statuses === undefined ? null : [...statuses]],
     );
     return (rows as RunRow[]).map(toRunSummary);

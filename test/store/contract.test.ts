@@ -436,6 +436,19 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         );
       });
 
+      it("lists runs started in the same millisecond in the order they were stored, not by id", async () => {
+        // A session continues from its last run: listed swapped, it would lose the last exchange.
+        const store = await open();
+        for (const runId of ["z-first", "m-second", "a-third"]) {
+          const lease = await store.acquireLease(runId, "writer", LONG);
+          await store.append(lease, [started(runId, { sessionId: "same-ms", at: 1_000 })]);
+        }
+        const ids = (await store.listRuns({ sessionId: "same-ms" })).map((r) => r.runId);
+        expect(ids).toEqual(["z-first", "m-second", "a-third"]);
+        const other = await sibling(store);
+        expect((await other.listRuns({ sessionId: "same-ms" })).map((r) => r.runId)).toEqual(ids);
+      });
+
       it("marks a child run with its parent, so a session can be continued from its root runs", async () => {
         const store = await open();
         const lease = await store.acquireLease("child", "w", LONG);

@@ -111,7 +111,7 @@ describe("PostgresStore", () => {
     await Promise.all(stores.map((store) => store.close()));
   });
 
-  it("gives tables made before runs kept their failure kind the column, and summaries that agree with their logs", async () => {
+  it("gives tables made before runs kept their failure kind or stored order the columns, and summaries that agree with their logs", async () => {
     // The tables as PostgresStore created them before failure_kind, when a run stopped by its
     // store was kept `running`.
     const pool = new pg.Pool({ connectionString: cluster.connectionString, max: 2 });
@@ -166,6 +166,20 @@ describe("PostgresStore", () => {
        VALUES ('older', 'assistant', 9, 9, 0, 'running')`,
     );
     expect(await store!.getRun("older")).toMatchObject({ status: "running" });
+    // Runs started in the same millisecond as the older Quiver's list in the order they were stored.
+    for (const runId of ["z-newer", "a-newest"]) {
+      const lease = await store!.acquireLease(runId, "writer", 60_000);
+      await store!.append(lease, [started(runId, { at: 9 })]);
+    }
+    expect((await store!.listRuns()).map((r) => r.runId)).toEqual([
+      "outage",
+      "broken",
+      "done",
+      "crashed",
+      "older",
+      "z-newer",
+      "a-newest",
+    ]);
     await Promise.all(stores.map((s) => s.close()));
     await pool.end();
   });
