@@ -128,11 +128,11 @@ export class MemoryStore implements RunStore {
     this.#checkOpen();
     const statuses = filterStatuses(filter);
     const now = Date.now();
+    // A stable sort over the map's insertion order: runs started in the same millisecond are
+    // listed in the order they were stored (a session continues from its last run).
     return [...this.#runs.values()]
       .filter((run) => filter.sessionId === undefined || run.sessionId === filter.sessionId)
       .filter((run) => statuses === undefined || statuses.has(run.status))
-      // A stable sort over the map's insertion order: runs started in the same millisecond are
-      // listed in the order they were stored (a session continues from its last run).
       .sort((a, b) => a.startedAt - b.startedAt)
       .map((run) => this.#withLease(run, now));
   }
