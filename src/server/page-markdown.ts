@@ -94,6 +94,8 @@ export const PAGE_MARKDOWN = String.raw`
       pre.replaceWith(wrap);
       wrap.append(el("div", { class: "code-bar" }, el("span", {}, lang ? lang[1] : "text"), button), pre);
     }
+    // A task item's box stands in for its bullet (marked once sanitized: text cannot set a class).
+    for (const li of root.querySelectorAll("li")) if (/^\s*[☑☐] /.test(li.textContent)) li.classList.add("task");
     for (const table of root.querySelectorAll("table")) {
       const wrap = el("div", { class: "table-wrap" });
       table.replaceWith(wrap);

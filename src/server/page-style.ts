@@ -45,6 +45,7 @@ header h1 { font-size: 1rem; margin: 0; flex: 1; min-width: 0; overflow: hidden;
 .md h1 { font-size: 1.4rem; } .md h2 { font-size: 1.25rem; } .md h3 { font-size: 1.1rem; } .md h4, .md h5, .md h6 { font-size: 1rem; }
 .md ul, .md ol { padding-left: 1.5rem; }
 .md li + li { margin-top: .2rem; }
+.md li.task { list-style: none; }
 .md li > ul, .md li > ol { margin: .2rem 0 0; }
 .md blockquote { border-left: 3px solid var(--line); padding-left: .9rem; color: var(--muted); }
 .md a { color: var(--accent); }
@@ -133,7 +134,9 @@ a.media-chip { color: var(--accent); }
   header { padding: .5rem .75rem; }
   #log { padding: .75rem .75rem 1.5rem; }
   .composer { padding: .5rem .75rem .75rem; }
-  .composer textarea { flex-basis: 10rem; }
+  /* Attach, the box, Send and Stop stay on one row down to 320 px while a run goes on. */
+  .composer textarea { flex-basis: 6rem; }
+  .composer #send, .composer #cancel { padding-left: .6rem; padding-right: .6rem; }
   .user { max-width: 92%; }
 }
 @media (prefers-reduced-motion: reduce) { #sidebar, #sidebar.open { transition: none; } }

@@ -122,6 +122,14 @@ describe("the chat page renders Markdown, safely", () => {
           expect(aligns).toEqual(["left", "right", "left", "right", "left", "right"]);
           expect(await answer.locator("ul ol li").textContent()).toBe("nested");
           expect(await answer.getByText("☑ done").count()).toBe(1);
+          // A task item shows its box, not a bullet beside it; the nested list keeps its numbers.
+          const markers = await answer
+            .locator("li")
+            .evaluateAll((items) =>
+              items.map((li) => `${li.textContent.trim()}: ${(globalThis as any).getComputedStyle(li).listStyleType}`),
+            );
+          expect(markers).toContain("☑ done: none");
+          expect(markers).toContain("nested: decimal");
           const link = answer.getByRole("link", { name: "link" });
           expect(await link.getAttribute("href")).toBe("https://example.com/docs");
           expect(await link.getAttribute("target")).toBe("_blank");

@@ -66,6 +66,14 @@ describe("the chat page, by keyboard and at a glance", () => {
           await page.keyboard.press("Enter");
           await page.getByText('Got: "line one\\nline two"').waitFor({ timeout: 5_000 });
           await expect.poll(() => status(page)).toBe("refund is waiting for your approval");
+          // At phone width the composer of a running chat keeps its controls on one row.
+          const rows = await page.evaluate(() =>
+            ["attach", "message", "send", "cancel"].map((id) => {
+              const box = (globalThis as any).document.getElementById(id).getBoundingClientRect();
+              return box.width > 0 ? Math.round(box.bottom) : -1;
+            }),
+          );
+          expect(new Set(rows).size, `bottoms of attach, message, send, stop: ${rows}`).toBe(1);
 
           // Back through the page from the message box to the approval, Tab only.
           await tabTo(page, "Approve refund", "Shift+Tab");
