@@ -126,7 +126,9 @@ describe("the chat page renders Markdown, safely", () => {
           const markers = await answer
             .locator("li")
             .evaluateAll((items) =>
-              items.map((li) => `${li.textContent.trim()}: ${(globalThis as any).getComputedStyle(li).listStyleType}`),
+              items.map(
+                (li) => `${li.textContent.trim()}: ${(globalThis as any).getComputedStyle(li).listStyleType}`,
+              ),
             );
           expect(markers).toContain("☑ done: none");
           expect(markers).toContain("nested: decimal");
