@@ -1,5 +1,6 @@
 import type { EventOf } from "../contract/events.js";
 import type { RunHandle } from "../run/handle.js";
+import { PromptOutput } from "./prompt-output.js";
 import { type Colors, callLabel } from "./terminal.js";
 
 /** What the person at the terminal answered. */
@@ -34,7 +35,17 @@ export async function askApproval(
   const watch = setInterval(() => {
     if (!stillPending()) gone.abort();
   }, POLL_MS);
-  const output = process.stderr;
+  // One per prompt: when the call stops waiting, the prompt on screen is taken away.
+  const selectOutput = new PromptOutput(process.stderr);
+  const reasonOutput = new PromptOutput(process.stderr);
+  const question = `Allow ${colors.bold(callLabel(ev.call.name, ev.call.args, 80))}?`;
+  // What stays on screen of a prompt the call left: the question, marked as no longer asked
+  // (the reason prompt comes after the question's own answered frame).
+  const goneFrom = (output: PromptOutput, question?: string): PromptAnswer => {
+    output.clear();
+    if (question) process.stderr.write(`${colors.gray("│")}\n${colors.gray("◇")}  ${question}\n`);
+    return { kind: "gone" };
+  };
   // A dismissed prompt's last frame shows the option under the cursor, struck through: on a
   // terminal without strikethrough (or with NO_COLOR) it read as if "Yes" had been chosen. The
   // keys that dismiss it are seen here before the prompt draws that frame, so the option says so.
@@ -52,30 +63,32 @@ export async function askApproval(
   process.stdin.prependListener("keypress", onKey);
   try {
     const choice = await clack.select({
-      message: `Allow ${colors.bold(callLabel(ev.call.name, ev.call.args, 80))}?`,
+      message: question,
       options: [
         option("once", "Yes"),
         option("always", `Yes, and don't ask again for ${ev.call.name} in this session`),
         option("no", "No, and tell the agent why"),
       ],
       signal: gone.signal,
-      output,
+      output: selectOutput,
     });
-    if (gone.signal.aborted) return { kind: "gone" };
+    if (gone.signal.aborted) return goneFrom(selectOutput, question);
     if (clack.isCancel(choice)) return { kind: "dismissed" };
     if (choice === "once" || choice === "always") return { kind: "approve", always: choice === "always" };
     const reason = await clack.text({
       message: "Why not? (Enter to skip)",
       placeholder: "the agent sees this",
       signal: gone.signal,
-      output,
+      output: reasonOutput,
     });
-    if (gone.signal.aborted) return { kind: "gone" };
+    if (gone.signal.aborted) return goneFrom(reasonOutput);
     // Ctrl+C on the reason still means no: the person already said so.
     if (clack.isCancel(reason)) return { kind: "deny", reason: undefined };
     return { kind: "deny", reason: reason.trim() || undefined };
   } finally {
     process.stdin.off("keypress", onKey);
     clearInterval(watch);
+    selectOutput.destroy();
+    reasonOutput.destroy();
   }
 }

@@ -64,6 +64,9 @@ describe("quiver in a real terminal (tmux): decisions from elsewhere, Ctrl+C, co
     await chat.waitFor("(decided in another process: quiver runs decide)");
     await chat.waitFor("Done: charged 42.");
     expect(charges(effects)).toBe(1);
+    // The prompt went away with its options; its question stays, once, above the note.
+    expect(chat.count("don't ask again")).toBe(0);
+    expect(chat.screen()).toMatch(/◇ +Allow charge_card[^\n]*\n\s*\(decided in another process/);
 
     // Denied from another process, with a reason the model sees.
     await chat.waitFor(/Done: charged 42\.[\s\S]*\n› *\n*$/);
