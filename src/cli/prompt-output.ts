@@ -37,7 +37,11 @@ export class PromptOutput extends Writable {
     return this.#target.isTTY;
   }
 
-  override _write(chunk: string | Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+  override _write(
+    chunk: string | Buffer,
+    _encoding: BufferEncoding,
+    done: (error?: Error | null) => void,
+  ): void {
     const text = String(chunk);
     this.#row += count(text, "\n");
     for (const [, n, direction] of text.matchAll(CURSOR_MOVE)) {
