@@ -7,7 +7,8 @@
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent, Runner, tool } from "../../src/index.js";
+import { Agent, handoff, Runner, ScriptedModel, tool } from "../../src/index.js";
+import { MISSING_RESULT } from "../../src/model/paired-calls.js";
 import { anthropic, fromAiSdk, openaiResponses } from "../../src/providers/index.js";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
@@ -78,6 +79,51 @@ describe("providers in the agent loop", () => {
       tool_call_id: "call_Vq3kT8mZ2nXr5LpA7wYb1cDe",
       content: "Paris: 18°C, light rain",
     });
+  });
+
+  it("sends OpenAI a valid request after a handoff filter drops tool results, and for an input with a result but no call", async () => {
+    // The filter handoffs.md shows: the calls stay, their results go. OpenAI answers 400 to
+    // an assistant tool call with no tool message after it.
+    const server = await serveChat("openai-chat/text.jsonl", "openai-chat/text.jsonl");
+    const billing = new Agent({ name: "billing", model: "openai:gpt-4.1-mini", tools: [now] });
+    const triage = new Agent({
+      name: "triage",
+      model: new ScriptedModel([
+        {
+          toolCalls: [
+            { id: "t1", name: "now", args: {} },
+            { id: "t2", name: "transfer_to_billing", args: {} },
+          ],
+        },
+      ]),
+      tools: [now],
+      handoffs: [handoff(billing, { inputFilter: (messages) => messages.filter((m) => m.role !== "tool") })],
+    });
+    const handed = await Runner.run(triage, "I was double charged");
+    expect(server.rejected).toEqual([]);
+    expect(handed.output).toBe("Hello! How can I help?");
+    const sent = server.requests[0]!.body.messages;
+    expect(sent.map((m: any) => m.role)).toEqual(["user", "assistant", "tool", "tool"]);
+    expect(sent[2]).toMatchObject({ tool_call_id: "t1", content: MISSING_RESULT });
+
+    // A transcript whose tool result lost its call (an untrusted one: it still taints the run).
+    const orphan = await Runner.run(billing, [
+      { role: "user", content: "what time is it?" },
+      { role: "tool", toolCallId: "gone", name: "now", content: "10:00", isError: false, untrusted: true },
+      { role: "user", content: "and now?" },
+    ]);
+    expect(server.rejected).toEqual([]);
+    expect(server.requests[1]!.body.messages.map((m: any) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "user",
+    ]);
+    expect(orphan.messages[1]).toMatchObject({
+      role: "assistant",
+      toolCalls: [{ id: "gone", name: "now", args: {} }],
+    });
+    expect(orphan.messages[2]).toMatchObject({ role: "tool", toolCallId: "gone", untrusted: true });
   });
 
   it("does not run calls cut off by the length limit, and tells the model why", async () => {

@@ -88,6 +88,13 @@ describe("steering", () => {
     expect(() => handle.inject({ role: "user", content: [big] })).toThrow(/over maxAttachmentBytes/);
     expect(() => handle.followUp({ role: "user", content: [big] })).toThrow(/over maxAttachmentBytes/);
     expect(() => handle.inject({ role: "user" } as never)).toThrow(UserError);
+    // A result without its call, or calls without results, would leave the transcript unpaired.
+    expect(() =>
+      handle.inject({ role: "tool", toolCallId: "x", name: "now", content: "10:00", isError: false }),
+    ).toThrow(/a tool result cannot arrive on its own/);
+    expect(() =>
+      handle.followUp({ role: "assistant", content: "", toolCalls: [{ id: "y", name: "now", args: {} }] }),
+    ).toThrow(/an assistant message with tool calls cannot arrive on its own/);
     const small = {
       type: "image" as const,
       data: Buffer.alloc(500).toString("base64"),

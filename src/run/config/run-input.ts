@@ -143,6 +143,12 @@ export function assertSteeringMessage(
     throw new UserError(
       `the message must be a string or a message ({ role: "user", content: … }); it ${problem}`,
     );
+  // A result or a call arriving on its own would leave the transcript unpaired, which no provider takes.
+  const { role, toolCalls } = message as { role: string; toolCalls?: unknown[] };
+  if (role === "tool" || (role === "assistant" && toolCalls?.length))
+    throw new UserError(
+      `steer a run with a user (or system) message: ${role === "tool" ? "a tool result" : "an assistant message with tool calls"} cannot arrive on its own, the calls and their results come from the run`,
+    );
 }
 
 function messageProblem(message: unknown, limit: number): string | undefined {

@@ -3,6 +3,7 @@ import type { Guardrail } from "../../contract/guardrails.js";
 import type { Permissions } from "../../contract/permissions.js";
 import { BudgetExceeded, UserError } from "../../errors.js";
 import { FallbackModel } from "../../model/fallback.js";
+import { pairCalls } from "../../model/paired-calls.js";
 import type {
   AssistantMessage,
   ContentBlock,
@@ -76,7 +77,9 @@ export function closeRun(run: ActiveRun): void {
 
 /** `run_started`, the input into the transcript, and the first agent's setup. */
 function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
-  const messages = inputMessages(input);
+  const given = inputMessages(input);
+  // A transcript from outside may hold calls without results (or the reverse): no provider takes that.
+  const messages = pairCalls(given);
   // Assigned, not spread in: a conditional spread takes V8's slow path.
   const started: EventOf<"run_started"> = {
     type: "run_started",
@@ -94,7 +97,7 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
   run.transcript.push(...messages);
   // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
   // before destructive calls in every run that continues it (sessions, `result.messages`).
-  const inherited = messages.find((m) => m.role === "tool" && m.untrusted);
+  const inherited = given.find((m) => m.role === "tool" && m.untrusted);
   if (inherited && !run.tainted) {
     markTainted(
       run,
@@ -374,7 +377,7 @@ function closeTurn(
     run.switchAgent(handoff.target);
     let transcript: Message[] | undefined;
     if (handoff.inputFilter) {
-      transcript = handoff.inputFilter([...run.transcript]);
+      transcript = pairCalls(handoff.inputFilter([...run.transcript]));
       run.transcript.splice(0, run.transcript.length, ...transcript);
       resetView(run);
     }
