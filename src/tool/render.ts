@@ -52,8 +52,12 @@ export function truncateMiddle(
   // inside the budget; sized with `maxChars`, which has at least as many digits as the head.
   const marker = (kept: number, head: number) =>
     `\n[... tool output truncated: kept ${numberFormat.format(kept)} of ${numberFormat.format(text.length)} chars ...]\n${note ? `${note(head)}\n` : ""}`;
-  const budget = Math.max(0, maxChars - marker(maxChars, maxChars).length);
-  let head = Math.floor(budget * 0.8);
+  const room = maxChars - marker(maxChars, maxChars).length;
+  // A cap the marker would mostly fill (under ~120 chars) keeps its own length of the head, and
+  // the marker comes on top: a result of nothing but the marker tells the model nothing.
+  const small = room < maxChars / 2;
+  const budget = small ? maxChars : room;
+  let head = small ? budget : Math.floor(budget * 0.8);
   let tail = budget - head;
   // Never split a surrogate pair: a lone half is invalid UTF-16 in JSON for some providers.
   if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;

@@ -5,6 +5,7 @@ import type { Instructions } from "../../contract/instructions.js";
 import type { Permissions } from "../../contract/permissions.js";
 import type { RunContext } from "../../contract/run-context.js";
 import { UserError } from "../../errors.js";
+import { assertWholeNumber } from "../../whole-number.js";
 import type { ToolHost } from "../../hosts/tool-host.js";
 import type { Message, Model, ModelSettings, ToolCall } from "../../model/types.js";
 import { jsonSchema, type TypedJsonSchema } from "../../tool/json-schema.js";
@@ -110,6 +111,7 @@ export class Agent<Deps = unknown, Output = string> {
     }
     this.name = config.name;
     assertGuardrails(config.guardrails, `agent "${config.name}"`);
+    assertAgentLimits(config);
     // Object.assign, not a spread: V8 freezes a spread's copy into dictionary mode (~0.4 µs),
     // and every later read of it (the run reads ~10 fields) then costs ~0.1 µs, not ~5 ns.
     this.config = Object.freeze(Object.assign({}, config));
@@ -246,4 +248,19 @@ export function agentTool(agent: Agent<any, any>, options: AgentToolOptions = {}
       return start({ agent, input, toolName, budget, maxTurns });
     },
   });
+}
+
+function assertAgentLimits(config: AgentConfig<any, any>): void {
+  const of = (option: string) => `agent "${config.name}": ${option}`;
+  assertWholeNumber(config.maxConcurrentToolCalls, of("maxConcurrentToolCalls"), 1, {
+    unbounded: true,
+    hint: "the number of tool calls that may run at once",
+  });
+  assertWholeNumber(config.defaultToolRetries, of("defaultToolRetries"), 0);
+  assertWholeNumber(config.defaultToolTimeoutMs, of("defaultToolTimeoutMs"), 1, {
+    hint: "leave it out for no timeout",
+  });
+  assertWholeNumber(config.maxToolOutputChars, of("maxToolOutputChars"), 1, { unbounded: true });
+  assertWholeNumber(config.maxImageBytes, of("maxImageBytes"), 0, { unbounded: true });
+  assertWholeNumber(config.approvalTimeoutMs, of("approvalTimeoutMs"), 0, { unbounded: true });
 }

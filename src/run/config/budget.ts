@@ -11,6 +11,16 @@ export type BudgetLimits = {
   maxCostUsd?: number;
 };
 
+const LIMITS = new Set<string>([
+  "maxTurns",
+  "maxToolCalls",
+  "maxInputTokens",
+  "maxOutputTokens",
+  "maxTotalTokens",
+  "maxDurationMs",
+  "maxCostUsd",
+] satisfies Array<keyof BudgetLimits>);
+
 /**
  * Limits for a run. A `Budget` only describes limits: each run (and each child run) tracks its
  * own usage against it, so one object can be reused. Token and cost limits are checked at turn
@@ -24,6 +34,9 @@ export class Budget {
   readonly limits: Readonly<BudgetLimits>;
   constructor(limits: BudgetLimits) {
     for (const [key, value] of Object.entries(limits)) {
+      // A misspelt limit (maxTokens) would be no limit at all.
+      if (!LIMITS.has(key))
+        throw new UserError(`Budget has no limit named ${key}: use ${[...LIMITS].join(", ")}`);
       if (value !== undefined && (typeof value !== "number" || Number.isNaN(value) || value < 0)) {
         throw new UserError(`Budget ${key} must be a non-negative number, got ${JSON.stringify(value)}`);
       }

@@ -116,7 +116,9 @@ function capContent(
 ): { content: string | ContentBlock[]; originalChars?: number; fullText?: string } {
   if (typeof content === "string") {
     const cut = truncated(content, settings);
-    return cut ? { content: cut.text, originalChars: cut.originalChars, fullText: content } : { content };
+    return cut
+      ? { content: cut.text, originalChars: cut.originalChars, fullText: kept(content) }
+      : { content };
   }
   const blocks: ContentBlock[] = [];
   let imageBytes = 0;
@@ -145,8 +147,19 @@ function capContent(
   return {
     content: [{ type: "text", text: cut.text }, ...blocks.filter((b) => b.type !== "text")],
     originalChars: cut.originalChars,
-    fullText: totalText,
+    fullText: kept(totalText),
   };
+}
+
+/**
+ * The most of one result a store keeps for `recall_tool_result`: 10 million characters. Past it
+ * the stored text is cut like the model's (head and tail around a marker), so a runaway result
+ * bounds what is stored too; offsets into the head stay valid.
+ */
+export const MAX_RECALLABLE_CHARS = 10_000_000;
+
+function kept(text: string): string {
+  return truncateMiddle(text, MAX_RECALLABLE_CHARS)?.text ?? text;
 }
 
 /** What a thrown value says, never throwing (see `thrownMessage`). */
