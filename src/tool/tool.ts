@@ -1,8 +1,8 @@
 import { assertGuardrails } from "../contract/guardrails.js";
 import type { RunContext } from "../contract/run-context.js";
 import { UserError } from "../errors.js";
-import { assertWholeNumber } from "../whole-number.js";
 import type { JSONSchema, ToolSpec } from "../model/types.js";
+import { assertWholeNumber } from "../whole-number.js";
 import { coerce } from "./coerce.js";
 import {
   type InferArgs,
