@@ -179,7 +179,14 @@ async function main(): Promise<number> {
  */
 async function readmeCommands(scratch: string): Promise<boolean> {
   const env = { PATH: process.env.PATH ?? "", HOME: scratch, NO_COLOR: "1" };
-  const checks: { args: string[]; input?: string; expect: RegExp; in: "stdout" | "stderr" }[] = [
+  const checks: {
+    args: string[];
+    input?: string;
+    expect: RegExp;
+    in: "stdout" | "stderr";
+    /** A command that runs until stopped: it must still run when `expect` shows (then Ctrl+C). */
+    serves?: boolean;
+  }[] = [
     { args: ["init"], expect: /wrote agent\.mjs/, in: "stdout" },
     { args: ["run", "agent.mjs", "what time is it?"], expect: /● now\(\)/, in: "stderr" },
     {
@@ -190,8 +197,14 @@ async function readmeCommands(scratch: string): Promise<boolean> {
     {
       args: ["chat", "agent.mjs"],
       input: "what time is it?\n/exit\n",
-      expect: /Done — [\s\S]*continue with: quiver chat agent\.mjs --session chat-/,
+      expect: /Done — [\s\S]*session chat-\S+ — not stored \(a memory store ends with this process\)/,
       in: "stdout",
+    },
+    {
+      args: ["serve", "agent.mjs", "--port", "0"],
+      expect: /chat page {3}http:\/\/127\.0\.0\.1:\d+\//,
+      in: "stdout",
+      serves: true,
     },
     {
       args: ["run", "node_modules/quiver-agents/examples/agents/hello.mjs", "hello"],
@@ -202,6 +215,7 @@ async function readmeCommands(scratch: string): Promise<boolean> {
   const failures: string[] = [];
   for (const check of checks) {
     const command = `npx quiver ${check.args.join(" ")}`;
+    let stopped = false;
     const ran = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
       const child = execFile(
         "npx",
@@ -211,15 +225,28 @@ async function readmeCommands(scratch: string): Promise<boolean> {
           done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
       child.stdin?.end(check.input ?? "");
+      if (check.serves) {
+        let seen = "";
+        child[check.in]?.on("data", (chunk) => {
+          seen += String(chunk);
+          if (!stopped && check.expect.test(seen)) {
+            stopped = true;
+            child.kill("SIGINT");
+          }
+        });
+      }
     });
-    if (ran.code !== 0 || !check.expect.test(ran[check.in]))
+    // A server is stopped by the signal (npx's exit code then varies); it must not end by itself.
+    if ((check.serves ? !stopped : ran.code !== 0) || !check.expect.test(ran[check.in]))
       failures.push(`${command} (exit ${ran.code}):\n${ran.stdout}${ran.stderr}`.trim());
   }
   if (failures.length) {
     console.error(`the README's commands failed in an empty project:\n${failures.join("\n\n")}`);
     return false;
   }
-  console.log(`ran the README's ${checks.length} quiver commands (init, run, chat, the shipped example)`);
+  console.log(
+    `ran the README's ${checks.length} quiver commands (init, run, chat, serve, the shipped example)`,
+  );
   return true;
 }
 

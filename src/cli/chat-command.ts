@@ -11,7 +11,7 @@ import { noteInterrupt } from "./interrupt.js";
 import { LineReader } from "./line-reader.js";
 import { AGENT_OPTIONS, FILE_OPTION, flag, modeOption, parseCommand, text, texts } from "./options.js";
 import { EventRenderer } from "./render.js";
-import { type OpenedStore, openStore, storeArgument } from "./store-option.js";
+import { type OpenedStore, openStoreOrMemory, storeArgument } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
 import { CHAT_HELP, EXIT, UsageError } from "./usage.js";
 
@@ -35,7 +35,9 @@ export async function chatCommand(args: string[]): Promise<number> {
   let attached = await Promise.all(texts(parsed, "file").map((path) => readAttachment(path, CHAT_HELP)));
   const agent = await withModel(await loadAgentFile(agentSpec), text(parsed, "model"));
   const c = colorsFor(process.stdout);
-  const opened = await chatStore(text(parsed, "store"), (note) => process.stdout.write(`${c.dim(note)}\n`));
+  const opened = await openStoreOrMemory(text(parsed, "store"), (note) =>
+    process.stdout.write(`${c.dim(note)}\n`),
+  );
   const reader = new LineReader();
   // SIGTERM ends the chat: a reply being written is cancelled and stored first (drive() does
   // that), a wait for the next message ends at once; then the exit code is 143.
@@ -117,7 +119,9 @@ export async function chatCommand(args: string[]): Promise<number> {
     }
     process.stdout.write(
       c.dim(
-        `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
+        opened.spec === "memory"
+          ? `session ${sessionId} — not stored (a memory store ends with this process): give --store sqlite:PATH to continue a chat later\n`
+          : `session ${sessionId} — continue with: quiver chat ${agentSpec} --session ${sessionId}${storeArgument(opened)}\n`,
       ),
     );
     if (terminate.signal.aborted) return EXIT.terminated;
@@ -146,20 +150,6 @@ async function abandonParked(opened: OpenedStore, runId: string, renderer: Event
         `could not cancel the parked run ${runId}: ${error instanceof Error ? error.message : String(error)}`,
       ),
     );
-  }
-}
-
-/**
- * The chat's store: `--store`, else the default SQLite file; when better-sqlite3 is not
- * installed and no store was asked for, the conversation lives in memory (and says so).
- */
-async function chatStore(spec: string | undefined, note: (text: string) => void): Promise<OpenedStore> {
-  try {
-    return (await openStore(spec))!;
-  } catch (error) {
-    if (spec !== undefined || process.env.QUIVER_STORE !== undefined) throw error;
-    note(`not storing this chat: ${error instanceof Error ? error.message : String(error)}`);
-    return (await openStore("memory"))!;
   }
 }
 

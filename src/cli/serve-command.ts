@@ -5,7 +5,7 @@ import type { RunStore } from "../store/types.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { exitProcess, noteInterrupt } from "./interrupt.js";
 import { flag, parseCommand, text } from "./options.js";
-import { openStore } from "./store-option.js";
+import { openStoreOrMemory } from "./store-option.js";
 import { colorsFor } from "./terminal.js";
 import { EXIT, SERVE_HELP, UsageError } from "./usage.js";
 
@@ -46,7 +46,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const a2a = flag(parsed, "a2a");
   // Before anything starts: a missing optional SDK is a UserError naming the install line.
   if (a2a) await (await import("../server/a2a-sdk.js")).loadA2aSdk();
-  const opened = (await openStore(text(parsed, "store")))!;
+  const opened = await openStoreOrMemory(text(parsed, "store"), (note) =>
+    process.stderr.write(`${colorsFor(process.stderr).dim(note)}\n`),
+  );
   const server = createServer({
     agent,
     store: opened.store,

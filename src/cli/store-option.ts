@@ -26,6 +26,27 @@ export async function openStore(
   return { store, spec: chosen, isDefault: given === undefined };
 }
 
+/**
+ * `openStore`, except that when no store was asked for (no `--store`, no `QUIVER_STORE`) and
+ * the default one cannot open — better-sqlite3 is an optional package — the runs live in
+ * memory, and `note` says so. `quiver chat` and `quiver serve` start this way.
+ *
+ * @example
+ * const opened = await openStoreOrMemory(undefined, (text) => console.error(text));
+ */
+export async function openStoreOrMemory(
+  spec: string | undefined,
+  note: (text: string) => void,
+): Promise<OpenedStore> {
+  try {
+    return (await openStore(spec))!;
+  } catch (error) {
+    if (spec !== undefined || process.env.QUIVER_STORE !== undefined) throw error;
+    note(`not storing runs: ${error instanceof Error ? error.message : String(error)}`);
+    return (await openStore("memory"))!;
+  }
+}
+
 async function storeFor(spec: string): Promise<RunStore> {
   const { MemoryStore, PostgresStore, SqliteStore } = await import("../store/index.js");
   if (spec === "memory") return new MemoryStore();
