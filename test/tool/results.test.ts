@@ -118,6 +118,26 @@ describe("truncation", () => {
     expect(head / 200_000).toBeLessThan(0.82);
   });
 
+  it("drops the raw value from the live event too (an unread stream would hold it)", async () => {
+    const agent = new Agent({
+      name: "a",
+      model: new ScriptedModel([
+        { toolCalls: [{ name: "r", args: {} }] },
+        { toolCalls: [{ name: "small", args: {} }] },
+        { text: "done" },
+      ]),
+      tools: [returning("z".repeat(5_000), { maxOutputChars: 1_000 }), returning("ok", { name: "small" })],
+    });
+    const completed: Array<{ truncated: boolean; hasResult: boolean }> = [];
+    for await (const ev of Runner.stream(agent, "go"))
+      if (ev.type === "tool_call_completed")
+        completed.push({ truncated: !!ev.truncated, hasResult: "result" in ev });
+    expect(completed).toEqual([
+      { truncated: true, hasResult: false },
+      { truncated: false, hasResult: true },
+    ]);
+  });
+
   it("uses the tool's maxOutputChars over the agent's maxToolOutputChars", async () => {
     const t = returning("y".repeat(1000), { maxOutputChars: 300 });
     expect((await runTool(t, { maxToolOutputChars: 10_000 })).record.output.length).toBeLessThanOrEqual(300);

@@ -337,7 +337,7 @@ class TurnCalls {
           : this.started[index]
             ? errorResult(call, stoppedBy, `${call.name} was stopped before it finished: ${why}`)
             : laterHandoff
-              ? errorResult(call, "tool_error", handoffRefused(call))
+              ? errorResult(call, "skipped", handoffRefused(call))
               : errorResult(
                   call,
                   "skipped",
@@ -652,7 +652,9 @@ class RunningCall implements AttemptsSink {
   #succeed(result: CallResult, ms: number, value: unknown): void {
     const { calls, index, tool, call } = this;
     const { run, execution } = calls;
-    calls.finish(index, result, ms, value);
+    // A truncated result drops its raw value everywhere, the live event too: the cap bounds
+    // what a reader (and an unread stream's buffer) holds.
+    calls.finish(index, result, ms, result.record.truncated ? undefined : value);
     if (!result.record.ok) {
       if (calls.config.cancelSiblingsOnError) calls.cancelSiblings(call);
       return;
