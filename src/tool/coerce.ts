@@ -1,5 +1,5 @@
 import type { JSONSchema } from "../model/types.js";
-import { jsonTypeOf, soleBranch, typesOf } from "./schema-walk.js";
+import { jsonTypeOf, objectBranch, soleBranch, typesOf } from "./schema-walk.js";
 
 const NUMERIC = /^\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/;
 
@@ -56,7 +56,7 @@ function coerceString(text: string, types: Set<string>): unknown {
 
 function descend(value: unknown, actual: string, schema: JSONSchema, root: JSONSchema): unknown {
   if (actual === "object") {
-    const branch = soleBranch(schema, root, "object");
+    const branch = objectBranch(schema, root, value as object);
     if (!branch) return value;
     const properties = (branch.properties ?? {}) as Record<string, JSONSchema>;
     const extra =

@@ -90,3 +90,44 @@ function computeSoleBranch(schema: JSONSchema, root: JSONSchema, type: string): 
   const matching = branches.filter((b) => typesOf(b, root)?.has(type));
   return matching.length === 1 ? deref(matching[0]!, root) : undefined;
 }
+
+/**
+ * The branch of a union that describes this object: the only object branch; else the one whose
+ * discriminator (a property every object branch pins to a `const`, as `z.discriminatedUnion`
+ * does) matches the value's; else the only branch whose keys the value fits (every required
+ * key present, no key a closed branch does not list). Undefined when it is not clear.
+ *
+ * @example
+ * objectBranch({ anyOf: [circle, rect] }, root, { kind: "rect", w: "3" }) // rect
+ */
+export function objectBranch(schema: JSONSchema, root: JSONSchema, value: object): JSONSchema | undefined {
+  const sole = soleBranch(schema, root, "object");
+  if (sole) return sole;
+  const resolved = deref(schema, root);
+  const branches = ((resolved.anyOf ?? resolved.oneOf) as JSONSchema[] | undefined)
+    ?.map((b) => deref(b, root))
+    .filter((b) => typesOf(b, root)?.has("object"));
+  if (!branches?.length) return undefined;
+  const record = value as Record<string, unknown>;
+  const pinned = (branch: JSONSchema, key: string) => {
+    const property = (branch.properties as Record<string, JSONSchema> | undefined)?.[key];
+    if (!property) return undefined;
+    const p = deref(property, root);
+    if (p.const !== undefined) return { value: p.const };
+    return Array.isArray(p.enum) && p.enum.length === 1 ? { value: p.enum[0] } : undefined;
+  };
+  for (const key of Object.keys(record)) {
+    if (!branches.every((b) => pinned(b, key))) continue;
+    const matching = branches.filter((b) => pinned(b, key)!.value === record[key]);
+    if (matching.length === 1) return matching[0];
+  }
+  const fitting = branches.filter((b) => {
+    const properties = (b.properties ?? {}) as Record<string, unknown>;
+    const required = (b.required as string[] | undefined) ?? [];
+    if (!required.every((key) => Object.hasOwn(record, key))) return false;
+    return (
+      b.additionalProperties !== false || Object.keys(record).every((key) => Object.hasOwn(properties, key))
+    );
+  });
+  return fitting.length === 1 ? fitting[0] : undefined;
+}

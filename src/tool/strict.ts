@@ -1,6 +1,6 @@
 import { toStrictSchema } from "../model/schema-lowering.js";
 import type { JSONSchema } from "../model/types.js";
-import { deref, soleBranch, typesOf } from "./schema-walk.js";
+import { deref, objectBranch, soleBranch, typesOf } from "./schema-walk.js";
 
 export type StrictSchema = { ok: true; schema: JSONSchema } | { ok: false; reason: string };
 
@@ -39,7 +39,7 @@ export function nullsToAbsent(value: unknown, schema: JSONSchema, root: JSONSche
     return out ?? value;
   }
   if (typeof value !== "object" || value === null) return value;
-  const branch = soleBranch(schema, root, "object");
+  const branch = objectBranch(schema, root, value);
   if (!branch) return value;
   const properties = (branch.properties ?? {}) as Record<string, JSONSchema>;
   const required = new Set((branch.required as string[] | undefined) ?? []);

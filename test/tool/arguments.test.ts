@@ -54,6 +54,50 @@ describe("coercion before validation", () => {
     expect(seen).toEqual([{ points: [{ x: 1 }, { x: 2 }] }]);
   });
 
+  it("coerces inside the branch of a union of objects the value belongs to", async () => {
+    const shape = z.discriminatedUnion("kind", [
+      z.object({ kind: z.literal("circle"), r: z.number() }),
+      z.object({ kind: z.literal("rect"), w: z.number(), h: z.number() }),
+    ]);
+    const { t, seen } = recorder(
+      z.object({
+        shape,
+        // No discriminator: the branch whose keys the value has.
+        size: z.union([z.object({ bytes: z.number() }), z.object({ pages: z.number(), each: z.number() })]),
+      }),
+    );
+    const record = await callOnce(t, {
+      shape: { kind: "rect", w: "3", h: "4" },
+      size: { pages: "2", each: "10" },
+    });
+    expect(record.ok, record.output).toBe(true);
+    expect(seen).toEqual([{ shape: { kind: "rect", w: 3, h: 4 }, size: { pages: 2, each: 10 } }]);
+  });
+
+  it("strict mode turns null back into absent inside a union of objects too", async () => {
+    const seen: unknown[] = [];
+    const t = tool({
+      name: "probe",
+      description: "Probe.",
+      strict: true,
+      parameters: z.object({
+        u: z.union([z.object({ a: z.string(), b: z.number().optional() }), z.object({ c: z.string() })]),
+        du: z.discriminatedUnion("kind", [
+          z.object({ kind: z.literal("circle"), r: z.number() }),
+          z.object({ kind: z.literal("rect"), w: z.number(), h: z.number().default(1) }),
+        ]),
+      }),
+      execute: async (args) => {
+        seen.push(args);
+        return "ran";
+      },
+    });
+    // What OpenAI's strict mode must send: every optional key, as null.
+    const record = await callOnce(t, { u: { a: "x", b: null }, du: { kind: "rect", w: 2, h: null } });
+    expect(record.ok, record.output).toBe(true);
+    expect(seen).toEqual([{ u: { a: "x" }, du: { kind: "rect", w: 2, h: 1 } }]);
+  });
+
   it("stays conservative: no null → 0, no '' → false, no strings where a string is also allowed", async () => {
     const { t, seen } = recorder(
       z.object({ n: z.number(), b: z.boolean(), either: z.union([z.string(), z.number()]) }),
