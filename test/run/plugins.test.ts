@@ -265,6 +265,40 @@ describe("plugins", () => {
     expect(warning && "message" in warning && warning.message).toMatch(
       /plugin "stuck" did not finish its teardown within 50 ms/,
     );
+    // The warning comes before the run's end, which stays its last event (stored as streamed).
+    expect(events.at(-1)?.type).toBe("run_completed");
+  });
+
+  it("a teardown's warning is stored before run_completed, on a resumed run too", async () => {
+    const store = new MemoryStore();
+    const broken = plugin({
+      name: "broken",
+      teardown: async () => {
+        throw new Error("td broke");
+      },
+    });
+    const risky = tool({
+      name: "risky",
+      description: "Needs approval.",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: async () => "done",
+    });
+    const agent = new Agent({
+      name: "a",
+      model: new ScriptedModel([{ toolCalls: [{ id: "r1", name: "risky", args: {} }] }, { text: "hi" }]),
+      tools: [risky],
+      plugins: [broken],
+    });
+    const parked = await Runner.run(agent, "go", { store });
+    expect(parked.stopReason).toBe("awaiting_approval");
+    const atPark = (await store.read(parked.runId)).map((e) => (e.type === "warning" ? e.code : e.type));
+    expect(atPark.slice(-2)).toEqual(["plugin_teardown_failed", "run_parked"]);
+    await Runner.decide(store, parked.runId, "r1", true);
+    await Runner.resume(agent, parked.runId, { store }).result();
+    const types = (await store.read(parked.runId)).map((e) => (e.type === "warning" ? e.code : e.type));
+    expect(types.at(-1)).toBe("run_completed");
+    expect(types.at(-2)).toBe("plugin_teardown_failed");
   });
 
   it("a tool-name clash is a UserError at run start naming both sources", async () => {

@@ -7,8 +7,7 @@ import { Handoff } from "../config/agent.js";
 import { rememberView, restoreView } from "../conversation/compaction.js";
 import type { PriorTurn, RequestedCall } from "../engine/executor.js";
 import { guardrailKey } from "../engine/guardrail-checks.js";
-import { type AgentSetup, closeRun, finishWithOutput, prepareAgent, turns } from "../engine/loop.js";
-import { teardownPlugins } from "../engine/plugin-lifecycle.js";
+import { type AgentSetup, endRun, finishWithOutput, prepareAgent, turns } from "../engine/loop.js";
 import type { CallResult } from "../engine/tool-result.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { RunResult } from "../state/result.js";
@@ -60,9 +59,8 @@ export async function resumeLoop(run: ActiveRun, state: RunState): Promise<RunRe
     return await continueRun(run, state);
   } finally {
     // As a fresh run's loop does: plugins set up for this run are torn down, host watches end.
-    const ending = teardownPlugins(run);
+    const ending = endRun(run);
     if (ending) await ending;
-    closeRun(run);
   }
 }
 

@@ -33,7 +33,7 @@ import { inputSubject, runGuardrails } from "./guardrail-checks.js";
 import { handoffTools } from "./handoff-tool.js";
 import { type TurnRequest, turnRequest } from "./model-request.js";
 import { streamModelTurn, toToolCall } from "./model-turn.js";
-import { setupPlugins, teardownPlugins } from "./plugin-lifecycle.js";
+import { pluginsSetUp, setupPlugins, teardownPlugins } from "./plugin-lifecycle.js";
 import { resolveInstructions } from "./system-prompt.js";
 import { markTainted } from "./taint.js";
 import { type CallResult, errorResult } from "./tool-result.js";
@@ -63,14 +63,41 @@ export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResul
     const setup = start(run, input);
     return await turns(run, setup instanceof Promise ? await setup : setup);
   } finally {
-    const ending = teardownPlugins(run);
+    const ending = endRun(run);
     if (ending) await ending;
-    closeRun(run);
   }
 }
 
+/**
+ * The run's end: its plugins are torn down (their warnings come first), then the `run_completed`
+ * held for them is emitted, then the run closes. Without plugins nothing waits.
+ */
+export function endRun(run: ActiveRun): Promise<void> | undefined {
+  const ending = teardownPlugins(run);
+  if (!ending) {
+    closeRun(run);
+    return undefined;
+  }
+  return ending.then(() => {
+    const held = heldEnds.get(run);
+    if (held) {
+      heldEnds.delete(run);
+      run.events.emit(held);
+    }
+    closeRun(run);
+  });
+}
+
+/** A run's last event waiting for its plugin teardowns, so that it stays the last. */
+const heldEnds = new WeakMap<ActiveRun, EventOf<"run_completed"> | EventOf<"run_parked">>();
+
+function emitEnd(run: ActiveRun, end: EventOf<"run_completed"> | EventOf<"run_parked">): void {
+  if (pluginsSetUp(run)) heldEnds.set(run, end);
+  else run.events.emit(end);
+}
+
 /** The run has stopped: timers and watches go, and with no call left running the run context stops being tracked. */
-export function closeRun(run: ActiveRun): void {
+function closeRun(run: ActiveRun): void {
   run.control.close();
   runEnded();
 }
@@ -403,7 +430,7 @@ function closeTurn(
 
 /** A stored run waiting for approval leaves memory: its log says where to pick it up. */
 function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunResult<any> {
-  run.events.emit({ type: "run_parked", pending });
+  emitEnd(run, { type: "run_parked", pending, runId: "", seq: 0, at: 0, agent: "" });
   return {
     runId: run.runId,
     output: run.lastText,
@@ -692,7 +719,17 @@ export function finishRun(
   budgetError?: BudgetExceeded,
 ): RunResult<any> {
   if (budgetError) run.limits.stop = budgetError;
-  run.events.emit({ type: "run_completed", output, stopReason, usage: { ...run.usage } });
+  const end: EventOf<"run_completed"> = {
+    type: "run_completed",
+    output,
+    stopReason,
+    usage: { ...run.usage },
+    runId: "",
+    seq: 0,
+    at: 0,
+    agent: "",
+  };
+  emitEnd(run, end);
   return {
     runId: run.runId,
     output,
