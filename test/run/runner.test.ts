@@ -362,6 +362,18 @@ describe("agents", () => {
       role: "user",
       content: expect.stringMatching(/celsius/),
     });
+    // The ways models wrap JSON, each taken on the first answer (no corrective turn spent).
+    for (const text of [
+      '```JSON\n{"city": "Oslo", "celsius": 1}\n```',
+      'Here it is:\n```json\n{"city": "Oslo", "celsius": 1}\n```',
+      '```json {"city": "Oslo", "celsius": 1} ```',
+      '{"city": "Oslo", "celsius": 1}\n\nHope this helps!',
+      'The weather: {"city": "Oslo", "celsius": 1}',
+    ]) {
+      const once = new ScriptedModel([{ text }]);
+      const wrapped = await Runner.run(agent.clone({ model: once }), "weather?");
+      expect(wrapped.output, text).toEqual({ city: "Oslo", celsius: 1 });
+    }
     const stubborn = new ScriptedModel([{ text: "no" }, { text: "still no" }]);
     await expect(Runner.run(agent.clone({ model: stubborn }), "weather?")).rejects.toThrow(
       /does not match its outputType/,

@@ -60,12 +60,28 @@ export function outputContract(outputType: ToolParameters, agentName: string): O
   };
 }
 
+/**
+ * The answer as JSON. Models often wrap it even when asked not to: in a Markdown fence (any
+ * label, any case, on one line or several), or with a sentence before or after it. The text
+ * itself is tried first, then the one fenced block it holds, then what lies between its first
+ * `{` or `[` and the last matching `}` or `]`; the corrective turn quotes the first error.
+ */
 function parseJson(text: string): OutputCheck {
-  // Models often wrap JSON in a Markdown fence even when asked not to.
-  const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/.exec(text);
-  try {
-    return { ok: true, value: JSON.parse(fenced ? fenced[1]! : text) };
-  } catch (error) {
-    return { ok: false, problems: [`not valid JSON: ${(error as Error).message}`] };
+  const fences = [...text.matchAll(/```[\w-]*[ \t]*\n?([\s\S]*?)\n?[ \t]*```/g)];
+  const candidates = [text];
+  if (fences.length === 1) candidates.push(fences[0]![1]!);
+  const open = text.search(/[[{]/);
+  if (open >= 0) {
+    const close = text.lastIndexOf(text[open] === "{" ? "}" : "]");
+    if (close > open) candidates.push(text.slice(open, close + 1));
   }
+  let first: Error | undefined;
+  for (const candidate of candidates) {
+    try {
+      return { ok: true, value: JSON.parse(candidate) };
+    } catch (error) {
+      first ??= error as Error;
+    }
+  }
+  return { ok: false, problems: [`not valid JSON: ${first!.message}`] };
 }
