@@ -245,7 +245,51 @@ function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   return runLoop(run, input);
 }
 
+/**
+ * A session continues from its latest run, so two runs of one session at once would each add to
+ * the conversation they read, and the next run would go on from one of them: the other's
+ * exchange would be lost to the model. A session's run holds the session's lease (beside its
+ * own, renewed with it) while it runs; another run of the session meanwhile is a `UserError`.
+ */
 async function continueSession(
+  run: ActiveRun,
+  store: RunStore,
+  sessionId: string,
+  input: RunInput,
+): Promise<RunResult<any>> {
+  const sink = run.events.sink!;
+  const key = sessionLeaseKey(sessionId);
+  try {
+    await sink.acquire(key);
+  } catch (error) {
+    if (!(error instanceof LeaseConflict)) throw error;
+    throw new UserError(
+      `session ${sessionId} has a run in progress: wait for it to end (or steer it with inject()) before starting another`,
+    );
+  }
+  // Given back with the run's own lease, in the same breath (see `releaseLeases`).
+  sessionLeases.set(run, key);
+  return continueFromHistory(run, store, sessionId, input);
+}
+
+/** The session lease a run holds, given back when its own is. */
+const sessionLeases = new WeakMap<ActiveRun, string>();
+
+/** Gives back the run's lease, and its session's when it holds one, at once. */
+async function releaseLeases(run: ActiveRun): Promise<void> {
+  const sink = run.events.sink!;
+  const session = sessionLeases.get(run);
+  if (session === undefined) return sink.release(run.runId);
+  sessionLeases.delete(run);
+  await Promise.all([sink.release(run.runId), sink.release(session)]);
+}
+
+/** The key of a session's lease in the store's leases (beside the runs' own). */
+function sessionLeaseKey(sessionId: string): string {
+  return `quiver.session:${sessionId}`;
+}
+
+async function continueFromHistory(
   run: ActiveRun,
   store: RunStore,
   sessionId: string,
@@ -381,7 +425,7 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
     leased = true;
     const outcome = unwrap(await body(run, taken));
     leased = false;
-    await sink.release(run.runId);
+    await releaseLeases(run);
     // The caller hears how the run ended only once the store holds that end: a store that
     // failed meanwhile fails the run (resumable from what it holds), whatever the loop concluded.
     if (sink.failure) throw sink.failure;
@@ -389,7 +433,7 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
   } catch (error) {
     throw runFailed(run, error);
   } finally {
-    if (leased) await sink.release(run.runId);
+    if (leased) await releaseLeases(run);
   }
 }
 

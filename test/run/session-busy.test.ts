@@ -1,0 +1,73 @@
+/**
+ * A session continues from its latest run: two runs of one session at once would each extend
+ * the conversation they read, and the next run would lose one of the two exchanges. A session's
+ * run holds the session while it runs; another one meanwhile is refused, whoever starts it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, loadSession, type Model, Runner, ScriptedModel, UserError } from "quiver-agents";
+import { MemoryStore, type RunStore, SqliteStore } from "quiver-agents/store";
+import { afterAll, describe, expect, it } from "vitest";
+
+const dir = mkdtempSync(join(tmpdir(), "quiver-session-busy-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A model that answers each question after `ms`, quoting it. */
+function slowEcho(ms: number): Model {
+  return {
+    name: "slow-echo",
+    async *stream(request) {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      const last = request.messages.at(-1);
+      yield { type: "text_delta", delta: `heard: ${typeof last?.content === "string" ? last.content : "?"}` };
+      yield { type: "finish", reason: "stop" };
+    },
+  };
+}
+
+describe.each([
+  ["MemoryStore", () => new MemoryStore()],
+  ["SqliteStore", () => new SqliteStore({ path: join(dir, `${Math.random()}.db`) })],
+] as Array<[string, () => RunStore]>)("%s: one run of a session at a time", (_, open) => {
+  it("refuses a second run while the first runs, and loses no exchange", async () => {
+    const store = open();
+    const agent = new Agent({ name: "a", model: slowEcho(150) });
+    await Runner.run(agent, "base", { store, sessionId: "s" });
+    const first = Runner.run(agent, "question A", { store, sessionId: "s" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = Runner.run(agent, "question B", { store, sessionId: "s" });
+    await expect(second).rejects.toBeInstanceOf(UserError);
+    await expect(second).rejects.toThrow(/session s has a run in progress/);
+    expect((await first).output).toBe("heard: question A");
+    // Once it ended, the session goes on from it: both earlier exchanges are there.
+    await Runner.run(agent, "what did I ask?", { store, sessionId: "s" });
+    const said = (await loadSession(store, "s")).map((m) => m.content);
+    expect(said).toEqual([
+      "base",
+      "heard: base",
+      "question A",
+      "heard: question A",
+      "what did I ask?",
+      "heard: what did I ask?",
+    ]);
+    await store.close();
+  });
+
+  it("of two started at the same moment, exactly one runs", async () => {
+    const store = open();
+    const agent = new Agent({ name: "a", model: slowEcho(20) });
+    await Runner.run(agent, "base", { store, sessionId: "t" });
+    const outcomes = await Promise.allSettled([
+      Runner.run(agent, "A", { store, sessionId: "t" }),
+      Runner.run(agent, "B", { store, sessionId: "t" }),
+    ]);
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    const refused = outcomes.find((o) => o.status === "rejected");
+    expect(refused?.status === "rejected" && refused.reason).toBeInstanceOf(UserError);
+    // Sessions other than this one, and runs without a session, are not held up.
+    const other = new Agent({ name: "b", model: new ScriptedModel([{ text: "ok" }, { text: "ok" }]) });
+    await Promise.all([Runner.run(other, "x", { store, sessionId: "u" }), Runner.run(other, "y", { store })]);
+    await store.close();
+  });
+});
