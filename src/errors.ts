@@ -27,16 +27,21 @@ export class UserError extends Error {
 
 /**
  * Throw from a tool to shape the message the model sees: `Tool error: <message>\nHint: <hint>`.
+ * It is retried like any error (the tool's `retries`) unless `retry: false` says trying again
+ * cannot help (no such order, a refused request).
  *
  * @example
- * throw new ToolError("order A12 not found", { hint: "ids look like A123" });
+ * throw new ToolError("order A12 not found", { hint: "ids look like A123", retry: false });
  */
 export class ToolError extends Error {
   override name = "ToolError";
   readonly hint?: string;
-  constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
+  /** `false`: not retried, whatever the tool's `retries`. */
+  readonly retry?: boolean;
+  constructor(message: string, options: { hint?: string; retry?: boolean; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     if (options.hint !== undefined) this.hint = options.hint;
+    if (options.retry !== undefined) this.retry = options.retry;
   }
 }
 

@@ -99,8 +99,18 @@ function fromStandardSchema(schema: StandardSchemaV1, toolName: string): Paramet
   try {
     jsonSchema = props.jsonSchema.input({ target: "draft-2020-12" });
   } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    // A model sends JSON: dates and bigints arrive as strings, so the schema must take strings.
+    const way = /\bDate\b/.test(message)
+      ? ": a model sends dates as text, so take a string (z.iso.datetime() or z.iso.date()) and make the Date in execute"
+      : /\bBigInt\b/i.test(message)
+        ? ": a model sends numbers as JSON, so take z.number() or a digit string (z.string().regex(/^\\d+$/)) and make the BigInt in execute"
+        : "";
     throw new UserError(
-      `tool "${toolName}": its parameters cannot be expressed as JSON Schema: ${String(error)}`,
+      `tool "${toolName}": its parameters cannot be expressed as JSON Schema: ${message}${way}`,
+      {
+        cause: error,
+      },
     );
   }
   const { $schema: _dropped, ...rest } = jsonSchema;

@@ -180,6 +180,28 @@ describe("retries and timeouts", () => {
     });
   });
 
+  it("do not retry a ToolError that says trying again cannot help", async () => {
+    let calls = 0;
+    const lookup = tool({
+      name: "lookup",
+      description: "Looks an order up.",
+      parameters: z.object({}),
+      retries: 3,
+      retryBackoff: { initialMs: 1 },
+      execute: async () => {
+        calls++;
+        throw new ToolError("no order A9", { hint: "Order ids look like A123.", retry: false });
+      },
+    });
+    const model = new ScriptedModel([{ toolCalls: [{ name: "lookup", args: {} }] }, { text: "done" }]);
+    const result = await Runner.run(new Agent({ name: "a", model, tools: [lookup] }), "go");
+    expect(calls).toBe(1);
+    expect(result.toolCalls[0]).toMatchObject({
+      ok: false,
+      output: "Tool error: no order A9\nHint: Order ids look like A123.",
+    });
+  });
+
   it("time out each attempt, abort its signal, and never leave an unhandled rejection", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

@@ -150,6 +150,16 @@ describe("parameters", () => {
     ).not.toThrow();
   });
 
+  it("names the way out for a date or a bigint, which JSON cannot carry", () => {
+    for (const d of [z.date(), z.coerce.date()])
+      expect(() => tool({ name: "when", parameters: z.object({ d }), execute: noop })).toThrow(
+        /tool "when": its parameters cannot be expressed as JSON Schema: Date cannot be represented in JSON Schema: a model sends dates as text, so take a string \(z\.iso\.datetime\(\) or z\.iso\.date\(\)\)/,
+      );
+    expect(() => tool({ name: "big", parameters: z.object({ n: z.bigint() }), execute: noop })).toThrow(
+      /take z\.number\(\) or a digit string/,
+    );
+  });
+
   it("tells a Zod 3 user to upgrade or import zod/v4", () => {
     // What a Zod 3.24 schema looks like to a library: Standard Schema v1 without JSON Schema.
     const zod3 = {

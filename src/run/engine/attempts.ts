@@ -400,7 +400,7 @@ function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttemp
     errorKind: "tool_error",
     message: messageOf(error),
     ...(hint !== undefined && { hint }),
-    retryable: true,
+    retryable: !(isInstance(error, ToolError) && (error as ToolError).retry === false),
   };
 }
 
