@@ -40,6 +40,11 @@ function toPlainUnsafe(value: unknown, seen: WeakSet<object>): unknown {
   }
   if (seen.has(value)) return "[Circular]";
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? "Invalid Date" : value.toISOString();
+  // Binary data is named, not spelt out: a Buffer's toJSON lists every byte (~4 characters each),
+  // and an ArrayBuffer has no fields at all ({}), so its bytes would vanish without a word.
+  if (ArrayBuffer.isView(value)) return `[${value.constructor.name} ${value.byteLength} bytes]`;
+  if (value instanceof ArrayBuffer || value instanceof SharedArrayBuffer)
+    return `[${value.constructor.name} ${value.byteLength} bytes]`;
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
     try {
       return toPlain((value as { toJSON(): unknown }).toJSON(), seen);
@@ -55,9 +60,6 @@ function toPlainUnsafe(value: unknown, seen: WeakSet<object>): unknown {
       return out;
     }
     if (value instanceof Set) return [...value].map((v) => toPlain(v, seen));
-    if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-      return `[${value.constructor.name} ${value.byteLength} bytes]`;
-    }
     if (value instanceof Error) return { name: value.name, message: value.message };
     if (Array.isArray(value)) return value.map((v) => toPlain(v, seen) ?? null);
     const out: Record<string, unknown> = {};

@@ -149,10 +149,13 @@ function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
   const mistake = structuralMistake(canonical, "") ?? brokenRef(canonical);
   if (mistake) throw new UserError(`tool "${toolName}": invalid JSON Schema: ${mistake}`);
   let validator: ReturnType<typeof compileJsonSchema> | undefined;
+  // Defaults apply as with Zod: ajv writes them into the value it validates, so it gets a copy
+  // (the call's own arguments stay what the model sent).
+  const defaults = JSON.stringify(canonical).includes('"default"');
   const compiled = () => {
     if (!validator) {
       try {
-        validator = compileJsonSchema(canonical);
+        validator = compileJsonSchema(canonical, { useDefaults: defaults });
       } catch (error) {
         throw new UserError(`tool "${toolName}": invalid JSON Schema: ${(error as Error).message}`);
       }
@@ -162,8 +165,9 @@ function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
   const { $schema: _dropped, ...wire } = canonical;
   return {
     jsonSchema: wire,
-    validate(value) {
+    validate(given) {
       const check = compiled();
+      const value = defaults ? structuredClone(given) : given;
       if (check(value)) return { ok: true, value };
       return { ok: false, issues: (check.errors ?? []).map(fromAjvError) };
     },

@@ -54,6 +54,30 @@ describe("coercion before validation", () => {
     expect(seen).toEqual([{ points: [{ x: 1 }, { x: 2 }] }]);
   });
 
+  it("applies a JSON Schema's defaults, as Zod's apply, without changing the call's arguments", async () => {
+    for (const strict of [false, true]) {
+      const seen: unknown[] = [];
+      const t = tool({
+        name: "probe",
+        description: "Probe.",
+        strict,
+        parameters: jsonSchema<{ a: string; d?: number }>({
+          type: "object",
+          properties: { a: { type: "string" }, d: { type: "number", default: 9 } },
+          required: ["a"],
+        }),
+        execute: async (args) => {
+          seen.push(args);
+          return "ran";
+        },
+      });
+      const record = await callOnce(t, strict ? { a: "x", d: null } : { a: "x" });
+      expect(record.ok, record.output).toBe(true);
+      expect(seen).toEqual([{ a: "x", d: 9 }]);
+      expect(record.call.args).toEqual(strict ? { a: "x", d: null } : { a: "x" });
+    }
+  });
+
   it("coerces inside the branch of a union of objects the value belongs to", async () => {
     const shape = z.discriminatedUnion("kind", [
       z.object({ kind: z.literal("circle"), r: z.number() }),

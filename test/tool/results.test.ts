@@ -53,6 +53,26 @@ describe("rendering", () => {
     expect(record.value).toBe(value);
   });
 
+  it("names binary data with its size, whatever its kind (a Buffer is not spelt out byte by byte)", async () => {
+    const { record } = await runTool(
+      returning({
+        file: Buffer.from("hello"),
+        raw: new Uint8Array(3),
+        buffer: new ArrayBuffer(8),
+        view: new DataView(new ArrayBuffer(2)),
+      }),
+    );
+    expect(JSON.parse(record.output)).toEqual({
+      file: "[Buffer 5 bytes]",
+      raw: "[Uint8Array 3 bytes]",
+      buffer: "[ArrayBuffer 8 bytes]",
+      view: "[DataView 2 bytes]",
+    });
+    expect((await runTool(returning(Buffer.alloc(1_000_000)))).record.output).toBe(
+      '"[Buffer 1000000 bytes]"',
+    );
+  });
+
   it("sends content blocks to the model and details only to observers", async () => {
     const content: ContentBlock[] = [
       { type: "text", text: "chart:" },
