@@ -86,7 +86,11 @@ export async function listenHttp(
     let userId: string | undefined;
     try {
       ({ userId } = await authenticate(request, auth, remoteAddressOf(env)));
-      checkOrigin(request, NO_OTHER_ORIGINS);
+      checkOrigin(
+        request,
+        NO_OTHER_ORIGINS,
+        "an MCP server takes no browser pages' requests: call it from a server-side client, or through a proxy of your own",
+      );
     } catch (error) {
       if (error instanceof HttpError) return refusal(error);
       throw error;

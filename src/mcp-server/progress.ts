@@ -9,8 +9,9 @@ const MAX_MESSAGE_CHARS = 500;
  * `progressToken`: at most one every 100 ms (the latest of each interval), `progress` always
  * increasing as the protocol requires. A partial shaped `{ progress, total?, message? }` (what
  * an MCP tool host reports) keeps its numbers when they increase; anything else counts up, with
- * the partial as the message. Nothing is sent after `end()`, and a send that fails is dropped:
- * progress is advisory, never a reason for a call to fail.
+ * the partial as the message. `end()` sends the last partial still held back (a client then sees
+ * 5/5, not 4/5), and nothing after it; a send that fails is dropped: progress is advisory,
+ * never a reason for a call to fail.
  */
 export class ProgressReporter {
   readonly #send: (progress: Progress) => Promise<void>;
@@ -33,8 +34,11 @@ export class ProgressReporter {
   }
 
   end(): void {
-    this.#ended = true;
+    if (this.#ended) return;
     clearTimeout(this.#timer);
+    // Sent before the call's result, on the same connection: the client sees it first.
+    if (this.#pending) this.#flush();
+    this.#ended = true;
     this.#pending = undefined;
   }
 

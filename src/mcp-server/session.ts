@@ -60,7 +60,10 @@ export function openSession(sdk: ServerSdk, exposure: Exposure, userId: string |
     const { name, arguments: args } = request.params;
     const tool = (await exposure.list(extra.signal)).find((t) => t.name === name);
     // An unknown name is a protocol error (the client's list is stale or wrong), not a result.
-    if (!tool) throw new types.McpError(types.ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // A plain error with a code: McpError puts "MCP error -32602: " into its message, and the
+    // client's McpError puts it in again.
+    if (!tool)
+      throw Object.assign(new Error(`Unknown tool: ${name}`), { code: types.ErrorCode.InvalidParams });
     const token = extra._meta?.progressToken;
     const progress =
       token === undefined

@@ -36,7 +36,11 @@ export function allowedOriginSet(origins: readonly string[] | undefined): Readon
  * @example
  * checkOrigin(request, allowedOriginSet(["https://app.example"])); // throws HttpError 403 when refused
  */
-export function checkOrigin(request: Request, allowed: ReadonlySet<string>): void {
+export function checkOrigin(
+  request: Request,
+  allowed: ReadonlySet<string>,
+  remedy = "list it in createServer's allowedOrigins if that page is yours",
+): void {
   if (!STATE_CHANGING.has(request.method)) return;
   const origin = request.headers.get("origin");
   if (origin !== null) {
@@ -47,7 +51,7 @@ export function checkOrigin(request: Request, allowed: ReadonlySet<string>): voi
       "cross_origin",
       origin === "null"
         ? "requests from an opaque origin (Origin: null) are refused"
-        : `requests from ${origin} are refused; list it in createServer's allowedOrigins if that page is yours`,
+        : `requests from ${origin} are refused; ${remedy}`,
     );
   }
   const site = request.headers.get("sec-fetch-site");

@@ -52,6 +52,8 @@ const count = tool({
       ctx.update(`counted ${i}`);
       await new Promise((resolve) => setTimeout(resolve, 130));
     }
+    // A burst faster than progress is sent: the last of it still reaches the client.
+    for (let i = 1; i <= 5; i++) ctx.update({ progress: 10 + i, total: 15, message: `burst ${i}` });
     return `counted to ${n}`;
   },
 });
@@ -153,7 +155,8 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
     const direct = await Runner.run(new Agent({ name: "direct", model, tools: [add] }), "add");
     expect(direct.toolCalls[0]!.output).toMatch(/^Tool error: invalid arguments for add:\n- b: is required/);
     expect(textOf(invalid)).toBe(direct.toolCalls[0]!.output);
-    await expect(client.callTool({ name: "nope", arguments: {} })).rejects.toThrow(/Unknown tool: nope/);
+    const unknown = await client.callTool({ name: "nope", arguments: {} }).catch((error: Error) => error);
+    expect((unknown as Error).message).toBe("MCP error -32602: Unknown tool: nope");
   });
 
   it("asks the client through elicitation before a destructive call, and runs it when accepted", async () => {
@@ -202,6 +205,26 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
     expect(deleted).toEqual([]);
   });
 
+  it("refuses a browser page of another origin, saying how to call it instead", async () => {
+    const url = await serveTools();
+    const response = await fetch(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        origin: "https://app.example",
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(response.status).toBe(403);
+    const { error } = (await response.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("cross_origin");
+    expect(error.message).toBe(
+      "requests from https://app.example are refused; an MCP server takes no browser pages' requests: call it from a server-side client, or through a proxy of your own",
+    );
+  });
+
   it("sends the tool's partial results as progress notifications", async () => {
     const { client } = await connect(await serveTools());
     const progress: Array<{ progress: number; message?: string }> = [];
@@ -209,11 +232,12 @@ describe("mcpServer({ tools }).listen() over streamable HTTP", () => {
       onprogress: (p) => progress.push({ progress: p.progress, ...(p.message && { message: p.message }) }),
     });
     expect(textOf(result)).toBe("counted to 3");
-    expect(progress).toEqual([
+    expect(progress.slice(0, 3)).toEqual([
       { progress: 1, message: "counted 1" },
       { progress: 2, message: "counted 2" },
       { progress: 3, message: "counted 3" },
     ]);
+    expect(progress.at(-1)).toEqual({ progress: 15, message: "burst 5" });
   });
 
   it("aborts the tool's signal when the client cancels the call", async () => {
