@@ -53,9 +53,9 @@ export function truncateMiddle(
   const marker = (kept: number, head: number) =>
     `\n[... tool output truncated: kept ${numberFormat.format(kept)} of ${numberFormat.format(text.length)} chars ...]\n${note ? `${note(head)}\n` : ""}`;
   const room = maxChars - marker(maxChars, maxChars).length;
-  // A cap the marker would mostly fill (under ~120 chars) keeps its own length of the head, and
-  // the marker comes on top: a result of nothing but the marker tells the model nothing.
-  const small = room < maxChars / 2;
+  // A cap the marker alone exceeds (under ~60 chars) keeps its own length of the head, and the
+  // marker comes on top: a result of nothing but the marker tells the model nothing.
+  const small = room < 1;
   const budget = small ? maxChars : room;
   let head = small ? budget : Math.floor(budget * 0.8);
   let tail = budget - head;

@@ -67,6 +67,37 @@ describe("limits checked at definition", () => {
   });
 });
 
+describe("what an agent is given as tools", () => {
+  it("warns once per run about a tool the model knows only by name", async () => {
+    const agent = new Agent({
+      name: "a",
+      model: new ScriptedModel([{ text: "ok" }]),
+      tools: [tool({ ...base, description: undefined as never, name: "bare" }), tool(base)],
+    });
+    const warnings: string[] = [];
+    for await (const ev of Runner.stream(agent, "go"))
+      if (ev.type === "warning") warnings.push(`${ev.code}: ${ev.message}`);
+    expect(warnings).toEqual([
+      'tool_without_description: tool "bare" has no description: the model sees only its name and parameters; say what it does and when to use it',
+    ]);
+  });
+
+  it("names a search backend or page reader given where a tool belongs", async () => {
+    const { duckduckgoSearch, HttpReader } = await import("quiver-agents/tools");
+    for (const [given, wrap] of [
+      [duckduckgoSearch(), /a search backend, not a tool: wrap it with webSearch/],
+      [new HttpReader(), /a page reader, not a tool: wrap it with webFetch/],
+    ] as const) {
+      const agent = new Agent({
+        name: "a",
+        model: new ScriptedModel([{ text: "ok" }]),
+        tools: [given as never],
+      });
+      await expect(Runner.run(agent, "go")).rejects.toThrow(wrap);
+    }
+  });
+});
+
 describe("truncation keeps something", () => {
   it("a cap smaller than the marker keeps that much of the head, the marker on top", async () => {
     const sixty = "0123456789".repeat(6);

@@ -545,8 +545,7 @@ function finishSetup(
   toolset: Toolset,
   compaction: Compaction | undefined,
 ): AgentSetup | Promise<AgentSetup> {
-  for (const message of toolset.warnings)
-    run.events.emit({ type: "warning", code: "strict_unsupported", message });
+  for (const { code, message } of toolset.warnings) run.events.emit({ type: "warning", code, message });
   const system = resolveInstructions(
     agent.config.instructions,
     () => ({ ...run.baseContext(), agent: agent.name, signal: run.control.signal }),

@@ -54,7 +54,7 @@ export class Toolset {
   /** The run's stop; kept only when there are hosts (a toolset without is shared by runs). */
   readonly #run: Stopper | undefined;
   /** The `strict` warnings of the tools, found once per listing. */
-  #warnings: string[] = [];
+  #warnings: ToolWarning[] = [];
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
@@ -121,8 +121,12 @@ export class Toolset {
     return this.#hasHosts;
   }
 
-  /** Warnings about tools that asked for `strict` where their schema cannot be strict. */
-  get warnings(): readonly string[] {
+  /**
+   * Warnings about the tools, emitted once per run: one that asked for `strict` where its schema
+   * cannot be strict; one of the agent's own with no description (a port from a framework that
+   * read docstrings loses them), of which the model sees only the name.
+   */
+  get warnings(): readonly ToolWarning[] {
     return this.#warnings;
   }
 
@@ -149,7 +153,16 @@ export class Toolset {
     this.#byName = byName;
     this.#specs = [...byName.values()].map((tool) => tool.toSpec());
     this.#warnings = [];
-    for (const tool of byName.values()) if (tool.strictWarning) this.#warnings.push(tool.strictWarning);
+    for (const tool of byName.values())
+      if (tool.strictWarning)
+        this.#warnings.push({ code: "strict_unsupported", message: tool.strictWarning });
+    for (const { source } of this.#sources) {
+      if (source instanceof Tool && source.description.trim() === "")
+        this.#warnings.push({
+          code: "tool_without_description",
+          message: `tool "${source.name}" has no description: the model sees only its name and parameters; say what it does and when to use it`,
+        });
+    }
   }
 
   /**
@@ -261,10 +274,19 @@ function isGroupList(value: AgentTools | ToolGroup[] | undefined): value is Tool
   );
 }
 
+/** A `warning` event's code and message about one of the run's tools. */
+export type ToolWarning = { code: "strict_unsupported" | "tool_without_description"; message: string };
+
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (typeof value === "function")
     return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
+  // A search backend or page reader (duckduckgoSearch(), new HttpReader()) is what a web tool uses.
+  const backend = value as { search?: unknown; read?: unknown } | undefined;
+  if (typeof backend?.search === "function")
+    return "a search backend, not a tool: wrap it with webSearch(…) from quiver-agents/tools";
+  if (typeof backend?.read === "function")
+    return "a page reader, not a tool: wrap it with webFetch(…) from quiver-agents/tools";
   return typeof value;
 }
 
