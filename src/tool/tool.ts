@@ -150,8 +150,10 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
     const first = this.#schema.validate(value);
     const retry = (outcome: Validation): Validation | Promise<Validation> => {
       if (outcome.ok) return outcome;
-      const coerced = coerce(value, schema);
-      return coerced === value ? outcome : this.#schema.validate(coerced);
+      // Non-strict too: a model (or an MCP client) that sends null for an optional key that does
+      // not take null means "absent", as strict mode's nullable keys do.
+      const repaired = coerce(this.strict ? value : nullsToAbsent(value, schema), schema);
+      return repaired === value ? outcome : this.#schema.validate(repaired);
     };
     return first instanceof Promise ? first.then(retry) : retry(first);
   }

@@ -122,6 +122,19 @@ describe("coercion before validation", () => {
     expect(seen).toEqual([{ u: { a: "x" }, du: { kind: "rect", w: 2, h: 1 } }]);
   });
 
+  it("takes null for an optional key as absent in a non-strict tool too (many clients send it)", async () => {
+    const { t, seen } = recorder(
+      z.object({ q: z.string(), limit: z.number().default(5), tag: z.string().optional() }),
+    );
+    const record = await callOnce(t, { q: "x", limit: null, tag: null });
+    expect(record.ok, record.output).toBe(true);
+    expect(seen).toEqual([{ q: "x", limit: 5 }]);
+    // A key that takes null keeps it.
+    const { t: t2, seen: seen2 } = recorder(z.object({ note: z.string().nullable().optional() }));
+    await callOnce(t2, { note: null });
+    expect(seen2).toEqual([{ note: null }]);
+  });
+
   it("stays conservative: no null → 0, no '' → false, no strings where a string is also allowed", async () => {
     const { t, seen } = recorder(
       z.object({ n: z.number(), b: z.boolean(), either: z.union([z.string(), z.number()]) }),
