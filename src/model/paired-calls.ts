@@ -20,6 +20,12 @@ export function pairCalls(messages: readonly Message[]): Message[] {
   let out: Message[] | undefined;
   for (let i = 0; i < messages.length; ) {
     const message = messages[i]!;
+    // Most messages neither call nor answer: nothing to look at (a run's input is one of them).
+    if (message.role !== "tool" && !(message.role === "assistant" && message.toolCalls?.length)) {
+      out?.push(message);
+      i++;
+      continue;
+    }
     let end = i + 1;
     while (end < messages.length && messages[end]!.role === "tool") end++;
     const calls = message.role === "assistant" && message.toolCalls?.length ? message : undefined;
