@@ -47,13 +47,21 @@ export async function exposedTools(
   signal?: AbortSignal,
 ): Promise<ExposedTool[]> {
   const exposed: ExposedTool[] = [];
+  const from: string[] = [];
+  let hosts = 0;
   for (const source of sources) {
     if (isToolHost(source)) {
-      for (const hosted of await source.listTools(signal))
+      const host = `tool host ${++hosts} (${source.constructor?.name ?? "a ToolHost"})`;
+      for (const hosted of await source.listTools(signal)) {
         exposed.push(expose(hosted.name, hosted.description, hosted.parameters, hosted));
-    } else exposed.push(exposeTool(source));
+        from.push(host);
+      }
+    } else {
+      exposed.push(exposeTool(source));
+      from.push("the server's tools");
+    }
   }
-  return offered(exposed, permissions);
+  return offered(exposed, permissions, from);
 }
 
 /** `exposedTools` for plain tools, which need no listing: checked when the server is made. */
@@ -66,13 +74,21 @@ function exposeTool(tool: Tool): ExposedTool {
   return expose(spec.name, spec.description, spec.parameters, tool);
 }
 
-function offered(exposed: ExposedTool[], permissions: Permissions | undefined): ExposedTool[] {
-  const seen = new Set<string>();
-  for (const tool of exposed) {
-    if (seen.has(tool.name))
-      throw new UserError(`two tools are named ${tool.name}: an MCP server offers each name once`);
-    seen.add(tool.name);
-  }
+/** `from[i]` says where `exposed[i]` came from, for a clash's message. */
+function offered(
+  exposed: ExposedTool[],
+  permissions: Permissions | undefined,
+  from?: string[],
+): ExposedTool[] {
+  const seen = new Map<string, number>();
+  exposed.forEach((tool, i) => {
+    const first = seen.get(tool.name);
+    if (first !== undefined) {
+      const where = from ? ` (one in ${from[first]}, one in ${from[i]})` : "";
+      throw new UserError(`two tools are named ${tool.name}${where}: an MCP server offers each name once`);
+    }
+    seen.set(tool.name, i);
+  });
   if (!permissions?.offers) return exposed;
   return exposed.filter((tool) =>
     permissions.offers!({

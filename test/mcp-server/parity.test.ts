@@ -192,6 +192,12 @@ describe("a call runs as the engine runs a model's call", () => {
     expect((await c.listTools()).tools.map((t) => t.name)).toEqual(["echo"]);
     expect(textOf(await c.callTool({ name: "echo", arguments: { text: "hi" } }))).toBe("hi");
     await expect(c.callTool({ name: "secret", arguments: {} })).rejects.toThrow(/Unknown tool: secret/);
+
+    // A host that lists a name the server's own tools have: the error says where each one is.
+    const clash = await client(toolsServer([secret, new InProcessToolHost([secret])]));
+    await expect(clash.client.listTools()).rejects.toThrow(
+      /two tools are named secret \(one in the server's tools, one in tool host 1 \(InProcessToolHost\)\): an MCP server offers each name once/,
+    );
   });
 });
 
