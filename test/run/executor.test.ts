@@ -180,6 +180,29 @@ describe("retries and timeouts", () => {
     });
   });
 
+  it("warn when a tool blocks the event loop past its timeout, which no timer can stop", async () => {
+    const busy = tool({
+      name: "busy",
+      description: "Computes without awaiting.",
+      parameters: z.object({}),
+      timeoutMs: 30,
+      execute: () => {
+        const until = Date.now() + 120;
+        while (Date.now() < until);
+        return "computed";
+      },
+    });
+    const model = new ScriptedModel([{ toolCalls: [{ name: "busy", args: {} }] }, { text: "done" }]);
+    const handle = Runner.stream(new Agent({ name: "a", model, tools: [busy] }), "go");
+    const warnings: string[] = [];
+    for await (const ev of handle) if (ev.type === "warning") warnings.push(`${ev.code}: ${ev.message}`);
+    expect((await handle.result()).toolCalls[0]).toMatchObject({ ok: true, output: "computed" });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /^timeout_blocked: busy ran \d+ ms, past its 30 ms timeout, without letting the timer fire .*isolate: "worker"/,
+    );
+  });
+
   it("do not retry a ToolError that says trying again cannot help", async () => {
     let calls = 0;
     const lookup = tool({

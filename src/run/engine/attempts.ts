@@ -140,6 +140,8 @@ class Attempt {
   readonly ctx: CallContext;
   #permit: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** When the timed attempt began (ms); 0 without a timeout. */
+  #timedFrom = 0;
   #reported = false;
   /** Watched on the call's stopper while the tool runs. */
   #onStop: (() => void) | undefined;
@@ -217,7 +219,10 @@ class Attempt {
     this.#onStop = this.#stopped.bind(this);
     stopper.watch(this.#onStop);
     const ms = this.settings.timeoutMs;
-    if (ms !== undefined && ms > 0) this.#timer = setTimeout(this.#timedOut.bind(this, ms), ms);
+    if (ms !== undefined && ms > 0) {
+      this.#timer = setTimeout(this.#timedOut.bind(this, ms), ms);
+      this.#timedFrom = Date.now();
+    }
     const tracing = this.run.tracing;
     let work: Promise<unknown>;
     try {
@@ -272,10 +277,27 @@ class Attempt {
 
   /** The tool's work really ended (or never started): its timer, watch and permit go. */
   #release(): void {
+    if (this.#timedFrom && !this.#reported) this.#overran();
     clearTimeout(this.#timer);
     if (this.#onStop) this.settings.stopper.unwatch(this.#onStop);
     this.#permit?.();
     this.#permit = undefined;
+  }
+
+  /**
+   * Ended past its timeout before the timer could fire: the event loop was blocked (a tool that
+   * computes without ever awaiting), which no timer can interrupt. The result stands — its work
+   * is done — and a warning says how to get a timeout that holds.
+   */
+  #overran(): void {
+    const ms = this.settings.timeoutMs!;
+    const took = Date.now() - this.#timedFrom;
+    if (took <= ms) return;
+    this.run.events.emit({
+      type: "warning",
+      code: "timeout_blocked",
+      message: `${this.tool.name} ran ${took} ms, past its ${ms} ms timeout, without letting the timer fire (the event loop was blocked): a timeout cannot stop code that never awaits; give the tool isolate: "worker", or await between steps`,
+    });
   }
 
   /** Failed before the tool ran. */
