@@ -7,11 +7,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, loadSession, type Model, Runner, ScriptedModel, UserError } from "quiver-agents";
-import { MemoryStore, type RunStore, SqliteStore } from "quiver-agents/store";
-import { afterAll, describe, expect, it } from "vitest";
+import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PostgresCluster, startPostgresCluster } from "../store/postgres-cluster.js";
 
 const dir = mkdtempSync(join(tmpdir(), "quiver-session-busy-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let cluster: PostgresCluster;
+let schemas = 0;
+beforeAll(async () => {
+  cluster = await startPostgresCluster();
+}, 60_000);
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await cluster?.stop();
+});
 
 /** A model that answers each question after `ms`, quoting it. */
 function slowEcho(ms: number): Model {
@@ -29,6 +38,10 @@ function slowEcho(ms: number): Model {
 describe.each([
   ["MemoryStore", () => new MemoryStore()],
   ["SqliteStore", () => new SqliteStore({ path: join(dir, `${Math.random()}.db`) })],
+  [
+    "PostgresStore",
+    () => new PostgresStore({ connectionString: cluster.connectionString, schema: `busy_${schemas++}` }),
+  ],
 ] as Array<[string, () => RunStore]>)("%s: one run of a session at a time", (_, open) => {
   it("refuses a second run while the first runs, and loses no exchange", async () => {
     const store = open();
