@@ -42,8 +42,7 @@ function toPlainUnsafe(value: unknown, seen: WeakSet<object>): unknown {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? "Invalid Date" : value.toISOString();
   // Binary data is named, not spelt out: a Buffer's toJSON lists every byte (~4 characters each),
   // and an ArrayBuffer has no fields at all ({}), so its bytes would vanish without a word.
-  if (ArrayBuffer.isView(value)) return `[${value.constructor.name} ${value.byteLength} bytes]`;
-  if (value instanceof ArrayBuffer || value instanceof SharedArrayBuffer)
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer)
     return `[${value.constructor.name} ${value.byteLength} bytes]`;
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
     try {

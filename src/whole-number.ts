@@ -1,27 +1,34 @@
 import { UserError } from "./errors.js";
 
+/** What one count or limit must be: a whole number of at least `min`, or `Infinity` ("no limit") where `unbounded`. */
+export type WholeNumberRule = { min: number; unbounded?: boolean; hint?: string };
+
 /**
- * Throws a `UserError` unless `value` is absent or a whole number of at least `min` (or
- * `Infinity`, "no limit", where `unbounded`). A limit of 0 slots or a fractional retry count
- * is a mistake to name at definition, not a run that waits forever.
+ * Throws a `UserError` unless every option `rules` names is absent or follows its rule. A limit of
+ * 0 slots or a fractional retry count is a mistake to name at definition, not a run that waits
+ * forever. Nothing is built for options left out (the common case, on every `new Agent`).
  *
  * @example
- * assertWholeNumber(options.concurrency, 'tool "search": concurrency', 1, { unbounded: true });
+ * assertWholeNumbers(config, "tool", config.name, { concurrency: { min: 1, unbounded: true } });
  */
-export function assertWholeNumber(
-  value: unknown,
-  what: string,
-  min: number,
-  options: { unbounded?: boolean; hint?: string } = {},
+export function assertWholeNumbers(
+  options: object,
+  kind: string,
+  name: string,
+  rules: Readonly<Partial<Record<string, WholeNumberRule>>>,
 ): void {
-  if (value === undefined) return;
-  if (
-    typeof value === "number" &&
-    (Number.isInteger(value) ? value >= min : options.unbounded && value === Infinity)
-  )
-    return;
-  const got = typeof value === "number" ? String(value) : (JSON.stringify(value) ?? String(value));
-  throw new UserError(
-    `${what} must be a whole number of at least ${min}${options.unbounded ? " (or Infinity)" : ""}, got ${got}${options.hint ? `: ${options.hint}` : ""}`,
-  );
+  for (const option in rules) {
+    const value = (options as Record<string, unknown>)[option];
+    if (value === undefined) continue;
+    const { min, unbounded, hint } = rules[option]!;
+    if (
+      typeof value === "number" &&
+      (Number.isInteger(value) ? value >= min : unbounded && value === Infinity)
+    )
+      continue;
+    const got = typeof value === "number" ? String(value) : (JSON.stringify(value) ?? String(value));
+    throw new UserError(
+      `${kind} "${name}": ${option} must be a whole number of at least ${min}${unbounded ? " (or Infinity)" : ""}, got ${got}${hint ? `: ${hint}` : ""}`,
+    );
+  }
 }

@@ -37,7 +37,7 @@ export async function askApproval(
   }, POLL_MS);
   // One per prompt: when the call stops waiting, the prompt on screen is taken away.
   const selectOutput = new PromptOutput(process.stderr);
-  const reasonOutput = new PromptOutput(process.stderr);
+  let reasonOutput: PromptOutput | undefined;
   const question = `Allow ${colors.bold(callLabel(ev.call.name, ev.call.args, 80))}?`;
   // What stays on screen of a prompt the call left: the question, marked as no longer asked
   // (the reason prompt comes after the question's own answered frame).
@@ -75,6 +75,7 @@ export async function askApproval(
     if (gone.signal.aborted) return goneFrom(selectOutput, question);
     if (clack.isCancel(choice)) return { kind: "dismissed" };
     if (choice === "once" || choice === "always") return { kind: "approve", always: choice === "always" };
+    reasonOutput = new PromptOutput(process.stderr);
     const reason = await clack.text({
       message: "Why not? (Enter to skip)",
       placeholder: "the agent sees this",
@@ -89,6 +90,6 @@ export async function askApproval(
     process.stdin.off("keypress", onKey);
     clearInterval(watch);
     selectOutput.destroy();
-    reasonOutput.destroy();
+    reasonOutput?.destroy();
   }
 }

@@ -28,14 +28,15 @@ export function pairCalls(messages: readonly Message[]): Message[] {
     }
     let end = i + 1;
     while (end < messages.length && messages[end]!.role === "tool") end++;
-    const calls = message.role === "assistant" && message.toolCalls?.length ? message : undefined;
-    const results = messages.slice(message.role === "tool" ? i : i + 1, end) as ToolMessage[];
+    // Past the check above, an assistant message is one with calls.
+    const calls = message.role === "assistant" ? message : undefined;
+    const results = messages.slice(calls ? i + 1 : i, end) as ToolMessage[];
     const fixed = answered(calls, results);
     if (fixed === undefined) {
       if (out) for (let k = i; k < end; k++) out.push(messages[k]!);
     } else {
       out ??= messages.slice(0, i);
-      if (message.role !== "tool") out.push(message);
+      if (calls) out.push(calls);
       out.push(...fixed);
     }
     i = end;

@@ -150,10 +150,11 @@ function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
   if (mistake) throw new UserError(`tool "${toolName}": invalid JSON Schema: ${mistake}`);
   let validator: ReturnType<typeof compileJsonSchema> | undefined;
   // Defaults apply as with Zod: ajv writes them into the value it validates, so it gets a copy
-  // (the call's own arguments stay what the model sent).
-  const defaults = JSON.stringify(canonical).includes('"default"');
+  // (the call's own arguments stay what the model sent). Found with the compile, on first use.
+  let defaults = false;
   const compiled = () => {
     if (!validator) {
+      defaults = JSON.stringify(canonical).includes('"default"');
       try {
         validator = compileJsonSchema(canonical, { useDefaults: defaults });
       } catch (error) {

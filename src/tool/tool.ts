@@ -2,7 +2,7 @@ import { assertGuardrails } from "../contract/guardrails.js";
 import type { RunContext } from "../contract/run-context.js";
 import { UserError } from "../errors.js";
 import type { JSONSchema, ToolSpec } from "../model/types.js";
-import { assertWholeNumber } from "../whole-number.js";
+import { assertWholeNumbers, type WholeNumberRule } from "../whole-number.js";
 import { coerce } from "./coerce.js";
 import {
   type InferArgs,
@@ -75,7 +75,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
     this.description = config.description ?? "";
     this.#schema = toParameterSchema(config.parameters, config.name);
     assertGuardrails(config.guardrails, `tool "${config.name}"`);
-    assertToolLimits(config);
+    assertWholeNumbers(config, "tool", config.name, TOOL_LIMITS);
     const { name: _n, description: _d, parameters: _p, ...options } = config;
     Object.assign(this, stripUndefined(options));
     this.parallel = config.parallel ?? true;
@@ -248,16 +248,13 @@ function nameFromFunction(fn: Function): string {
   return name;
 }
 
-function assertToolLimits(config: ToolConfig<any>): void {
-  const of = (option: string) => `tool "${config.name}": ${option}`;
-  assertWholeNumber(config.retries, of("retries"), 0);
-  assertWholeNumber(config.timeoutMs, of("timeoutMs"), 1, { hint: "leave it out for no timeout" });
-  assertWholeNumber(config.maxOutputChars, of("maxOutputChars"), 1, { unbounded: true });
-  assertWholeNumber(config.concurrency, of("concurrency"), 1, {
-    unbounded: true,
-    hint: "the number of calls of this tool that may run at once",
-  });
-}
+// Checked when a tool is made (see whole-number.ts).
+const TOOL_LIMITS = {
+  retries: { min: 0 },
+  timeoutMs: { min: 1, hint: "leave it out for no timeout" },
+  maxOutputChars: { min: 1, unbounded: true },
+  concurrency: { min: 1, unbounded: true, hint: "the number of calls of this tool that may run at once" },
+} satisfies Partial<Record<keyof ToolConfig<any>, WholeNumberRule>>;
 
 /** Throws a `UserError` unless `name` is a valid tool name (`^[a-zA-Z0-9_-]{1,64}$`). */
 export function assertToolName(name: unknown): asserts name is string {

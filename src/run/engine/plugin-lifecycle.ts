@@ -49,15 +49,15 @@ export async function setupPlugins(run: ActiveRun, plugins: readonly Plugin<any>
   }
 }
 
-/**
- * Tears down every plugin the run set up, newest first. Each gets `timeoutMs`; a failing or
- * hanging teardown is reported as a `plugin_teardown_failed` warning and never holds the run.
- */
 /** Whether the run's end waits for plugin teardowns (`teardownPlugins` returns a promise). */
 export function pluginsSetUp(run: ActiveRun): boolean {
   return (started.get(run)?.length ?? 0) > 0;
 }
 
+/**
+ * Tears down every plugin the run set up, newest first. Each gets `timeoutMs`; a failing or
+ * hanging teardown is reported as a `plugin_teardown_failed` warning and never holds the run.
+ */
 export function teardownPlugins(run: ActiveRun): Promise<void> | undefined {
   const done = started.get(run);
   // No promise when nothing was set up: most runs have no plugins, and this runs at every run's end.

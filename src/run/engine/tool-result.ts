@@ -156,7 +156,7 @@ function capContent(
  * the stored text is cut like the model's (head and tail around a marker), so a runaway result
  * bounds what is stored too; offsets into the head stay valid.
  */
-export const MAX_RECALLABLE_CHARS = 10_000_000;
+const MAX_RECALLABLE_CHARS = 10_000_000;
 
 function kept(text: string): string {
   return truncateMiddle(text, MAX_RECALLABLE_CHARS)?.text ?? text;
