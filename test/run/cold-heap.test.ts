@@ -51,8 +51,12 @@ describe("a full GC between runs", () => {
     const compiled = [...afterWarmUp.matchAll(/\[completed compiling \S+ <JSFunction ?(.*?) \(sfi/g)].map(
       (match) => match[1]!,
     );
-    // Before the fix: 13-15 anonymous functions among ~30 compilations; now one at most.
-    expect(compiled.filter((name) => name === "").length).toBeLessThanOrEqual(2);
+    // Before the fix: 13-15 anonymous functions among ~30 compilations (a closure that loses its
+    // code at every full GC is compiled again in most of the six phases); now 0-1 on a quiet
+    // machine. Under the whole suite's load, compilations queued during the warm-up can finish
+    // after the marker (up to 4 were seen, never reproduced alone): the bound leaves room for
+    // those and still catches a per-turn closure.
+    expect(compiled.filter((name) => name === "").length).toBeLessThanOrEqual(4);
     expect(compiled.length).toBeLessThanOrEqual(10);
   }, 60_000);
 });
