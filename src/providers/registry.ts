@@ -5,7 +5,7 @@
 import { UserError } from "../errors.js";
 import type { Model } from "../model/types.js";
 import { anthropic } from "./anthropic/model.js";
-import { openai, openaiCompatible } from "./openai/model.js";
+import { type OpenAICompatibleOptions, openai, openaiCompatible } from "./openai/model.js";
 import { openaiResponses } from "./openai-responses/model.js";
 import { requireApiKey } from "./provider-options.js";
 
@@ -18,6 +18,7 @@ function compatible(
   defaultBaseUrl: string,
   urlVariable: string,
   keyVariable?: string,
+  extra: Partial<OpenAICompatibleOptions> = {},
 ): ModelFactory {
   return (model) =>
     openaiCompatible({
@@ -25,6 +26,7 @@ function compatible(
       model,
       baseURL: process.env[urlVariable] || defaultBaseUrl,
       ...(keyVariable ? { apiKey: requireApiKey(name, undefined, keyVariable) } : {}),
+      ...extra,
     });
 }
 
@@ -41,7 +43,10 @@ const builtIn: Record<string, ModelFactory> = {
     "OPENROUTER_API_KEY",
   ),
   groq: compatible("groq", "https://api.groq.com/openai/v1", "GROQ_BASE_URL", "GROQ_API_KEY"),
-  deepseek: compatible("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_BASE_URL", "DEEPSEEK_API_KEY"),
+  // DeepSeek's thinking mode answers 400 to a tool-call turn sent back without its reasoning.
+  deepseek: compatible("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_BASE_URL", "DEEPSEEK_API_KEY", {
+    replayReasoningContent: true,
+  }),
   lmstudio: compatible("lmstudio", "http://127.0.0.1:1234/v1", "LMSTUDIO_BASE_URL"),
   llamacpp: compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_BASE_URL"),
 };

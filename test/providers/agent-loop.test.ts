@@ -149,6 +149,70 @@ describe("providers in the agent loop", () => {
     expect(toolMessage.content).toMatch(/^Tool error: /);
   });
 
+  it('sends DeepSeek a tool-call turn\'s reasoning_content back, with "deepseek:…"', async () => {
+    // DeepSeek's thinking mode answers 400 when a turn with tool calls comes back without it.
+    const chunk = (delta: object, finish: string | null = null) =>
+      JSON.stringify({
+        id: "c1",
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
+    const server = await startReplayServer({
+      replies: [
+        streamFixture([
+          chunk({ role: "assistant", reasoning_content: "The user wants " }),
+          chunk({ reasoning_content: "the weather: call get_weather." }),
+          chunk({
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_0",
+                type: "function",
+                function: { name: "get_weather", arguments: '{"city":"Paris"}' },
+              },
+            ],
+          }),
+          chunk({}, "tool_calls"),
+          "[DONE]",
+        ]),
+        streamFixture([chunk({ content: "18°C in Paris." }, "stop"), "[DONE]"]),
+      ],
+      validate: (req) => {
+        const problems = validateChatRequest(req, { compatible: true });
+        for (const message of req.body.messages ?? []) {
+          if (
+            message.role === "assistant" &&
+            message.tool_calls &&
+            typeof message.reasoning_content !== "string"
+          )
+            problems.push('The "reasoning_content" in the thinking mode must be passed back to the API.');
+        }
+        return problems;
+      },
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    const saved = { key: process.env.DEEPSEEK_API_KEY, url: process.env.DEEPSEEK_BASE_URL };
+    process.env.DEEPSEEK_API_KEY = "test-key";
+    process.env.DEEPSEEK_BASE_URL = `${server.url}/v1`;
+    try {
+      const agent = new Agent({ name: "weather", model: "deepseek:deepseek-chat", tools: [getWeather] });
+      const result = await Runner.run(agent, "Weather in Paris?");
+      expect(server.rejected).toEqual([]);
+      expect(result.output).toBe("18°C in Paris.");
+      const assistant = server.requests[1]!.body.messages.find((m: any) => m.role === "assistant");
+      expect(assistant.reasoning_content).toBe("The user wants the weather: call get_weather.");
+    } finally {
+      for (const [name, value] of [
+        ["DEEPSEEK_API_KEY", saved.key],
+        ["DEEPSEEK_BASE_URL", saved.url],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it("replays Anthropic thinking intact on the next turn of a tool loop", async () => {
     const server = await startReplayServer({
       replies: [

@@ -192,11 +192,15 @@ function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: 
     }));
   }
   if (dialect.replayReasoningContent) {
-    // Only reasoning this server produced goes back; another provider's is dropped.
+    // Only reasoning this server produced goes back; another provider's is dropped. The stream
+    // keeps it on the message (`finish.providerData`); a transcript built by hand may carry it
+    // on reasoning blocks instead.
+    const kept = providerEntry(message.providerData, dialect.provider)?.reasoningContent;
     const own = reasoningOf(message.content).filter((block) =>
       providerEntry(block.providerData, dialect.provider),
     );
-    if (own.length > 0) out.reasoning_content = own.map((block) => block.text).join("");
+    if (typeof kept === "string" && kept !== "") out.reasoning_content = kept;
+    else if (own.length > 0) out.reasoning_content = own.map((block) => block.text).join("");
   }
   return out;
 }
