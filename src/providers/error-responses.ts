@@ -39,6 +39,8 @@ export function describeErrorBody(body: string): { message: string; type?: strin
 
 export function describeErrorValue(value: unknown): { message: string; type?: string } | undefined {
   if (typeof value === "string") return { message: value };
+  // Google's OpenAI-compatible endpoint wraps its error in a one-element array.
+  if (Array.isArray(value)) return value.length > 0 ? describeErrorValue(value[0]) : undefined;
   if (value === null || typeof value !== "object") return undefined;
   const record = value as Record<string, unknown>;
   if ("error" in record) {

@@ -24,8 +24,15 @@ export type StreamingPost = {
    * thinking (OpenAI streams nothing while a reasoning model reasons), bounded by
    * `timeoutMs` only; from then on the idle timeout applies between chunks.
    */
-  progress?: { outputStarted: boolean };
+  progress?: { outputStarted: boolean; finished?: boolean };
 };
+
+/**
+ * How long a stream whose model has said why it stopped may stay quiet before its end is
+ * taken as read: the usage chunk and `[DONE]` follow the finish at once from every server
+ * seen; one that leaves the connection open without them has still answered.
+ */
+const TRAILING_MS = 2_000;
 
 /** The error for a request stopped by the caller's signal. Never retried. */
 export function abortedError(provider: string, signal: AbortSignal | undefined): ProviderError {
@@ -52,8 +59,8 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
   const { provider, signal } = request;
   if (signal?.aborted) throw abortedError(provider, signal);
   const controller = new AbortController();
-  let stoppedBy: "request_timeout" | "idle_timeout" | "caller" | undefined;
-  const stop = (why: "request_timeout" | "idle_timeout" | "caller") => {
+  let stoppedBy: "request_timeout" | "idle_timeout" | "trailing" | "caller" | undefined;
+  const stop = (why: "request_timeout" | "idle_timeout" | "trailing" | "caller") => {
     if (stoppedBy === undefined) stoppedBy = why;
     controller.abort();
   };
@@ -150,7 +157,10 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
     const decoder = new TextDecoder();
     const sse = new SseDecoder();
     const idleBetweenChunks = () => {
-      if (request.progress === undefined || request.progress.outputStarted) armIdle();
+      if (request.progress?.finished) {
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => stop("trailing"), Math.min(request.idleTimeoutMs, TRAILING_MS));
+      } else if (request.progress === undefined || request.progress.outputStarted) armIdle();
       else clearTimeout(idleTimer);
     };
     idleBetweenChunks();
@@ -159,6 +169,9 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       try {
         chunk = await untilAborted(reader.read(), controller.signal);
       } catch (error) {
+        // The model had finished its turn: a connection that then drops or goes quiet loses
+        // at most the usage, not the answer (the connection is torn down in finally).
+        if (request.progress?.finished && stoppedBy !== "caller") return;
         throw explain(error);
       }
       if (chunk.done) break;

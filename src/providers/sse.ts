@@ -10,7 +10,7 @@ export type SseEvent = { event?: string; data: string; id?: string };
  * Feed text as it arrives with `push`; call `end` once the body is done.
  *
  * Lines may end in `\n`, `\r\n` or `\r`; `data:` lines of one event are joined with `\n`;
- * comment lines (`: ping`) are ignored. At the end of the body a final event that lacks its
+ * comment lines (`: ping`) are ignored; an `error:` line (llama.cpp) is an event named "error". At the end of the body a final event that lacks its
  * blank line is still dispatched (several OpenAI-compatible servers end that way), but only
  * when its last line is complete: a line cut in the middle (a dropped connection) is
  * discarded rather than parsed as if it were whole.
@@ -73,7 +73,12 @@ export class SseDecoder {
     let value = colon === -1 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
     if (field === "data") this.data.push(value);
-    else if (field === "event") this.event = value;
+    // Not a field of the format: llama.cpp's server reports a failure mid-stream as an
+    // `error: {…}` line (then `data: [DONE]`). Dropped, it would pass for an empty answer.
+    else if (field === "error") {
+      this.event = "error";
+      this.data.push(value);
+    } else if (field === "event") this.event = value;
     else if (field === "id") this.id = value;
   }
 

@@ -23,6 +23,11 @@ export interface TurnDecoder {
   /** True once the terminal event arrived (the rest of the body is not read). */
   readonly done: boolean;
   /**
+   * True once the model said why it stopped: what may still come is usage and the terminal
+   * event, so a server that then goes quiet or drops the connection has still answered.
+   */
+  readonly finished: boolean;
+  /**
    * The closing events (complete tool calls, usage, finish) once the body ended. Throws a
    * retryable `ProviderError` when the stream ended without a finish reason: a cut-off
    * stream must not pass for a short answer.
@@ -64,7 +69,7 @@ export async function* streamTurn(
   for (const message of warnings) yield { type: "warning", message, code: `${provider}_degraded` };
   yield* retryingStream(settings, request.signal, async function* () {
     const decoder = wire.decoder();
-    const progress = { outputStarted: false };
+    const progress = { outputStarted: false, finished: false };
     const events = postServerSentEvents({
       progress,
       provider,
@@ -80,6 +85,7 @@ export async function* streamTurn(
     for await (const sse of events) {
       const decoded = decoder.decode(sse);
       if (decoded.length > 0) progress.outputStarted = true;
+      if (decoder.finished) progress.finished = true;
       yield* decoded;
       if (decoder.done) break;
     }

@@ -61,6 +61,25 @@ export class ToolCallAssembler {
   }
 
   /**
+   * Whether a fragment naming `name` (and no id) begins a call after call `index` rather than
+   * adding to it: that call is named already, and either by another name or with arguments
+   * that are whole JSON. Servers that send each call whole without an id (Gemini's
+   * compatible endpoint, some local ones) are told apart this way; one that repeats the name
+   * on every fragment of a call is not split.
+   */
+  followsWholeCall(index: number, name: string): boolean {
+    const call = this.calls[index];
+    if (call === undefined || call.name === "") return false;
+    if (call.name !== name) return true;
+    try {
+      JSON.parse(call.args);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * The complete calls, in order. Empty arguments become `{}` (several APIs send nothing for
    * a tool without parameters). Malformed JSON is repaired when that is unambiguous, except
    * after a `length` finish: those arguments were cut off and will not run anyway.

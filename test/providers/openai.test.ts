@@ -591,6 +591,104 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
+    JSON.stringify({
+      id: "c",
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...extra,
+    });
+
+  it("reports llama.cpp's `error:` line before [DONE] as the error it is, not an empty answer", async () => {
+    // llama-server's stream when the prompt exceeds the context (server_sent_event "error").
+    const overflow = {
+      code: 400,
+      message: "the request exceeds the available context size",
+      type: "exceed_context_size_error",
+    };
+    const server = await serve(
+      [
+        (res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.end(`error: ${JSON.stringify(overflow)}\n\ndata: [DONE]\n\n`);
+        },
+      ],
+      compatible,
+    );
+    const { error } = await collectUntilError(local(server).stream(ask()));
+    expect(error).toMatchObject({ type: "exceed_context_size_error", retryable: false });
+    expect((error as Error).message).toContain("exceeds the available context size");
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("does not take [DONE] after nothing at all for an empty answer", async () => {
+    const server = await serve(
+      [streamFixture(["[DONE]"]), streamFixture([chunk({ content: "Hi." }, "stop"), "[DONE]"])],
+      compatible,
+    );
+    const events = await collect(local(server).stream(ask()));
+    expect(text(events)).toBe("Hi.");
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it("tells apart parallel calls sent whole with no id, with no index or all at index 0", async () => {
+    const whole = (call: object, index?: number) =>
+      chunk({
+        tool_calls: [{ ...(index === undefined ? {} : { index }), id: "", type: "function", ...call }],
+      });
+    for (const index of [undefined, 0]) {
+      const server = await serve(
+        [
+          streamFixture([
+            whole({ function: { name: "get_weather", arguments: '{"city":"Paris"}' } }, index),
+            whole({ function: { name: "get_weather", arguments: '{"city":"Rome"}' } }, index),
+            whole({ function: { name: "get_time", arguments: "{}" } }, index),
+            chunk({}, "tool_calls"),
+            "[DONE]",
+          ]),
+        ],
+        compatible,
+      );
+      const events = await collect(local(server).stream(ask({ tools: [weatherTool, timeTool] })));
+      expect(ofType(events, "tool_call").map((c) => [c.name, JSON.parse(c.args)])).toEqual([
+        ["get_weather", { city: "Paris" }],
+        ["get_weather", { city: "Rome" }],
+        ["get_time", {}],
+      ]);
+    }
+  });
+
+  it("keeps a call whose every fragment repeats its name without an id", async () => {
+    const part = (args: string) =>
+      chunk({ tool_calls: [{ function: { name: "get_weather", arguments: args } }] });
+    const server = await serve(
+      [streamFixture([part('{"ci'), part('ty":"Os'), part('lo"}'), chunk({}, "tool_calls"), "[DONE]"])],
+      compatible,
+    );
+    const events = await collect(local(server).stream(ask({ tools: [weatherTool] })));
+    expect(ofType(events, "tool_call").map((c) => JSON.parse(c.args))).toEqual([{ city: "Oslo" }]);
+  });
+
+  it("takes the answer of a server that finishes and then leaves the connection open or drops it", async () => {
+    const lines = [
+      chunk({ content: "Complete answer." }),
+      chunk({}, "stop"),
+      JSON.stringify({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 3 } }),
+    ];
+    for (const after of ["stall", "disconnect"] as const) {
+      const server = await serve([streamFixture(lines, { cutAfter: lines.length, after })], compatible);
+      const started = Date.now();
+      const events = await collect(local(server, { idleTimeoutMs: 10_000 }).stream(ask()));
+      expect(text(events)).toBe("Complete answer.");
+      expect(ofType(events, "usage")[0]!.usage).toMatchObject({ inputTokens: 5, outputTokens: 3 });
+      expect(events.at(-1)).toEqual({ type: "finish", reason: "stop" });
+      expect(ofType(events, "reset" as never)).toEqual([]);
+      expect(server.requests).toHaveLength(1);
+      // The quiet after the finish is not waited out to the idle timeout.
+      expect(Date.now() - started).toBeLessThan(5_000);
+    }
+  });
+
   it("needs a name and a baseURL", () => {
     expect(() => openaiCompatible({ name: "", baseURL: "http://x/v1", model: "m" })).toThrow(UserError);
     expect(() => openaiCompatible({ name: "x", baseURL: "", model: "m" })).toThrow(/baseURL/);

@@ -32,6 +32,10 @@ export class MessagesStreamDecoder implements TurnDecoder {
   private readonly blocks = new Map<number, OpenBlock>();
   private sawThinking = false;
 
+  get finished(): boolean {
+    return this.stopReason !== undefined;
+  }
+
   decode(event: SseEvent): ModelStreamEvent[] {
     const chunk = parseChunk(ANTHROPIC, event.data);
     const type = chunk.type ?? event.event;

@@ -18,6 +18,10 @@ const num = (value: unknown) => (typeof value === "number" && Number.isFinite(va
 
 export class ResponsesStreamDecoder implements TurnDecoder {
   done = false;
+  /** `response.completed` ends the stream and says why in one event. */
+  get finished(): boolean {
+    return this.done;
+  }
   private finish: FinishReason | undefined;
   private usage: Partial<Usage> | undefined;
   private readonly calls = new ToolCallAssembler();

@@ -11,8 +11,12 @@ import { describeErrorValue } from "../error-responses.js";
  */
 export function chatStreamError(provider: string, value: unknown): ProviderError {
   const described = describeErrorValue(value) ?? { message: JSON.stringify(value) };
-  const code =
-    value !== null && typeof value === "object" ? (value as Record<string, unknown>).code : undefined;
+  const record = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : undefined;
+  const inner =
+    record?.error !== null && typeof record?.error === "object"
+      ? (record.error as Record<string, unknown>)
+      : undefined;
+  const code = record?.code ?? inner?.code;
   const type = described.type;
   const retryable = !(type?.includes("invalid_request") || type?.includes("content_filter") || code === 400);
   return new ProviderError(`${provider}: ${type ? `${type}: ` : ""}${described.message}`, {

@@ -24,8 +24,15 @@ export class ChatStreamDecoder implements TurnDecoder {
   private readonly byIndex = new Map<number, number>();
   private readonly byId = new Map<string, number>();
 
+  /** Whether any text, reasoning or call arrived. */
+  private output = false;
+
   /** The reasoning text, kept for `finish.providerData` when the dialect replays it. */
   private reasoning = "";
+
+  get finished(): boolean {
+    return this.finish !== undefined;
+  }
 
   constructor(
     private readonly provider: string,
@@ -39,6 +46,13 @@ export class ChatStreamDecoder implements TurnDecoder {
       return [];
     }
     if (data === "") return [];
+    if (event.event === "error") {
+      let value: unknown = data;
+      try {
+        value = JSON.parse(data);
+      } catch {}
+      throw chatStreamError(this.provider, value);
+    }
     const chunk = parseChunk(this.provider, data);
     if (chunk.error !== undefined && chunk.error !== null) throw chatStreamError(this.provider, chunk.error);
     const usage = asRecord(chunk.usage);
@@ -72,15 +86,17 @@ export class ChatStreamDecoder implements TurnDecoder {
         this.finish = finishReason(choice.finish_reason);
       }
     }
+    if (out.length > 0) this.output = true;
     return out;
   }
 
   end(): ModelStreamEvent[] {
     let finish = this.finish;
     if (finish === undefined) {
-      // `[DONE]` is an explicit end of stream even when a server forgot the finish reason;
-      // a stream that just stops is a cut-off one.
-      if (!this.done) throw unfinishedStreamError(this.provider);
+      // `[DONE]` is an explicit end of stream even when a server forgot the finish reason,
+      // but not after nothing at all (a server that failed without saying so); a stream that
+      // just stops is a cut-off one.
+      if (!this.done || !this.output) throw unfinishedStreamError(this.provider);
       finish = "stop";
     }
     // Several servers say "stop" for a turn that requested calls.
@@ -128,6 +144,14 @@ export class ChatStreamDecoder implements TurnDecoder {
     } else if (this.calls.count > 0) {
       // No index and no id: a continuation of the call being streamed.
       target = this.calls.count - 1;
+    }
+    if (
+      target !== undefined &&
+      id === undefined &&
+      name !== undefined &&
+      this.calls.followsWholeCall(target, name)
+    ) {
+      target = undefined;
     }
     if (target === undefined) {
       const [index, event] = this.calls.start(id, name, args);
