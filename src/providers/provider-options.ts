@@ -97,3 +97,20 @@ export function requireModel(provider: string, model: unknown): void {
     throw new UserError(`${provider}: \`model\` is required (the model id, e.g. "gpt-4.1-mini")`);
   }
 }
+
+/**
+ * `base` with the caller's `headers` over it. Header names are case-insensitive: a caller's
+ * `Authorization` replaces the provider's `authorization` (merged as they are, `fetch` would
+ * send both values joined by a comma, which every server rejects).
+ *
+ * @example
+ * withHeaders({ authorization: "Bearer a" }, { Authorization: "Bearer b" }); // { authorization: "Bearer b" }
+ */
+export function withHeaders(
+  base: Record<string, string>,
+  headers: Record<string, string> | undefined,
+): Record<string, string> {
+  const out = { ...base };
+  for (const [name, value] of Object.entries(headers ?? {})) out[name.toLowerCase()] = value;
+  return out;
+}

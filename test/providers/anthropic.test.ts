@@ -197,6 +197,61 @@ describe("anthropic() — Messages API", () => {
     expect(sent[2].content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_01Th1nk1ng" });
   });
 
+  it("lets headers replace its own whatever their case", async () => {
+    const server = await serve([replay("text")]);
+    await collect(
+      model(server, {
+        headers: { "X-Api-Key": "test-key", "Anthropic-Version": "2023-06-01", "X-Gateway": "g" },
+      }).stream(ask()),
+    );
+    const sent = server.requests[0]!.headers;
+    expect([sent["x-api-key"], sent["anthropic-version"], sent["x-gateway"]]).toEqual([
+      "test-key",
+      "2023-06-01",
+      "g",
+    ]);
+  });
+
+  it("keeps an empty text block of a thinking turn out of its replay (the API refuses it)", async () => {
+    const lines = fixture("anthropic/thinking.jsonl").filter((line) => !line.includes('"text_delta"'));
+    const server = await serve([streamFixture(lines, { frame: typedFrame })]);
+    const first = await collect(
+      model(server).stream(ask({ tools: [weatherTool], settings: { reasoning: { budgetTokens: 2048 } } })),
+    );
+    const finish = first.at(-1) as Extract<ModelStreamEvent, { type: "finish" }>;
+    const kept = (finish.providerData!.anthropic as { content: Array<{ type: string }> }).content;
+    expect(kept.map((block) => block.type)).toEqual(["thinking", "redacted_thinking", "tool_use"]);
+  });
+
+  it("takes a tool's input sent whole with its block's start (a translating gateway)", async () => {
+    const frames = [
+      '{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}',
+      '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}}',
+      '{"type":"content_block_stop","index":0}',
+      '{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"city":"X"}}}',
+      '{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"city\\":\\"Rome\\"}"}}',
+      '{"type":"content_block_stop","index":1}',
+      '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}',
+      '{"type":"message_stop"}',
+    ];
+    const server = await serve([streamFixture(frames, { frame: typedFrame })]);
+    const events = await collect(model(server).stream(ask({ tools: [weatherTool] })));
+    expect(ofType(events, "tool_call").map((c) => JSON.parse(c.args))).toEqual([
+      { city: "Paris" },
+      { city: "Rome" },
+    ]);
+  });
+
+  it("takes a turn whose stop reason came and whose connection then went quiet", async () => {
+    const lines = fixture("anthropic/text.jsonl").filter((line) => !line.includes('"message_stop"'));
+    const server = await serve([
+      streamFixture(lines, { frame: typedFrame, cutAfter: lines.length, after: "stall" }),
+    ]);
+    const events = await collect(model(server, { idleTimeoutMs: 10_000 }).stream(ask()));
+    expect(events.at(-1)).toMatchObject({ type: "finish", reason: "stop" });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("drops another provider's reasoning and normalises ids Anthropic would reject", async () => {
     const server = await serve([replay("text")]);
     const messages: Message[] = [

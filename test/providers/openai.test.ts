@@ -449,6 +449,13 @@ describe("openai() — Chat Completions", () => {
     expect(sent[3].tool_call_id).toBe(sent[2].tool_calls[0].id);
   });
 
+  it("lets a header named like its own, in any case, replace it (a gateway's key)", async () => {
+    const server = await serve([streamFixture(fixture("openai-chat/text.jsonl"))], { apiKey: "gateway-key" });
+    await collect(model(server, { headers: { Authorization: "Bearer gateway-key" } }).stream(ask()));
+    expect(server.requests[0]!.headers.authorization).toBe("Bearer gateway-key");
+    expect(server.rejected).toEqual([]);
+  });
+
   it("requires an API key at construction, naming the variable", () => {
     const saved = process.env.OPENAI_API_KEY;
     delete process.env.OPENAI_API_KEY;

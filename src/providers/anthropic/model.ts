@@ -9,6 +9,7 @@ import {
   requireModel,
   resolveHttpSettings,
   trimBaseUrl,
+  withHeaders,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
 import { ANTHROPIC, encodeMessagesBody } from "./request.js";
@@ -52,14 +53,14 @@ export function anthropic(options: AnthropicOptions): Model {
     options.baseURL ?? process.env.ANTHROPIC_BASE_URL ?? "https://api.anthropic.com",
   );
   const url = `${baseURL}/v1/messages`;
-  const headers: Record<string, string> = {
+  const own: Record<string, string> = {
     "content-type": "application/json",
     accept: "text/event-stream",
     "x-api-key": apiKey,
     "anthropic-version": ANTHROPIC_VERSION,
   };
-  if (options.betas && options.betas.length > 0) headers["anthropic-beta"] = options.betas.join(",");
-  Object.assign(headers, options.headers);
+  if (options.betas && options.betas.length > 0) own["anthropic-beta"] = options.betas.join(",");
+  const headers = withHeaders(own, options.headers);
   const dialect = {
     model: options.model,
     maxTokens: options.maxTokens ?? defaultMaxTokens(options.model),

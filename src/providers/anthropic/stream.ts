@@ -14,8 +14,12 @@ const asRecord = (value: unknown): Json | undefined =>
   value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : undefined;
 const num = (value: unknown) => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
 
-/** One content block as it is being streamed. `call` is the tool-call index of a tool_use block. */
-type OpenBlock = { block: Json; call?: number };
+/**
+ * One content block as it is being streamed. `call` is the tool-call index of a tool_use
+ * block; `seeded`: its arguments came whole with the block's start (a translating gateway),
+ * so a first `input_json_delta` replaces them rather than adding to them.
+ */
+type OpenBlock = { block: Json; call?: number; seeded?: boolean };
 
 export class MessagesStreamDecoder implements TurnDecoder {
   done = false;
@@ -73,8 +77,10 @@ export class MessagesStreamDecoder implements TurnDecoder {
     if (this.sawUsage) out.push({ type: "usage", usage: this.totalUsage() });
     if (this.sawThinking) {
       // Thinking must go back exactly as streamed, in its place among the other blocks.
+      // A text block that started and got no text is kept out: the API refuses an empty one.
       const content = [...this.blocks.entries()]
         .sort(([a], [b]) => a - b)
+        .filter(([, open]) => open.block.type !== "text" || String(open.block.text ?? "").trim() !== "")
         .map(([, open]) =>
           open.call === undefined ? open.block : toolUseBlock(open.block, calls[open.call]!.args),
         );
@@ -107,8 +113,13 @@ export class MessagesStreamDecoder implements TurnDecoder {
         this.sawThinking = true;
         return [];
       case "tool_use": {
-        const [call, event] = this.calls.start(stringOr(block.id), stringOr(block.name));
+        // Anthropic starts with `input: {}` and streams the input; gateways that translate a
+        // whole answer may put all of it here instead.
+        const input = asRecord(block.input);
+        const whole = input !== undefined && Object.keys(input).length > 0 ? JSON.stringify(input) : "";
+        const [call, event] = this.calls.start(stringOr(block.id), stringOr(block.name), whole);
         kept.call = call;
+        kept.seeded = whole !== "";
         return [event];
       }
       default:
@@ -136,6 +147,10 @@ export class MessagesStreamDecoder implements TurnDecoder {
         return [];
       case "input_json_delta":
         if (open.call === undefined) return [];
+        if (open.seeded) {
+          open.seeded = false;
+          this.calls.setArguments(open.call, "");
+        }
         return [
           this.calls.append(open.call, typeof delta.partial_json === "string" ? delta.partial_json : ""),
         ];

@@ -12,6 +12,7 @@ import {
   requireModel,
   resolveHttpSettings,
   trimBaseUrl,
+  withHeaders,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
 import { type ChatDialect, encodeChatBody } from "./request.js";
@@ -129,5 +130,5 @@ export function openAiHeaders(
   if (apiKey) headers.authorization = `Bearer ${apiKey}`;
   if (options.organization) headers["openai-organization"] = options.organization;
   if (options.project) headers["openai-project"] = options.project;
-  return { ...headers, ...options.headers };
+  return withHeaders(headers, options.headers);
 }
