@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, handoff, Runner, ScriptedModel, tool } from "../../src/index.js";
 import { MISSING_RESULT } from "../../src/model/paired-calls.js";
-import { anthropic, fromAiSdk, openaiResponses } from "../../src/providers/index.js";
+import { anthropic, fromAiSdk, openaiCompatible, openaiResponses } from "../../src/providers/index.js";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
 import { validateResponsesRequest } from "./openai-responses-api.js";
@@ -211,6 +211,62 @@ describe("providers in the agent loop", () => {
         else process.env[name] = value;
       }
     }
+  });
+
+  it("sends Gemini's thought signature back with its call (OpenAI-compatible endpoint)", async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      JSON.stringify({
+        id: "g",
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
+    const signature = { google: { thought_signature: "CiQB0e2Kb5pc" } };
+    const server = await startReplayServer({
+      replies: [
+        streamFixture([
+          chunk(
+            {
+              role: "assistant",
+              tool_calls: [
+                {
+                  extra_content: signature,
+                  function: { arguments: '{"city":"Sydney"}', name: "get_weather" },
+                  id: "function-call-1",
+                  type: "function",
+                },
+              ],
+            },
+            "tool_calls",
+          ),
+          "[DONE]",
+        ]),
+        streamFixture([chunk({ content: "Sunny in Sydney." }, "stop"), "[DONE]"]),
+      ],
+      validate: (req) => {
+        const problems = validateChatRequest(req, { compatible: true, apiKey: null });
+        for (const message of req.body.messages ?? []) {
+          const first = message.tool_calls?.[0];
+          if (first && first.extra_content?.google?.thought_signature === undefined)
+            problems.push(`Function call \`${first.function.name}\` is missing a \`thought_signature\`.`);
+        }
+        return problems;
+      },
+      reject: rejectLikeOpenAI,
+    });
+    servers.push(server);
+    const model = openaiCompatible({
+      name: "gemini",
+      baseURL: `${server.url}/v1`,
+      model: "gemini-3-pro-preview",
+    });
+    const result = await Runner.run(
+      new Agent({ name: "weather", model, tools: [getWeather] }),
+      "Weather in Sydney?",
+    );
+    expect(server.rejected).toEqual([]);
+    expect(result.output).toBe("Sunny in Sydney.");
+    const assistant = server.requests[1]!.body.messages.find((m: any) => m.role === "assistant");
+    expect(assistant.tool_calls[0].extra_content).toEqual(signature);
   });
 
   it("replays Anthropic thinking intact on the next turn of a tool loop", async () => {

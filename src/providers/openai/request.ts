@@ -183,23 +183,31 @@ function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: 
   const text = textOf(message.content);
   const out: Record<string, unknown> = { role: "assistant", content: text };
   const calls = message.toolCalls ?? [];
+  const kept = providerEntry(message.providerData, dialect.provider);
   if (calls.length > 0) {
     if (text === "") out.content = null;
-    out.tool_calls = calls.map((call) => ({
-      id: ids.forCall(call),
-      type: "function",
-      function: { name: call.name, arguments: call.rawArgs ?? JSON.stringify(call.args ?? {}) },
-    }));
+    // What this server attached to a call (Gemini's thought signature) goes back with it.
+    const extras = kept?.callExtras as Record<string, unknown> | undefined;
+    out.tool_calls = calls.map((call) => {
+      const wire: Record<string, unknown> = {
+        id: ids.forCall(call),
+        type: "function",
+        function: { name: call.name, arguments: call.rawArgs ?? JSON.stringify(call.args ?? {}) },
+      };
+      const extra = extras?.[call.providerCallId ?? call.id];
+      if (extra !== undefined) wire.extra_content = extra;
+      return wire;
+    });
   }
   if (dialect.replayReasoningContent) {
     // Only reasoning this server produced goes back; another provider's is dropped. The stream
     // keeps it on the message (`finish.providerData`); a transcript built by hand may carry it
     // on reasoning blocks instead.
-    const kept = providerEntry(message.providerData, dialect.provider)?.reasoningContent;
+    const reasoning = kept?.reasoningContent;
     const own = reasoningOf(message.content).filter((block) =>
       providerEntry(block.providerData, dialect.provider),
     );
-    if (typeof kept === "string" && kept !== "") out.reasoning_content = kept;
+    if (typeof reasoning === "string" && reasoning !== "") out.reasoning_content = reasoning;
     else if (own.length > 0) out.reasoning_content = own.map((block) => block.text).join("");
   }
   return out;

@@ -24,6 +24,12 @@ export class ChatStreamDecoder implements TurnDecoder {
   private readonly byIndex = new Map<number, number>();
   private readonly byId = new Map<string, number>();
 
+  /**
+   * A call's `extra_content`, by our call index: Gemini's compatible endpoint puts its thought
+   * signature there and refuses the next request unless it comes back with the call.
+   */
+  private readonly extras = new Map<number, unknown>();
+
   /** Whether any text, reasoning or call arrived. */
   private output = false;
 
@@ -101,17 +107,21 @@ export class ChatStreamDecoder implements TurnDecoder {
     }
     // Several servers say "stop" for a turn that requested calls.
     if (finish === "stop" && this.calls.count > 0) finish = "tool_calls";
-    const out: ModelStreamEvent[] = [...this.calls.complete(finish)];
+    const calls = this.calls.complete(finish);
+    const out: ModelStreamEvent[] = [...calls];
     if (this.usage) out.push({ type: "usage", usage: this.usage });
-    if (this.reasoning !== "") {
-      out.push({
-        type: "finish",
-        reason: finish,
-        providerData: { [this.provider]: { reasoningContent: this.reasoning } },
-      });
-    } else {
-      out.push({ type: "finish", reason: finish });
+    const kept: Json = {};
+    if (this.reasoning !== "") kept.reasoningContent = this.reasoning;
+    if (this.extras.size > 0) {
+      kept.callExtras = Object.fromEntries(
+        [...this.extras].map(([index, extra]) => [calls[index]!.id, extra]),
+      );
     }
+    out.push(
+      Object.keys(kept).length > 0
+        ? { type: "finish", reason: finish, providerData: { [this.provider]: kept } }
+        : { type: "finish", reason: finish },
+    );
     return out;
   }
 
@@ -157,8 +167,10 @@ export class ChatStreamDecoder implements TurnDecoder {
       const [index, event] = this.calls.start(id, name, args);
       if (serverIndex !== undefined) this.byIndex.set(serverIndex, index);
       if (id !== undefined) this.byId.set(id, index);
+      if (call.extra_content !== undefined) this.extras.set(index, call.extra_content);
       return event;
     }
+    if (call.extra_content !== undefined) this.extras.set(target, call.extra_content);
     if (id !== undefined && !this.byId.has(id)) this.byId.set(id, target);
     return this.calls.append(target, args, { ...(id ? { id } : {}), ...(name ? { name } : {}) });
   }
