@@ -132,27 +132,15 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       throw new ProviderError(`${provider}: the response has no body`, { provider, retryable: true });
     }
     const contentType = response.headers.get("content-type") ?? "";
-    if (contentType.includes("application/json")) {
-      // A server that ignored `stream: true`, or reports an error with status 200.
-      let text: string;
-      try {
-        text = await untilAborted(response.text(), controller.signal);
-      } catch (error) {
-        throw explain(error);
-      }
-      const trimmed = text.trimStart();
-      if (trimmed.startsWith("data:") || trimmed.startsWith("event:")) {
-        const sse = new SseDecoder();
-        for (const ev of [...sse.push(text), ...sse.end()]) yield ev;
-        finished = true;
-        return;
-      }
-      const { message, type } = describeErrorBody(text);
-      throw new ProviderError(
-        `${provider}: expected a streamed response (text/event-stream) but got JSON: ${message.slice(0, 300)}`,
-        { provider, type: type ?? "unexpected_response", retryable: false },
-      );
-    }
+    // A body labelled JSON may still be a stream (servers that mislabel it), or a JSON answer
+    // or error; an HTML page is a wrong URL or a proxy's page. Either is held until its first
+    // bytes say which, read chunk by chunk under the idle timeout all the same.
+    const labelled = contentType.includes("application/json")
+      ? "json"
+      : contentType.includes("text/html")
+        ? "html"
+        : undefined;
+    let held = labelled === undefined ? undefined : "";
     reader = response.body.getReader();
     const decoder = new TextDecoder();
     const sse = new SseDecoder();
@@ -161,6 +149,7 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
         clearTimeout(idleTimer);
         idleTimer = setTimeout(() => stop("trailing"), Math.min(request.idleTimeoutMs, TRAILING_MS));
       } else if (request.progress === undefined || request.progress.outputStarted) armIdle();
+      else if (held !== undefined) armIdle();
       else clearTimeout(idleTimer);
     };
     idleBetweenChunks();
@@ -178,9 +167,37 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       // The idle clock measures the server's silence, not a slow consumer: pause it while
       // the events are handed out (unread bytes wait in the socket meanwhile).
       clearTimeout(idleTimer);
-      const events = sse.push(decoder.decode(chunk.value, { stream: true }));
+      let text = decoder.decode(chunk.value, { stream: true });
+      if (held !== undefined) {
+        held += text;
+        if (labelled === "json" && looksLikeEventStream(held)) {
+          text = held;
+          held = undefined;
+        } else {
+          if (held.length > MAX_HELD_CHARS) break;
+          idleBetweenChunks();
+          continue;
+        }
+      }
+      const events = sse.push(text);
       for (const ev of events) yield ev;
       idleBetweenChunks();
+    }
+    if (held !== undefined) {
+      held += decoder.decode();
+      if (labelled === "json" && looksLikeEventStream(held)) {
+        for (const ev of [...sse.push(held), ...sse.end()]) yield ev;
+        finished = true;
+        return;
+      }
+      if (labelled === "json" && isChatCompletion(held)) {
+        // A server that ignored `stream: true` and answered whole: the Chat Completions
+        // decoder reads a whole `choices[].message` as it reads a delta.
+        yield { data: held };
+        finished = true;
+        return;
+      }
+      throw unexpectedBody(provider, contentType, held);
     }
     for (const ev of sse.push(decoder.decode())) yield ev;
     for (const ev of sse.end()) yield ev;
@@ -195,6 +212,44 @@ export async function* postServerSentEvents(request: StreamingPost): AsyncGenera
       reader?.cancel().catch(() => {});
     }
   }
+}
+
+/** The most of a body that is not a stream read to say what it was. */
+const MAX_HELD_CHARS = 1_000_000;
+
+/** Whether a body's first bytes are server-sent events (`data:`, `event:`, a comment). */
+function looksLikeEventStream(text: string): boolean {
+  const start = text.trimStart();
+  return start.startsWith("data:") || start.startsWith("event:") || start.startsWith(":");
+}
+
+/** A whole Chat Completions answer (`object: "chat.completion"`, or `choices` with messages). */
+function isChatCompletion(text: string): boolean {
+  try {
+    const value = JSON.parse(text) as { choices?: Array<{ message?: unknown }> } | null;
+    return Array.isArray(value?.choices) && value.choices.some((choice) => choice?.message !== undefined);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A 200 answer that is not a stream: a JSON error (or answer in another API's shape), or an
+ * HTML page — most often a `baseURL` that misses its `/v1` or points at a web UI. Not retried.
+ */
+function unexpectedBody(provider: string, contentType: string, body: string): ProviderError {
+  if (contentType.includes("text/html")) {
+    const title = /<title[^>]*>([^<]*)<\/title>/i.exec(body)?.[1]?.trim();
+    return new ProviderError(
+      `${provider}: expected a streamed response (text/event-stream) but got an HTML page${title ? ` ("${title.slice(0, 120)}")` : ""}: check the baseURL (an OpenAI-compatible one ends in /v1)`,
+      { provider, type: "unexpected_response", retryable: false },
+    );
+  }
+  const { message, type } = describeErrorBody(body);
+  return new ProviderError(
+    `${provider}: expected a streamed response (text/event-stream) but got JSON: ${message.slice(0, 300)}`,
+    { provider, type: type ?? "unexpected_response", retryable: false },
+  );
 }
 
 /**

@@ -47,6 +47,11 @@ export function withRetryAfter(error: ProviderError, waitMs: number | undefined)
   return error;
 }
 
+/** The wait the server asked for with `error`, if it asked. */
+export function requestedWaitMs(error: ProviderError): number | undefined {
+  return requestedWaits.get(error);
+}
+
 /**
  * How long to wait before attempt `attempt + 1` (attempt 0 is the first retry), or
  * `undefined` when the server asked for a wait longer than `maxRetryAfterMs`.

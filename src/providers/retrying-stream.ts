@@ -8,7 +8,7 @@ import { sleep } from "../abort.js";
 import { ProviderError } from "../errors.js";
 import type { ModelStreamEvent } from "../model/types.js";
 import { abortedError } from "./http-stream.js";
-import { type RetryBackoff, retryDelayMs } from "./retry.js";
+import { type RetryBackoff, requestedWaitMs, retryDelayMs } from "./retry.js";
 
 export type RetrySettings = {
   provider: string;
@@ -50,7 +50,7 @@ export async function* retryingStream(
             });
       if (!error.retryable || attemptNumber >= settings.maxRetries) throw error;
       const delay = retryDelayMs(error, attemptNumber, settings.retryBackoff, settings.maxRetryAfterMs);
-      if (delay === undefined) throw error;
+      if (delay === undefined) throw waitRefused(error, settings.maxRetryAfterMs);
       if (producedOutput) yield { type: "reset", reason: `retrying after: ${error.message}` };
       try {
         await sleep(delay, signal);
@@ -59,4 +59,22 @@ export async function* retryingStream(
       }
     }
   }
+}
+
+/**
+ * The error of an attempt the server said to retry later than `maxRetryAfterMs` allows: it
+ * says so, or the retries that did not happen would go unexplained.
+ */
+function waitRefused(error: ProviderError, maxRetryAfterMs: number): ProviderError {
+  const seconds = Math.ceil((requestedWaitMs(error) ?? 0) / 1000);
+  return new ProviderError(
+    `${error.message} (the server asked to retry after ${seconds} s, longer than maxRetryAfterMs ${maxRetryAfterMs} ms: not retried)`,
+    {
+      provider: error.provider,
+      retryable: error.retryable,
+      cause: error,
+      ...(error.status !== undefined && { status: error.status }),
+      ...(error.type !== undefined && { type: error.type }),
+    },
+  );
 }

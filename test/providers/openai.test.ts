@@ -200,6 +200,7 @@ describe("openai() — Chat Completions", () => {
     const { error } = await collectUntilError(model(server).stream(ask()));
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ status: 429, type: "insufficient_quota", retryable: true });
+    expect((error as Error).message).toContain("retry after 3600 s, longer than maxRetryAfterMs 60000 ms");
     expect(server.requests).toHaveLength(1);
   });
 
@@ -694,6 +695,80 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
       // The quiet after the finish is not waited out to the idle timeout.
       expect(Date.now() - started).toBeLessThan(5_000);
     }
+  });
+
+  it("says a 200 HTML page is not a stream, naming the page and the baseURL, without retrying", async () => {
+    const server = await serve(
+      [
+        (res) => {
+          res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+          res.end("<!doctype html><html><head><title>Open WebUI</title></head><body>…</body></html>");
+        },
+      ],
+      compatible,
+    );
+    const { error } = await collectUntilError(local(server).stream(ask()));
+    expect(error).toMatchObject({ type: "unexpected_response", retryable: false });
+    expect((error as Error).message).toMatch(/got an HTML page \("Open WebUI"\): check the baseURL/);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it("streams a body labelled JSON that is a stream, chunk by chunk under the idle timeout", async () => {
+    const lines = [
+      chunk({ content: "one " }),
+      chunk({ content: "two " }),
+      chunk({ content: "three" }),
+      chunk({}, "stop"),
+      "[DONE]",
+    ];
+    const server = await serve(
+      [streamFixture(lines, { headers: { "content-type": "application/json" }, delayMs: 150 })],
+      compatible,
+    );
+    // 750 ms of streaming in all, never 400 ms of silence.
+    const events = await collect(local(server, { idleTimeoutMs: 400, maxRetries: 0 }).stream(ask()));
+    expect(text(events)).toBe("one two three");
+  });
+
+  it("takes a whole answer from a server that ignored stream: true", async () => {
+    const server = await serve(
+      [
+        (res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              id: "chatcmpl-1",
+              object: "chat.completion",
+              choices: [
+                {
+                  index: 0,
+                  message: {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [
+                      {
+                        id: "call_1",
+                        type: "function",
+                        function: { name: "get_weather", arguments: '{"city":"Lima"}' },
+                      },
+                    ],
+                  },
+                  finish_reason: "tool_calls",
+                },
+              ],
+              usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
+            }),
+          );
+        },
+      ],
+      compatible,
+    );
+    const events = await collect(local(server).stream(ask({ tools: [weatherTool] })));
+    expect(ofType(events, "tool_call").map((c) => [c.id, JSON.parse(c.args)])).toEqual([
+      ["call_1", { city: "Lima" }],
+    ]);
+    expect(ofType(events, "usage")[0]!.usage).toMatchObject({ inputTokens: 12, outputTokens: 7 });
+    expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls" });
   });
 
   it("needs a name and a baseURL", () => {
