@@ -86,9 +86,19 @@ export function requireApiKey(provider: string, given: string | undefined, varia
   return key;
 }
 
-/** `baseURL` without a trailing slash, so paths can be appended. */
-export function trimBaseUrl(url: string): string {
-  return url.replace(/\/+$/, "");
+/**
+ * The URL of `path` under `baseURL`: a trailing slash is dropped, and a query string stays at
+ * the end (an Azure OpenAI deployment's `?api-version=…`).
+ *
+ * @example
+ * endpoint("https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21", "/chat/completions");
+ * // "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+ */
+export function endpoint(baseURL: string, path: string): string {
+  const split = baseURL.search(/[?#]/);
+  const head = split === -1 ? baseURL : baseURL.slice(0, split);
+  const tail = split === -1 ? "" : baseURL.slice(split);
+  return `${head.replace(/\/+$/, "")}${path}${tail}`;
 }
 
 /** A model id is required: a `UserError` when it is missing or empty. */

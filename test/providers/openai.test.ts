@@ -771,6 +771,38 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls" });
   });
 
+  it("reads content sent as parts: text as text, thinking as reasoning (Mistral)", async () => {
+    const server = await serve(
+      [
+        streamFixture([
+          chunk({
+            role: "assistant",
+            content: [{ type: "thinking", thinking: [{ type: "text", text: "Two and two." }] }],
+          }),
+          chunk({ content: [{ type: "text", text: "4" }] }),
+          chunk({}, "stop"),
+          "[DONE]",
+        ]),
+      ],
+      compatible,
+    );
+    const events = await collect(local(server).stream(ask()));
+    expect(ofType(events, "reasoning_delta").map((e) => e.delta)).toEqual(["Two and two."]);
+    expect(text(events)).toBe("4");
+  });
+
+  it("keeps a baseURL's query string at the end (Azure's api-version)", async () => {
+    const server = await serve([streamFixture([chunk({ content: "Hi." }, "stop"), "[DONE]"])], {
+      ...compatible,
+      path: "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+    });
+    const model = local(server, {
+      baseURL: `${server.url}/openai/deployments/gpt-4o/?api-version=2024-10-21`,
+    });
+    expect(text(await collect(model.stream(ask())))).toBe("Hi.");
+    expect(server.rejected).toEqual([]);
+  });
+
   it("needs a name and a baseURL", () => {
     expect(() => openaiCompatible({ name: "", baseURL: "http://x/v1", model: "m" })).toThrow(UserError);
     expect(() => openaiCompatible({ name: "x", baseURL: "", model: "m" })).toThrow(/baseURL/);

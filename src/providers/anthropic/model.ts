@@ -4,11 +4,11 @@
 import type { Model } from "../../model/types.js";
 import { errorFromResponse } from "../error-responses.js";
 import {
+  endpoint,
   type HttpProviderOptions,
   requireApiKey,
   requireModel,
   resolveHttpSettings,
-  trimBaseUrl,
   withHeaders,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
@@ -49,10 +49,10 @@ export const ANTHROPIC_VERSION = "2023-06-01";
 export function anthropic(options: AnthropicOptions): Model {
   requireModel(ANTHROPIC, options.model);
   const apiKey = requireApiKey(ANTHROPIC, options.apiKey, "ANTHROPIC_API_KEY");
-  const baseURL = trimBaseUrl(
+  const url = endpoint(
     options.baseURL ?? process.env.ANTHROPIC_BASE_URL ?? "https://api.anthropic.com",
+    "/v1/messages",
   );
-  const url = `${baseURL}/v1/messages`;
   const own: Record<string, string> = {
     "content-type": "application/json",
     accept: "text/event-stream",

@@ -5,11 +5,11 @@ import type { Model } from "../../model/types.js";
 import { errorFromResponse } from "../error-responses.js";
 import { openAiHeaders } from "../openai/model.js";
 import {
+  endpoint,
   type HttpProviderOptions,
   requireApiKey,
   requireModel,
   resolveHttpSettings,
-  trimBaseUrl,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
 import { encodeResponsesBody, OPENAI_RESPONSES } from "./request.js";
@@ -53,8 +53,10 @@ const REASONING_MODEL = /^(o\d|gpt-5|codex)/;
 export function openaiResponses(options: OpenAIResponsesOptions): Model {
   requireModel(OPENAI_RESPONSES, options.model);
   const apiKey = requireApiKey(OPENAI_RESPONSES, options.apiKey, "OPENAI_API_KEY");
-  const baseURL = trimBaseUrl(options.baseURL ?? process.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1");
-  const url = `${baseURL}/responses`;
+  const url = endpoint(
+    options.baseURL ?? process.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1",
+    "/responses",
+  );
   const headers = openAiHeaders(apiKey, options);
   const reasoningModel = REASONING_MODEL.test(options.model);
   const wire: WireFormat = {

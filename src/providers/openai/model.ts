@@ -6,12 +6,12 @@ import { UserError } from "../../errors.js";
 import type { Model } from "../../model/types.js";
 import { errorFromResponse } from "../error-responses.js";
 import {
+  endpoint,
   type HttpProviderOptions,
   type HttpSettings,
   requireApiKey,
   requireModel,
   resolveHttpSettings,
-  trimBaseUrl,
   withHeaders,
 } from "../provider-options.js";
 import { streamTurn, type WireFormat } from "../streaming-turn.js";
@@ -39,12 +39,12 @@ export type OpenAIOptions = HttpProviderOptions & {
 export function openai(options: OpenAIOptions): Model {
   requireModel("openai", options.model);
   const apiKey = requireApiKey("openai", options.apiKey, "OPENAI_API_KEY");
-  const baseURL = trimBaseUrl(options.baseURL ?? process.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1");
+  const baseURL = options.baseURL ?? process.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
   const headers = openAiHeaders(apiKey, options);
   return chatModel(
     `openai:${options.model}`,
     resolveHttpSettings("openai", options),
-    `${baseURL}/chat/completions`,
+    endpoint(baseURL, "/chat/completions"),
     headers,
     {
       provider: "openai",
@@ -94,7 +94,7 @@ export function openaiCompatible(options: OpenAICompatibleOptions): Model {
   return chatModel(
     `${options.name}:${options.model}`,
     resolveHttpSettings(options.name, options),
-    `${trimBaseUrl(options.baseURL)}/chat/completions`,
+    endpoint(options.baseURL, "/chat/completions"),
     headers,
     {
       provider: options.name,

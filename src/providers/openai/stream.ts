@@ -77,6 +77,8 @@ export class ChatStreamDecoder implements TurnDecoder {
       }
       if (typeof delta.content === "string" && delta.content !== "") {
         out.push({ type: "text_delta", delta: delta.content });
+      } else if (Array.isArray(delta.content)) {
+        this.contentParts(delta.content, out);
       }
       // A refusal (structured outputs) is what the model said instead of an answer.
       if (typeof delta.refusal === "string" && delta.refusal !== "") {
@@ -123,6 +125,29 @@ export class ChatStreamDecoder implements TurnDecoder {
         : { type: "finish", reason: finish },
     );
     return out;
+  }
+
+  /**
+   * Content sent as parts (Mistral's reasoning models): `text` parts are text, `thinking`
+   * parts (a string, or text parts of their own) are reasoning.
+   */
+  private contentParts(parts: unknown[], out: ModelStreamEvent[]): void {
+    for (const raw of parts) {
+      const part = asRecord(raw);
+      if (part?.type === "text" && typeof part.text === "string" && part.text !== "") {
+        out.push({ type: "text_delta", delta: part.text });
+      } else if (part?.type === "thinking") {
+        const inner = Array.isArray(part.thinking) ? part.thinking : [part.thinking];
+        const text = inner
+          .map((piece) => (typeof piece === "string" ? piece : (asRecord(piece)?.text ?? "")))
+          .filter((piece): piece is string => typeof piece === "string")
+          .join("");
+        if (text !== "") {
+          if (this.keepReasoning) this.reasoning += text;
+          out.push({ type: "reasoning_delta", delta: text });
+        }
+      }
+    }
   }
 
   private toolCallDelta(call: Json): ModelStreamEvent {
