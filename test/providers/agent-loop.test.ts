@@ -13,7 +13,14 @@ import { anthropic, fromAiSdk, openaiCompatible, openaiResponses } from "../../s
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
 import { validateResponsesRequest } from "./openai-responses-api.js";
-import { fixture, type ReplayServer, startReplayServer, streamFixture, typedFrame } from "./replay-server.js";
+import {
+  chatChunk,
+  fixture,
+  type ReplayServer,
+  startReplayServer,
+  streamFixture,
+  typedFrame,
+} from "./replay-server.js";
 
 const servers: ReplayServer[] = [];
 const savedEnv = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL };
@@ -151,18 +158,12 @@ describe("providers in the agent loop", () => {
 
   it('sends DeepSeek a tool-call turn\'s reasoning_content back, with "deepseek:…"', async () => {
     // DeepSeek's thinking mode answers 400 when a turn with tool calls comes back without it.
-    const chunk = (delta: object, finish: string | null = null) =>
-      JSON.stringify({
-        id: "c1",
-        object: "chat.completion.chunk",
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
     const server = await startReplayServer({
       replies: [
         streamFixture([
-          chunk({ role: "assistant", reasoning_content: "The user wants " }),
-          chunk({ reasoning_content: "the weather: call get_weather." }),
-          chunk({
+          chatChunk({ role: "assistant", reasoning_content: "The user wants " }),
+          chatChunk({ reasoning_content: "the weather: call get_weather." }),
+          chatChunk({
             tool_calls: [
               {
                 index: 0,
@@ -172,10 +173,10 @@ describe("providers in the agent loop", () => {
               },
             ],
           }),
-          chunk({}, "tool_calls"),
+          chatChunk({}, "tool_calls"),
           "[DONE]",
         ]),
-        streamFixture([chunk({ content: "18°C in Paris." }, "stop"), "[DONE]"]),
+        streamFixture([chatChunk({ content: "18°C in Paris." }, "stop"), "[DONE]"]),
       ],
       validate: (req) => {
         const problems = validateChatRequest(req, { compatible: true });
@@ -214,17 +215,11 @@ describe("providers in the agent loop", () => {
   });
 
   it("sends Gemini's thought signature back with its call (OpenAI-compatible endpoint)", async () => {
-    const chunk = (delta: object, finish: string | null = null) =>
-      JSON.stringify({
-        id: "g",
-        object: "chat.completion.chunk",
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
     const signature = { google: { thought_signature: "CiQB0e2Kb5pc" } };
     const server = await startReplayServer({
       replies: [
         streamFixture([
-          chunk(
+          chatChunk(
             {
               role: "assistant",
               tool_calls: [
@@ -240,7 +235,7 @@ describe("providers in the agent loop", () => {
           ),
           "[DONE]",
         ]),
-        streamFixture([chunk({ content: "Sunny in Sydney." }, "stop"), "[DONE]"]),
+        streamFixture([chatChunk({ content: "Sunny in Sydney." }, "stop"), "[DONE]"]),
       ],
       validate: (req) => {
         const problems = validateChatRequest(req, { compatible: true, apiKey: null });

@@ -4,6 +4,7 @@ import { openai, openaiCompatible } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
 import {
+  chatChunk,
   closedAfterEach,
   collect,
   collectUntilError,
@@ -599,14 +600,6 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
-    JSON.stringify({
-      id: "c",
-      object: "chat.completion.chunk",
-      choices: [{ index: 0, delta, finish_reason: finish }],
-      ...extra,
-    });
-
   it("reports llama.cpp's `error:` line before [DONE] as the error it is, not an empty answer", async () => {
     // llama-server's stream when the prompt exceeds the context (server_sent_event "error").
     const overflow = {
@@ -631,7 +624,7 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
 
   it("does not take [DONE] after nothing at all for an empty answer", async () => {
     const server = await serve(
-      [streamFixture(["[DONE]"]), streamFixture([chunk({ content: "Hi." }, "stop"), "[DONE]"])],
+      [streamFixture(["[DONE]"]), streamFixture([chatChunk({ content: "Hi." }, "stop"), "[DONE]"])],
       compatible,
     );
     const events = await collect(local(server).stream(ask()));
@@ -641,7 +634,7 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
 
   it("tells apart parallel calls sent whole with no id, with no index or all at index 0", async () => {
     const whole = (call: object, index?: number) =>
-      chunk({
+      chatChunk({
         tool_calls: [{ ...(index === undefined ? {} : { index }), id: "", type: "function", ...call }],
       });
     for (const index of [undefined, 0]) {
@@ -651,7 +644,7 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
             whole({ function: { name: "get_weather", arguments: '{"city":"Paris"}' } }, index),
             whole({ function: { name: "get_weather", arguments: '{"city":"Rome"}' } }, index),
             whole({ function: { name: "get_time", arguments: "{}" } }, index),
-            chunk({}, "tool_calls"),
+            chatChunk({}, "tool_calls"),
             "[DONE]",
           ]),
         ],
@@ -668,9 +661,9 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
 
   it("keeps a call whose every fragment repeats its name without an id", async () => {
     const part = (args: string) =>
-      chunk({ tool_calls: [{ function: { name: "get_weather", arguments: args } }] });
+      chatChunk({ tool_calls: [{ function: { name: "get_weather", arguments: args } }] });
     const server = await serve(
-      [streamFixture([part('{"ci'), part('ty":"Os'), part('lo"}'), chunk({}, "tool_calls"), "[DONE]"])],
+      [streamFixture([part('{"ci'), part('ty":"Os'), part('lo"}'), chatChunk({}, "tool_calls"), "[DONE]"])],
       compatible,
     );
     const events = await collect(local(server).stream(ask({ tools: [weatherTool] })));
@@ -679,8 +672,8 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
 
   it("takes the answer of a server that finishes and then leaves the connection open or drops it", async () => {
     const lines = [
-      chunk({ content: "Complete answer." }),
-      chunk({}, "stop"),
+      chatChunk({ content: "Complete answer." }),
+      chatChunk({}, "stop"),
       JSON.stringify({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 3 } }),
     ];
     for (const after of ["stall", "disconnect"] as const) {
@@ -715,10 +708,10 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
 
   it("streams a body labelled JSON that is a stream, chunk by chunk under the idle timeout", async () => {
     const lines = [
-      chunk({ content: "one " }),
-      chunk({ content: "two " }),
-      chunk({ content: "three" }),
-      chunk({}, "stop"),
+      chatChunk({ content: "one " }),
+      chatChunk({ content: "two " }),
+      chatChunk({ content: "three" }),
+      chatChunk({}, "stop"),
       "[DONE]",
     ];
     const server = await serve(
@@ -775,12 +768,12 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     const server = await serve(
       [
         streamFixture([
-          chunk({
+          chatChunk({
             role: "assistant",
             content: [{ type: "thinking", thinking: [{ type: "text", text: "Two and two." }] }],
           }),
-          chunk({ content: [{ type: "text", text: "4" }] }),
-          chunk({}, "stop"),
+          chatChunk({ content: [{ type: "text", text: "4" }] }),
+          chatChunk({}, "stop"),
           "[DONE]",
         ]),
       ],
@@ -792,7 +785,7 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
   });
 
   it("keeps a baseURL's query string at the end (Azure's api-version)", async () => {
-    const server = await serve([streamFixture([chunk({ content: "Hi." }, "stop"), "[DONE]"])], {
+    const server = await serve([streamFixture([chatChunk({ content: "Hi." }, "stop"), "[DONE]"])], {
       ...compatible,
       path: "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
     });

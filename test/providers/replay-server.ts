@@ -115,6 +115,15 @@ export type StreamOptions = {
   headers?: Record<string, string>;
 };
 
+/** One Chat Completions stream chunk (a line for `streamFixture`) with the given delta and finish. */
+export const chatChunk = (delta: object, finish: string | null = null, extra: object = {}) =>
+  JSON.stringify({
+    id: "c",
+    object: "chat.completion.chunk",
+    choices: [{ index: 0, delta, finish_reason: finish }],
+    ...extra,
+  });
+
 /** Frames SSE `data:` only (Chat Completions). */
 export const dataFrame = (line: string) => `data: ${line}\n\n`;
 /** Frames `event: <type>` + `data:` (Anthropic, Responses): the type is the chunk's own `type`. */
