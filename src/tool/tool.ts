@@ -165,7 +165,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
    * const calc = Tool.fromFunction({ name: "calculate", label: "Calculator", description: "Evaluate arithmetic.",
    *   parameters: z.object({ expression: z.string() }), fn: ({ expression }) => String(evaluate(expression)) });
    */
-  static fromFunction<P extends ToolParameters, Deps = any>(
+  static fromFunction<P extends ToolParameters, Deps = unknown>(
     definition: Omit<ToolDefinition<P, Deps>, "execute" | "name"> & {
       name?: string;
       fn: (args: InferArgs<P>, ctx: RunContext<Deps>) => unknown;
@@ -177,7 +177,7 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
 }
 
 /** What `tool()` takes: a `ToolConfig` whose name is optional, plus the function to run. */
-export interface ToolDefinition<P extends ToolParameters, Deps = any, Result = unknown>
+export interface ToolDefinition<P extends ToolParameters, Deps = unknown, Result = unknown>
   extends ToolOptions<InferArgs<P>, Result> {
   /** Required unless `execute` is a named function (`async function add() {}`). */
   name?: string;
@@ -211,7 +211,7 @@ class FunctionTool<Args, Deps> extends Tool<Args, Deps> {
  *   execute: async ({ orderId }) => `${orderId}: shipped`,
  * });
  */
-export function tool<P extends ToolParameters, Deps = any, Result = unknown>(
+export function tool<P extends ToolParameters, Deps = unknown, Result = unknown>(
   definition: ToolDefinition<P, Deps, Result>,
 ): Tool<InferArgs<P>, Deps> {
   if (typeof definition.execute !== "function") {
