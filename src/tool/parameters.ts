@@ -64,11 +64,15 @@ function isZod3(value: unknown): boolean {
   );
 }
 
-function zod3Message(toolName: string): string {
-  return (
-    `tool "${toolName}": its parameters are a Zod 3 schema, which cannot emit JSON Schema. ` +
-    'Upgrade to zod 4 (npm install zod@^4), or import { z } from "zod/v4" (zod 3.25 ships it)'
-  );
+function zod3Message(toolName: string, schema?: unknown): string {
+  // zod 3.25's "zod/v4" is an early Zod 4 core: it has `_zod` but no Standard JSON Schema.
+  const version = (schema as { _zod?: { version?: { major?: number; minor?: number } } } | undefined)?._zod
+    ?.version;
+  const what =
+    version?.major !== undefined
+      ? `an early Zod 4 core (${version.major}.${version.minor ?? 0}, as zod 3.25's "zod/v4" is), which cannot emit JSON Schema`
+      : "a Zod 3 schema, which cannot emit JSON Schema";
+  return `tool "${toolName}": its parameters are ${what}. Install zod 4.6 or newer (npm install zod@^4.6) and import { z } from "zod"`;
 }
 
 /** Names a top-level JSON Schema that is not an object, with the fix. */
@@ -89,7 +93,7 @@ function notAnObject(schema: JSONSchema, toolName: string, zod: boolean): string
 function fromStandardSchema(schema: StandardSchemaV1, toolName: string): ParameterSchema {
   const props = schema["~standard"] as StandardSchemaV1.Props & Partial<StandardJSONSchemaV1.Props>;
   if (!props.jsonSchema) {
-    if (props.vendor === "zod") throw new UserError(zod3Message(toolName));
+    if (props.vendor === "zod") throw new UserError(zod3Message(toolName, schema));
     throw new UserError(
       `tool "${toolName}": its ${props.vendor} schema cannot emit JSON Schema (Standard JSON Schema). ` +
         "Use a library that implements it (Zod 4, Valibot with @valibot/to-json-schema, ArkType) or pass jsonSchema({...}).",
@@ -141,6 +145,13 @@ function fromStandardResult(result: StandardSchemaV1.Result<unknown>): Validatio
 function fromJsonSchema(schema: JSONSchema, toolName: string): ParameterSchema {
   if (schema.type !== undefined && schema.type !== "object") {
     throw new UserError(notAnObject(schema, toolName, false)!);
+  }
+  const stray = propertiesMap(schema);
+  if (stray) {
+    throw new UserError(
+      `tool "${toolName}": parameters look like a map of properties (${stray.map((key) => `"${key}"`).join(", ")} ${stray.length === 1 ? "is not a JSON Schema keyword" : "are not JSON Schema keywords"}); ` +
+        `wrap them: { type: "object", properties: { ${stray[0]}: … }, required: [${JSON.stringify(stray[0])}] }`,
+    );
   }
   const canonical: JSONSchema = { type: "object", properties: {}, ...schema };
   // The common mistakes are caught here, at definition time where they were made, without
@@ -198,6 +209,67 @@ function decodePointer(segment: string): string {
 }
 
 const JSON_TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+
+/** The keywords a schema for an arguments object may have at its top (JSON Schema 2020-12 and draft 7). */
+const TOP_KEYWORDS = new Set([
+  "$schema",
+  "$id",
+  "$ref",
+  "$defs",
+  "$comment",
+  "$anchor",
+  "$dynamicRef",
+  "$dynamicAnchor",
+  "$vocabulary",
+  "definitions",
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "patternProperties",
+  "propertyNames",
+  "minProperties",
+  "maxProperties",
+  "dependentRequired",
+  "dependentSchemas",
+  "dependencies",
+  "unevaluatedProperties",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "title",
+  "description",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "enum",
+  "const",
+  "nullable",
+  "discriminator",
+]);
+
+/**
+ * The top-level keys of a hand-written schema that are property definitions put where the
+ * schema belongs (`{ city: { type: "string" } }`, `{ city: "string" }`), or undefined. Such a
+ * schema is an object with no properties to a model, which then calls the tool with `{}`.
+ */
+function propertiesMap(schema: JSONSchema): string[] | undefined {
+  const stray = Object.keys(schema).filter((key) => !TOP_KEYWORDS.has(key) && !key.startsWith("x-"));
+  if (stray.length === 0) return undefined;
+  const looksLikeProperty = (value: unknown) =>
+    (typeof value === "string" && JSON_TYPES.has(value)) ||
+    (typeof value === "object" &&
+      value !== null &&
+      !Array.isArray(value) &&
+      ["type", "enum", "anyOf", "oneOf", "$ref", "properties", "items"].some((k) => k in value));
+  return stray.every((key) => looksLikeProperty(schema[key])) ? stray : undefined;
+}
 
 /** The mistakes people make in hand-written schemas: unknown types and malformed keywords. */
 function structuralMistake(node: unknown, path: string): string | undefined {

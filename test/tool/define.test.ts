@@ -160,7 +160,7 @@ describe("parameters", () => {
     );
   });
 
-  it("tells a Zod 3 user to upgrade or import zod/v4", () => {
+  it("tells a Zod 3 user to install zod 4.6, also from zod 3.25's early zod/v4", () => {
     // What a Zod 3.24 schema looks like to a library: Standard Schema v1 without JSON Schema.
     const zod3 = {
       _def: { typeName: "ZodObject" },
@@ -168,12 +168,32 @@ describe("parameters", () => {
       "~standard": { version: 1 as const, vendor: "zod", validate: (v: unknown) => ({ value: v }) },
     };
     expect(() => tool({ name: "x", description: "", parameters: zod3, execute: noop })).toThrow(
-      /Zod 3 schema.*zod 4.*zod\/v4/,
+      /Zod 3 schema.*npm install zod@\^4\.6/,
     );
     const { "~standard": _, ...olderZod3 } = zod3;
     expect(() => tool({ name: "x", description: "", parameters: olderZod3 as never, execute: noop })).toThrow(
       /Zod 3 schema/,
     );
+    // zod 3.25's "zod/v4": a Zod 4 core of 4.0, still without Standard JSON Schema.
+    const early = { ...zod3, _zod: { version: { major: 4, minor: 0, patch: 0 } } };
+    expect(() => tool({ name: "x", description: "", parameters: early, execute: noop })).toThrow(
+      /an early Zod 4 core \(4\.0, as zod 3\.25's "zod\/v4" is\).*npm install zod@\^4\.6/,
+    );
+  });
+
+  it("rejects a JSON Schema written as a map of properties, naming the wrapping", () => {
+    const define = (parameters: unknown) => () =>
+      tool({ name: "weather", description: "", parameters, execute: noop } as never);
+    expect(define({ city: { type: "string", description: "City name" } })).toThrow(
+      /tool "weather": parameters look like a map of properties \("city" is not a JSON Schema keyword\); wrap them: \{ type: "object", properties: \{ city: … \}, required: \["city"\] \}/,
+    );
+    expect(define({ orderId: "string", count: "integer" })).toThrow(
+      /"orderId", "count" are not JSON Schema keywords/,
+    );
+    // Keywords and extensions are not properties.
+    expect(
+      define({ properties: { city: { type: "string" } }, "x-vendor": { type: "string" } }),
+    ).not.toThrow();
   });
 
   it("rejects a Standard Schema that cannot emit JSON Schema", () => {
