@@ -7,6 +7,7 @@ import {
   ScriptedModel,
   ToolError,
   tool,
+  UserError,
 } from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -225,6 +226,61 @@ describe("retries and timeouts", () => {
     });
   });
 
+  it("do not retry a bug in the tool's code, and say where it was thrown", async () => {
+    let calls = 0;
+    let flaky = 0;
+    const lookup = tool({
+      name: "lookup",
+      description: "Looks an order up.",
+      parameters: z.object({}),
+      retries: 2,
+      retryBackoff: { initialMs: 1 },
+      execute: async (_args, ctx: RunContext<{ db?: { find(): string } }>) => {
+        calls++;
+        return ctx.deps.db!.find();
+      },
+    });
+    // A library's TypeError with a cause (undici's "fetch failed") is not a bug: retried.
+    const fetchy = tool({
+      name: "fetchy",
+      description: "Fetches.",
+      parameters: z.object({}),
+      retries: 2,
+      retryBackoff: { initialMs: 1 },
+      execute: async () => {
+        if (++flaky < 2) throw new TypeError("fetch failed", { cause: new Error("ECONNRESET") });
+        return "ok";
+      },
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: "lookup", args: {} },
+          { name: "fetchy", args: {} },
+        ],
+      },
+      { text: "done" },
+    ]);
+    const handle = Runner.stream(new Agent({ name: "a", model, tools: [lookup, fetchy] }), "go", {
+      deps: {},
+    });
+    const warnings: string[] = [];
+    for await (const ev of handle) if (ev.type === "warning") warnings.push(`${ev.code}: ${ev.message}`);
+    const result = await handle.result();
+    expect(calls).toBe(1);
+    expect(flaky).toBe(2);
+    expect(result.toolCalls[0]).toMatchObject({
+      ok: false,
+      output: expect.stringMatching(/^Tool error: Cannot read properties of undefined \(reading 'find'\)/),
+    });
+    expect(result.toolCalls[1]).toMatchObject({ ok: true, output: "ok" });
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^tool_bug: lookup threw TypeError: Cannot read properties of undefined \(reading 'find'\) at .*executor\.test\.ts:\d+:\d+.* not retried/,
+      ),
+    ]);
+  });
+
   it("time out each attempt, abort its signal, and never leave an unhandled rejection", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -394,7 +450,8 @@ describe("the run context", () => {
       partial: { progress: 0.5 },
       call: { id: "c1" },
     });
-    expect(() => getRunContext()).toThrow(/outside a tool call/);
+    expect(() => getRunContext()).toThrow(UserError);
+    expect(() => getRunContext()).toThrow(/outside a tool call: call it while a tool's execute runs/);
   });
 
   it("stays each call's own across concurrent runs, timers, and siblings that finish first", async () => {

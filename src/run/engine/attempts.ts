@@ -251,6 +251,15 @@ class Attempt {
   #threw(error: unknown): void {
     leaveRunContext(this.#keepsContext());
     this.#release();
+    const bug = programmingError(error);
+    if (bug !== undefined && !this.#reported) {
+      // The model reads the error as any other; the developer would not see it at all.
+      this.run.events.emit({
+        type: "warning",
+        code: "tool_bug",
+        message: `${this.tool.name} threw ${bug} — a bug in the tool's code, not retried (the model was told the call failed)`,
+      });
+    }
     this.#report(classify(this.run, error, this.settings.stopper));
   }
 
@@ -422,8 +431,31 @@ function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttemp
     errorKind: "tool_error",
     message: messageOf(error),
     ...(hint !== undefined && { hint }),
-    retryable: !(isInstance(error, ToolError) && (error as ToolError).retry === false),
+    retryable:
+      !(isInstance(error, ToolError) && (error as ToolError).retry === false) &&
+      programmingError(error) === undefined,
   };
+}
+
+/** What V8 says of code that cannot work: the same call would fail the same way again. */
+const BUG_MESSAGE =
+  /is not a function|is not a constructor|is not iterable|Cannot (?:read|set) properties of|Cannot destructure|Assignment to constant/;
+
+/**
+ * `ReferenceError: x is not defined at file:line`, for an error that is a bug in the code that
+ * threw it (a `ReferenceError`, or a `TypeError` V8 raised for a wrong value), else undefined.
+ * A `TypeError` with a `cause` is a library's report (`fetch failed`), not a bug.
+ */
+function programmingError(error: unknown): string | undefined {
+  if (!(error instanceof Error) || error.cause !== undefined) return undefined;
+  const bug =
+    error.name === "ReferenceError" || (error.name === "TypeError" && BUG_MESSAGE.test(error.message));
+  if (!bug) return undefined;
+  const frame = error.stack
+    ?.split("\n")
+    .map((line) => line.trim())
+    .find((line) => line.startsWith("at ") && !line.includes("node:"));
+  return `${error.name}: ${error.message}${frame ? ` ${frame}` : ""}`;
 }
 
 function readHint(error: ToolError): string | undefined {

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { RunContext } from "../../contract/run-context.js";
+import { UserError } from "../../errors.js";
 
 const storage = new AsyncLocalStorage<RunContext<any>>();
 
@@ -12,7 +13,13 @@ const storage = new AsyncLocalStorage<RunContext<any>>();
  */
 export function getRunContext<Deps = unknown>(): RunContext<Deps> {
   const ctx = storage.getStore();
-  if (!ctx) throw new Error("getRunContext() was called outside a tool call");
+  if (!ctx) {
+    throw new UserError(
+      "getRunContext() was called outside a tool call: call it while a tool's execute runs (instructions " +
+        "functions and guardrails get the context as an argument; work a tool leaves running after it " +
+        "returns must keep the ctx its execute was given)",
+    );
+  }
   return ctx as RunContext<Deps>;
 }
 
