@@ -67,6 +67,7 @@ export {
   Agent,
   type AgentConfig,
   type AgentModel,
+  type ModelId,
   type AgentTools,
   Handoff,
   type HandoffArgs,

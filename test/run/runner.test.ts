@@ -164,27 +164,35 @@ describe("how a run ends", () => {
   });
 
   it("fails with run_failed and rejects on a UserError, and the iterator throws the same error", async () => {
+    const handle = Runner.stream(new Agent({ name: "a", tools: [echo] }), "go");
+    const events: RunEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const ev of handle) events.push(ev);
+      })(),
+    ).rejects.toThrow(/agent "a" has no model/);
+    await expect(handle.result()).rejects.toBeInstanceOf(UserError);
+    expect(events.at(-1)).toMatchObject({ type: "run_failed", name: "UserError", kind: "user_error" });
+    await expect(Runner.run(new Agent({ name: "a", tools: [echo] }), "go")).rejects.toThrow(UserError);
+  });
+
+  it("refuses an agent's tools that clash or are not tools when the agent is made", () => {
     const clash = tool({
       name: "echo",
       description: "Another echo.",
       parameters: z.object({}),
       execute: async () => "",
     });
-    const handle = Runner.stream(
-      new Agent({ name: "a", model: new ScriptedModel([]), tools: [echo, clash] }),
-      "go",
+    const make = (tools: unknown) => () =>
+      new Agent({ name: "a", model: new ScriptedModel([]), tools: tools as never });
+    expect(make([echo, clash])).toThrow(/agent "a": two tools are named "echo"/);
+    expect(make([echo, echo])).toThrow(/agent "a": the same tool "echo" is listed twice/);
+    expect(make([echo, undefined])).toThrow(/got undefined \(an import cycle/);
+    expect(make([{ name: "x", execute: () => 1 }])).toThrow(
+      /an object with execute, not a tool: pass it to tool/,
     );
-    const events: RunEvent[] = [];
-    await expect(
-      (async () => {
-        for await (const ev of handle) events.push(ev);
-      })(),
-    ).rejects.toThrow(/two tools are named "echo"/);
-    await expect(handle.result()).rejects.toBeInstanceOf(UserError);
-    expect(events.at(-1)).toMatchObject({ type: "run_failed", name: "UserError", kind: "user_error" });
-    await expect(
-      Runner.run(new Agent({ name: "a", model: new ScriptedModel([]), tools: [echo, clash] }), "go"),
-    ).rejects.toThrow(UserError);
+    expect(make({ echo })).toThrow(/a record of tools: pass them as an array/);
+    expect(make([(a: number) => a])).toThrow(/a function: wrap it with tool\(\)/);
   });
 
   it("fails with the ProviderError a model throws", async () => {

@@ -11,6 +11,7 @@ import { jsonSchema, type TypedJsonSchema } from "../../tool/json-schema.js";
 import { type Tool, tool } from "../../tool/tool.js";
 import type { ResultRenderer, ToolOptions } from "../../tool/types.js";
 import { assertWholeNumbers, type WholeNumberRule } from "../../whole-number.js";
+import { assertAgentTools } from "./agent-tools.js";
 import type { Budget } from "./budget.js";
 import type { CompactionOptions } from "./compaction-options.js";
 import type { Plugin } from "./plugin.js";
@@ -26,7 +27,15 @@ export type OutputSchema<Output> = StandardSchemaV1<any, Output> | TypedJsonSche
  * those (a list, or `fallback(...)`): a turn that fails on one model with a retryable provider
  * error goes to the next.
  */
-export type AgentModel = Model | string | ReadonlyArray<Model | string>;
+export type AgentModel = Model | ModelId | ReadonlyArray<Model | ModelId>;
+
+/**
+ * A `"provider:model-id"` string; the built-in providers are spelt out for the editor to offer,
+ * and any other string (a provider added with `registerProvider`) is taken too.
+ */
+export type ModelId =
+  | `${"openai" | "openai-responses" | "anthropic" | "ollama" | "openrouter" | "groq" | "deepseek" | "lmstudio" | "llamacpp"}:${string}`
+  | (string & {});
 
 /** What an agent's `tools` accepts: one tool, a host, or an array mixing both. */
 export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | ToolHost>;
@@ -111,6 +120,7 @@ export class Agent<Deps = unknown, Output = string> {
     }
     this.name = config.name;
     assertGuardrails(config.guardrails, `agent "${config.name}"`);
+    assertAgentTools(config.tools, config.name);
     assertWholeNumbers(config, "agent", config.name, AGENT_LIMITS);
     // Object.assign, not a spread: V8 freezes a spread's copy into dictionary mode (~0.4 µs),
     // and every later read of it (the run reads ~10 fields) then costs ~0.1 µs, not ~5 ns.

@@ -7,6 +7,7 @@ import { thrownMessage } from "../../thrown.js";
 import { jsonSchema } from "../../tool/json-schema.js";
 import { Tool } from "../../tool/tool.js";
 import type { AgentTools } from "../config/agent.js";
+import { describeToolEntry } from "../config/agent-tools.js";
 import type { PluginTools } from "../config/plugin.js";
 
 /** A host failed to carry out a call (transport, crash): reported as `host_error`. */
@@ -67,7 +68,7 @@ export class Toolset {
       for (const source of list) {
         if (!(source instanceof Tool) && !isToolHost(source)) {
           throw new UserError(
-            `${group.from} must be tools (tool(), new Tool) or ToolHosts; got ${describe(source)}`,
+            `${group.from} must be tools (tool(), new Tool) or ToolHosts; got ${describeToolEntry(source)}`,
           );
         }
         this.#sources.push({ source, from: group.from });
@@ -276,19 +277,6 @@ function isGroupList(value: AgentTools | ToolGroup[] | undefined): value is Tool
 
 /** A `warning` event's code and message about one of the run's tools. */
 export type ToolWarning = { code: "strict_unsupported" | "tool_without_description"; message: string };
-
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (typeof value === "function")
-    return `a function${value.name ? ` (${value.name})` : ""}: wrap it with tool()`;
-  // A search backend or page reader (duckduckgoSearch(), new HttpReader()) is what a web tool uses.
-  const backend = value as { search?: unknown; read?: unknown } | undefined;
-  if (typeof backend?.search === "function")
-    return "a search backend, not a tool: wrap it with webSearch(…) from quiver-agents/tools";
-  if (typeof backend?.read === "function")
-    return "a page reader, not a tool: wrap it with webFetch(…) from quiver-agents/tools";
-  return typeof value;
-}
 
 /**
  * The shared toolsets of tool lists with no host (see `Toolset.forRun`), keyed by the list's first
