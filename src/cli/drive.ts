@@ -168,13 +168,18 @@ function printParked(result: RunResult<any>, options: DriveOptions): void {
   );
   for (const call of pending)
     renderer.note(`    ${callLabel(call.name, call.args, 80)}  ${c.dim(`call ${call.id}`)}`);
+  // Commands for another process would find nothing in a store that ends with this one.
+  if (options.store?.spec === "memory") {
+    renderer.note(
+      c.dim(
+        "  it is not stored (a memory store ends with this process): run it with --store sqlite:PATH to decide and resume it later",
+      ),
+    );
+    return;
+  }
   const first = pending[0]?.id ?? "<callId>";
   renderer.note(
     `  decide:  quiver runs decide ${result.runId} ${shellQuote(first)} --approve${store}   (or --deny --reason "…")`,
   );
   renderer.note(`  resume:  quiver runs resume ${result.runId} ${shellQuote(options.agentSpec)}${store}`);
-  if (options.store?.spec === "memory")
-    renderer.note(
-      c.dim("  (a memory store ends with this process: use --store sqlite:PATH to decide later)"),
-    );
 }

@@ -31,7 +31,10 @@ describe("quiver chat's edges in a real terminal (tmux)", () => {
     expect(screen).toMatch(/Allow charge_card\(amount: 42\)\?\n│\s+not answered \(dismissed\)\n/);
     expect(screen).not.toMatch(/^│\s+(● )?Yes\s*$/m);
     expect(charges(made.effects)).toBe(0);
-    await chat.waitFor(/parked[\s\S]*› /);
+    const parked = await chat.waitFor(/parked[\s\S]*› /);
+    // A memory store ends with this process: no commands for another one, which would find nothing.
+    expect(parked).toMatch(/it is not stored \(a memory store ends with this process\)/);
+    expect(parked).not.toMatch(/quiver runs (decide|resume)/);
     chat.send("C-d");
     expect(await chat.exitCode()).toBe(0);
   });
