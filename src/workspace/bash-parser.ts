@@ -6,8 +6,8 @@ export type { Node as SyntaxNode } from "web-tree-sitter";
 
 /**
  * The shell's Bash parser: tree-sitter-bash's grammar run by web-tree-sitter, both WebAssembly
- * shipped inside their npm packages (found next to this module, so a packed install works and
- * nothing is downloaded). Loaded on first use, once per process: `import()` and two small wasm
+ * shipped in the package (web-tree-sitter's runtime in its own, the grammar beside this module),
+ * so a packed install works and nothing is downloaded. Loaded on first use, once per process: `import()` and two small wasm
  * instantiations take ~20 ms, which a workspace without shell rules never pays.
  */
 let loading: Promise<Parser> | undefined;
@@ -20,9 +20,12 @@ export function loadBashParser(): Promise<Parser> {
     const { Parser, Language } = await import("web-tree-sitter");
     const runtime = require.resolve("web-tree-sitter/web-tree-sitter.wasm");
     await Parser.init({ locateFile: () => runtime });
-    // The grammar's package also carries a native addon we never load (its install script is
-    // skipped); only its .wasm is used.
-    const grammar = await readFile(require.resolve("tree-sitter-bash/tree-sitter-bash.wasm"));
+    // The build puts tree-sitter-bash's grammar next to this module (scripts/copy-grammar.mjs):
+    // its package, a build-time dependency, also carries a native addon nobody needs. Run from
+    // the sources, the grammar is read from the package itself.
+    const grammar = await readFile(new URL("./tree-sitter-bash.wasm", import.meta.url)).catch(() =>
+      readFile(require.resolve("tree-sitter-bash/tree-sitter-bash.wasm")),
+    );
     const language = await Language.load(new Uint8Array(grammar));
     const parser = new Parser();
     parser.setLanguage(language);
