@@ -81,4 +81,46 @@ describe("concurrency control", () => {
     expect(result.toolCalls[0]?.output).toMatch(/cancelled because failing failed/);
     expect(signals[0]?.aborted).toBe(true);
   });
+
+  it("a call waiting for its tool's permit when a sibling's failure cancels it never starts", async () => {
+    let ran = 0;
+    const limited = tool({
+      name: "limited",
+      description: "One at a time.",
+      parameters: z.object({ fail: z.boolean() }),
+      concurrency: 1,
+      execute: async ({ fail }) => {
+        ran++;
+        if (fail) throw new Error("boom");
+        return "ok";
+      },
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: "limited", args: { fail: true } },
+          { name: "limited", args: { fail: false } },
+        ],
+      },
+      { text: "done" },
+    ]);
+    const handle = Runner.stream(
+      new Agent({ name: "a", model, tools: [limited], cancelSiblingsOnError: true }),
+      "go",
+    );
+    const events: string[] = [];
+    for await (const ev of handle) {
+      if (ev.type === "tool_call_started" || ev.type === "tool_call_completed")
+        events.push(`${ev.type} ${ev.call.id}`);
+    }
+    const [first, second] = (await handle.result()).toolCalls;
+    expect(ran).toBe(1);
+    expect(second?.error?.kind).toBe("cancelled");
+    // Nothing about the second call after its result: it never started.
+    expect(events).toEqual([
+      `tool_call_started ${first!.call.id}`,
+      `tool_call_completed ${first!.call.id}`,
+      `tool_call_completed ${second!.call.id}`,
+    ]);
+  });
 });

@@ -38,6 +38,56 @@ describe("steering", () => {
     expect(next.at(-1)).toEqual({ role: "user", content: "Stop after the first step, please." });
   });
 
+  it("inject skips calls held back by a free slot, a barrier or an approval, not only those after them", async () => {
+    const variants = [
+      { names: ["par", "par", "par"], maxConcurrentToolCalls: 1 },
+      { names: ["par", "bar", "par"] },
+      { names: ["par", "ask", "par"] },
+    ];
+    for (const { names, maxConcurrentToolCalls } of variants) {
+      const started: number[] = [];
+      const make = (name: string, parallel: boolean, needsApproval = false) =>
+        tool({
+          name,
+          description: "Do one step.",
+          parameters: z.object({ n: z.number() }),
+          parallel,
+          needsApproval,
+          execute: async ({ n }) => {
+            started.push(n);
+            await wait(40);
+            return `step ${n}`;
+          },
+        });
+      const model = new ScriptedModel([
+        { toolCalls: names.map((name, i) => ({ name, args: { n: i + 1 } })) },
+        { text: "ok" },
+      ]);
+      const agent = new Agent({
+        name: "worker",
+        model,
+        tools: [make("par", true), make("bar", false), make("ask", true, true)],
+        ...(maxConcurrentToolCalls && { maxConcurrentToolCalls }),
+      });
+      const handle = Runner.stream(agent, "Do the three steps.");
+      for await (const ev of handle) {
+        if (ev.type === "tool_call_started" && (ev.call.args as { n: number }).n === 1)
+          handle.inject("Stop after the first step.");
+        if (ev.type === "approval_required") {
+          await wait(20); // a person takes a moment to click (the run waits for the loop body)
+          ev.approve();
+        }
+      }
+      const result = await handle.result();
+      expect(started, names.join()).toEqual([1]);
+      expect(result.toolCalls.map((r) => (r.ok ? "ok" : r.error?.kind))).toEqual([
+        "ok",
+        "skipped",
+        "skipped",
+      ]);
+    }
+  });
+
   it("inject while the model streams: the turn completes first, or is aborted with interrupt", async () => {
     for (const interrupt of [false, true]) {
       const model = new ScriptedModel([

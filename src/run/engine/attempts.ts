@@ -175,7 +175,10 @@ class Attempt {
       .then(
         (permit) => {
           this.#permit = permit;
-          this.#started();
+          // The permit came in the same tick as a stop (a sibling's failure cancelled this call):
+          // it never starts, or its tool_call_started would follow its cancelled result.
+          if (stopper.aborted) this.#ended(CANCELLED);
+          else this.#started();
         },
         () => this.#report(CANCELLED),
       );

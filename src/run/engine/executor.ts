@@ -240,6 +240,8 @@ class TurnCalls {
       this.finish(index, deniedResult(this.requested[index]!.call, approval), 0);
       return NEXT;
     }
+    // An approval (or an async validation) may have taken a while: a message meanwhile skips it.
+    if (this.#stopsBeforeStart()) return STOP;
     if (isHandoff) this.#handoffAttempted = true;
     if (tool.parallel === false || isHandoff) return this.#startAlone(index, tool, args);
     if (this.inFlight >= (this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY))
@@ -254,7 +256,7 @@ class TurnCalls {
     // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
     const calm = this.idle();
     if (calm) await calm;
-    if (run.control.stopper.aborted) return STOP;
+    if (this.#stopsBeforeStart()) return STOP;
     this.start(index, tool, args);
     // It runs alone: the turn is idle again once it has ended.
     const alone = this.idle();
@@ -269,9 +271,20 @@ class TurnCalls {
   async #startBelowLimit(index: number, tool: Tool, args: unknown): Promise<Step> {
     const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
     while (this.inFlight >= limit) if (isAborted(await this.callEnded())) return STOP;
-    if (this.run.control.stopper.aborted) return STOP;
+    if (this.#stopsBeforeStart()) return STOP;
     this.start(index, tool, args);
     return NEXT;
+  }
+
+  /**
+   * After a wait (an approval, a barrier, a free slot), whether the call must not start after
+   * all: the run stopped, or a message arrived meanwhile (steering skips every call that has
+   * not started, whatever held it back).
+   */
+  #stopsBeforeStart(): boolean {
+    if (this.run.control.stopper.aborted) return true;
+    this.skipReason ??= this.mustStop();
+    return this.skipReason !== undefined;
   }
 
   /** Resolves with the turn's outcome once no call is running, or soon after the run stops. */
