@@ -162,6 +162,43 @@ describe("budgets", () => {
     expect(events.at(-1)).toMatchObject({ type: "run_completed", stopReason: "budget" });
   });
 
+  it("after a tool's BudgetExceeded, a call still waiting for a slot or its tool's permit never starts", async () => {
+    for (const limit of [{ maxConcurrentToolCalls: 1 }, { concurrency: 1 }]) {
+      const ran: boolean[] = [];
+      const work = tool({
+        name: "work",
+        description: "Work.",
+        parameters: z.object({ spend: z.boolean() }),
+        ...("concurrency" in limit && limit),
+        execute: async ({ spend }, ctx) => {
+          ran.push(spend);
+          await wait(10);
+          if (spend) throw new BudgetExceeded(ctx.runId, "credits", "out of credits");
+          return "done";
+        },
+      });
+      const model = new ScriptedModel([
+        {
+          toolCalls: [
+            { name: "work", args: { spend: true } },
+            { name: "work", args: { spend: false } },
+          ],
+        },
+        { text: "unreachable" },
+      ]);
+      const agent = new Agent({
+        name: "a",
+        model,
+        tools: [work],
+        ...("maxConcurrentToolCalls" in limit && limit),
+      });
+      const result = await Runner.run(agent, "go");
+      expect(result.stopReason).toBe("budget");
+      expect(ran, JSON.stringify(limit)).toEqual([true]);
+      expect(result.toolCalls.map((r) => r.error?.kind)).toEqual(["budget", "skipped"]);
+    }
+  });
+
   it("one Budget object can be reused: each run tracks its own usage", async () => {
     const budget = new Budget({ maxToolCalls: 1 });
     for (let i = 0; i < 2; i++) {

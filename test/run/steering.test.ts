@@ -38,21 +38,23 @@ describe("steering", () => {
     expect(next.at(-1)).toEqual({ role: "user", content: "Stop after the first step, please." });
   });
 
-  it("inject skips calls held back by a free slot, a barrier or an approval, not only those after them", async () => {
+  it("inject skips calls held back by a free slot, a barrier, an approval or their tool's permit", async () => {
     const variants = [
       { names: ["par", "par", "par"], maxConcurrentToolCalls: 1 },
       { names: ["par", "bar", "par"] },
       { names: ["par", "ask", "par"] },
+      { names: ["one", "one", "one"] },
     ];
     for (const { names, maxConcurrentToolCalls } of variants) {
       const started: number[] = [];
-      const make = (name: string, parallel: boolean, needsApproval = false) =>
+      const make = (name: string, parallel: boolean, needsApproval = false, concurrency?: number) =>
         tool({
           name,
           description: "Do one step.",
           parameters: z.object({ n: z.number() }),
           parallel,
           needsApproval,
+          ...(concurrency && { concurrency }),
           execute: async ({ n }) => {
             started.push(n);
             await wait(40);
@@ -66,7 +68,7 @@ describe("steering", () => {
       const agent = new Agent({
         name: "worker",
         model,
-        tools: [make("par", true), make("bar", false), make("ask", true, true)],
+        tools: [make("par", true), make("bar", false), make("ask", true, true), make("one", true, false, 1)],
         ...(maxConcurrentToolCalls && { maxConcurrentToolCalls }),
       });
       const handle = Runner.stream(agent, "Do the three steps.");

@@ -47,6 +47,11 @@ class AttemptTimeout extends Error {
 /** Told once how a call's attempts ended. */
 export interface AttemptsSink {
   attemptsEnded(outcome: AttemptsOutcome): void;
+  /**
+   * Why the call must not start after all, once a wait for its tool's permit ends: a message
+   * arrived, the run's budget ran out (calls not started are skipped, DESIGN's steering).
+   */
+  stopsBeforeStart?(): string | undefined;
 }
 
 /**
@@ -177,8 +182,20 @@ class Attempt {
           this.#permit = permit;
           // The permit came in the same tick as a stop (a sibling's failure cancelled this call):
           // it never starts, or its tool_call_started would follow its cancelled result.
-          if (stopper.aborted) this.#ended(CANCELLED);
-          else this.#started();
+          if (stopper.aborted) {
+            this.#ended(CANCELLED);
+            return;
+          }
+          // Only a first attempt had not started: a retry's call is running already.
+          const why = this.ctx.attempt === 1 ? this.sink.stopsBeforeStart?.() : undefined;
+          if (why === undefined) this.#started();
+          else
+            this.#ended({
+              kind: "error",
+              errorKind: "skipped",
+              message: `${this.tool.name} did not run: ${why}`,
+              retryable: false,
+            });
         },
         () => this.#report(CANCELLED),
       );

@@ -535,6 +535,11 @@ class RunningCall implements AttemptsSink {
     );
   }
 
+  /** Why the call must not start after all, asked when it got its tool's permit (see AttemptsSink). */
+  stopsBeforeStart(): string | undefined {
+    return this.calls.mustStop();
+  }
+
   /** Concluding and leaving the in-flight count happen in this one report of the outcome. */
   attemptsEnded(outcome: AttemptsOutcome): void {
     const { calls } = this;
