@@ -89,6 +89,16 @@ describe("replay(events)", () => {
     expect(state.stopReason).toBe("cancelled");
   });
 
+  it("rebuilds a run cancelled while its model turn streamed, with that turn closed", async () => {
+    const model = new ScriptedModel([{ text: "hello", delayMs: 200 }]);
+    const { result, events } = await liveAndLog(new Agent({ name: "a", model }), "hi", { cancelAfterMs: 20 });
+    expect(result.stopReason).toBe("cancelled");
+    expect(events.map((e) => e.type)).toEqual(["run_started", "turn_started", "turn_completed", "run_completed"]);
+    const state = replay(events);
+    expect(state.openTurn).toBeUndefined();
+    expect(state.messages).toEqual(result.messages);
+  });
+
   it("rebuilds a run that hit max_turns", async () => {
     const model = new ScriptedModel(
       Array.from({ length: 3 }, () => ({ toolCalls: [{ name: "sleepy", args: { ms: 1, say: "x" } }] })),

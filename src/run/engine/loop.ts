@@ -231,10 +231,11 @@ export async function turns(
       state.besideTurn = undefined;
       await beside;
       // A trip stopped the run (and the turn, if it was still streaming): none of its calls runs.
+      // DESIGN pins `guardrail_tripped` then `run_failed`: the turn is left as it was.
       if (run.control.stopper.aborted) return stopOnAbort(run);
     }
     if (!turn) {
-      if (run.control.stopper.aborted) return stopOnAbort(run);
+      if (run.control.stopper.aborted) return stopInTurn(run);
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
       run.events.emit({
         type: "warning",
@@ -642,6 +643,15 @@ function assistantMessage(
 function append(run: ActiveRun, message: Message): void {
   run.transcript.push(message);
   run.events.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
+}
+
+/**
+ * Stopped while its model turn streamed (cancelled, out of budget): the turn is closed first,
+ * so its log pairs the turn's start and `replay()` finds no turn open in a finished run.
+ */
+function stopInTurn(run: ActiveRun): RunResult<any> {
+  if (!(run.control.stopper.reason instanceof GuardrailTripped)) completeTurn(run);
+  return stopOnAbort(run);
 }
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
