@@ -1,7 +1,9 @@
 /**
  * What a stranger gets: packs the package, installs the tarball into an empty project that has
  * only zod, typescript and @types/node, compiles the README's and the docs' examples there with
- * `skipLibCheck: false` (so every type a public .d.ts names must come from a dependency), then
+ * `skipLibCheck: false` (so every type a public .d.ts names must come from a dependency), again
+ * with `exactOptionalPropertyTypes` and `noUncheckedIndexedAccess` (with every subpath imported:
+ * the declarations must hold in the strictest project too), then
  * runs every example not marked `no-run: <why>` (doc-examples.ts refuses a no-run without a
  * reason), and the README's `quiver init` / `run` / `chat` commands. Nothing here resolves to src/: the examples see only
  * what `npm install quiver-agents` gives.
@@ -19,16 +21,19 @@ import { docExamples } from "./doc-examples.js";
 const exec = promisify(execFile);
 const root = resolve(import.meta.dirname, "..");
 const RUN_TIMEOUT_MS = 30_000;
-/** Optional peers, and a word in an example's code that says it needs one to run. */
-const OPTIONAL_PEERS = [
+/**
+ * Optional peers, and a word in an example's code that says it needs one to run. `declarations`:
+ * a subpath's .d.ts name its types, so it is installed for every-subpath.ts whatever the examples.
+ */
+const OPTIONAL_PEERS: { name: string; usedBy: string; declarations?: true }[] = [
   { name: "better-sqlite3", usedBy: "SqliteStore" },
-  { name: "@modelcontextprotocol/sdk", usedBy: "mcpServer" },
-  { name: "@opentelemetry/api", usedBy: "quiver-agents/otel" },
+  { name: "@modelcontextprotocol/sdk", usedBy: "mcpServer", declarations: true },
+  { name: "@opentelemetry/api", usedBy: "quiver-agents/otel", declarations: true },
   { name: "@opentelemetry/sdk-trace-base", usedBy: "@opentelemetry/sdk-trace-base" },
-  { name: "@dbos-inc/dbos-sdk", usedBy: "quiver-agents/dbos" },
-  { name: "pg", usedBy: "quiver-agents/dbos" },
+  { name: "@dbos-inc/dbos-sdk", usedBy: "quiver-agents/dbos", declarations: true },
+  { name: "pg", usedBy: "quiver-agents/dbos", declarations: true },
   // DBOS's own declarations import pg's types, which live in @types/pg.
-  { name: "@types/pg", usedBy: "quiver-agents/dbos" },
+  { name: "@types/pg", usedBy: "quiver-agents/dbos", declarations: true },
   // The clients the server's AG-UI and A2A examples talk to it with.
   { name: "@ag-ui/client", usedBy: "@ag-ui/client" },
   { name: "@a2a-js/sdk", usedBy: "@a2a-js/sdk" },
@@ -102,7 +107,9 @@ async function main(): Promise<number> {
       return 1;
     console.log(`compiled ${bare.length} examples that need no optional package, with skipLibCheck: false`);
 
-    const peers = OPTIONAL_PEERS.filter((peer) => examples.some((e) => e.code.includes(peer.usedBy)));
+    const peers = OPTIONAL_PEERS.filter(
+      (peer) => peer.declarations || examples.some((e) => e.code.includes(peer.usedBy)),
+    );
     if (peers.length) {
       const specs = await Promise.all(
         peers.map(async (peer) => `${peer.name}@${await versionOf(peer.name)}`),
@@ -112,20 +119,19 @@ async function main(): Promise<number> {
         ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...specs],
         { cwd: scratch, maxBuffer: 64 * 1024 * 1024 },
       );
-      console.log(`installed the optional packages the examples use: ${specs.join(", ")}`);
+      console.log(
+        `installed the optional packages the examples and the declarations use: ${specs.join(", ")}`,
+      );
     }
     // The MCP SDK's own client types name DOM's HeadersInit (@types/node has no such global), so
     // an example that imports the SDK itself compiles with the DOM library as well; every other
     // example, and so every type of the package's own, without it.
     const withDom = examples.filter((e) => SDK_NEEDS_DOM.test(e.code));
-    const plain = examples.filter((e) => !SDK_NEEDS_DOM.test(e.code));
-    if (
-      !(await compiles(
-        scratch,
-        plain.map((e) => e.file),
-      ))
-    )
-      return 1;
+    const plain = [
+      await everySubpath(scratch),
+      ...examples.filter((e) => !SDK_NEEDS_DOM.test(e.code)).map((e) => e.file),
+    ];
+    if (!(await compiles(scratch, plain))) return 1;
     if (
       withDom.length &&
       !(await compiles(
@@ -138,6 +144,20 @@ async function main(): Promise<number> {
     console.log(
       `compiled all ${examples.length} examples with skipLibCheck: false (${withDom.length} that import the MCP SDK itself with the DOM library)`,
     );
+    // The same files in a project with the strictest options: a class in a .d.ts that implements
+    // an interface must still fit it when `?:` no longer means `| undefined`.
+    if (!(await compiles(scratch, plain, ["ES2023"], STRICTEST))) return 1;
+    if (
+      withDom.length &&
+      !(await compiles(
+        scratch,
+        withDom.map((e) => e.file),
+        ["ES2023", "DOM"],
+        STRICTEST,
+      ))
+    )
+      return 1;
+    console.log(`compiled them again with ${Object.keys(STRICTEST).join(" and ")}, every subpath imported`);
 
     const failures: string[] = [];
     const runnable = examples.filter((e) => e.run);
@@ -250,10 +270,41 @@ async function readmeCommands(scratch: string): Promise<boolean> {
   return true;
 }
 
-/** Compiles `files` in `scratch` with `skipLibCheck: false`; prints tsc's errors when it fails. */
-async function compiles(scratch: string, files: string[], lib = ["ES2023"]): Promise<boolean> {
+/** What a project with the strictest settings adds to `strict` (checked without emitting). */
+const STRICTEST = { exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true };
+
+/**
+ * Writes a module that imports every subpath the installed package exports, so that each of its
+ * declarations is type-checked whether or not an example uses it; returns its file name.
+ */
+async function everySubpath(scratch: string): Promise<string> {
+  const manifest = JSON.parse(
+    await readFile(join(scratch, "node_modules/quiver-agents/package.json"), "utf8"),
+  ) as { exports: Record<string, unknown> };
+  const specifiers = Object.keys(manifest.exports)
+    .filter((key) => key !== "./package.json")
+    .map((key) => `quiver-agents${key.slice(1)}`);
+  const file = "every-subpath.ts";
   await writeFile(
-    join(scratch, "tsconfig.json"),
+    join(scratch, file),
+    `${specifiers.map((s, i) => `import type * as m${i} from "${s}";`).join("\n")}\nexport type Every = [${specifiers.map((_, i) => `typeof m${i}`).join(", ")}];\n`,
+  );
+  return file;
+}
+
+/**
+ * Compiles `files` in `scratch` with `skipLibCheck: false` (and `strictest` options, if given,
+ * without emitting); prints tsc's errors when it fails.
+ */
+async function compiles(
+  scratch: string,
+  files: string[],
+  lib = ["ES2023"],
+  strictest?: typeof STRICTEST,
+): Promise<boolean> {
+  const config = strictest ? "tsconfig.strictest.json" : "tsconfig.json";
+  await writeFile(
+    join(scratch, config),
     JSON.stringify({
       compilerOptions: {
         target: "ES2023",
@@ -265,19 +316,22 @@ async function compiles(scratch: string, files: string[], lib = ["ES2023"]): Pro
         types: ["node"],
         outDir: "out",
         rootDir: ".",
+        ...(strictest && { ...strictest, noEmit: true }),
       },
       files,
     }),
   );
   try {
-    await exec(join(scratch, "node_modules/.bin/tsc"), ["-p", "."], {
+    await exec(join(scratch, "node_modules/.bin/tsc"), ["-p", config], {
       cwd: scratch,
       maxBuffer: 64 * 1024 * 1024,
     });
     return true;
   } catch (error) {
     const { stdout: out = "", stderr = "" } = error as { stdout?: string; stderr?: string };
-    console.error(`the examples do not compile against the installed package:\n${out}${stderr}`);
+    console.error(
+      `the examples do not compile against the installed package${strictest ? ` with ${Object.keys(strictest).join(" and ")}` : ""}:\n${out}${stderr}`,
+    );
     return false;
   }
 }

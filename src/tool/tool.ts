@@ -20,8 +20,11 @@ const ACCIDENTAL_NAMES = new Set(["", "execute", "anonymous", "fn", "default"]);
 
 /** What the `Tool` constructor takes: identity, parameters and options. */
 export interface ToolConfig<P extends ToolParameters = ToolParameters> extends ToolOptions<InferArgs<P>> {
+  /** What the model calls it: `^[a-zA-Z0-9_-]{1,64}$`, unique among the agent's tools. */
   name: string;
+  /** The model's only guidance on when to call the tool: write it for the model. Default "". */
   description?: string;
+  /** The arguments' schema: Zod 4, any Standard Schema with JSON Schema, `jsonSchema<T>()`, or a bare JSON Schema. */
   parameters: P;
 }
 
@@ -39,7 +42,9 @@ export interface ToolConfig<P extends ToolParameters = ToolParameters> extends T
  * }
  */
 export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
+  /** What the model calls it. */
   readonly name: string;
+  /** What the model reads about when to call it ("" when none was given). */
   readonly description: string;
   /** The JSON Schema the model sees (the strict form when `strict` took effect). */
   readonly parameters: JSONSchema;
@@ -48,24 +53,25 @@ export class Tool<Args = any, Deps = any> implements ToolOptions<Args> {
   /** Why a `strict: true` tool is sent non-strict (reported once per run as a `warning` event). */
   readonly strictWarning?: string;
   readonly label?: string;
+  /** `false`: the call is a barrier (in-flight calls finish first, it runs alone). */
   readonly parallel: boolean;
   readonly retries?: number;
-  readonly retryBackoff?: ToolOptions["retryBackoff"];
+  readonly retryBackoff?: NonNullable<ToolOptions["retryBackoff"]>;
   readonly timeoutMs?: number;
   readonly maxOutputChars?: number;
-  readonly resultRenderer?: ToolOptions["resultRenderer"];
-  readonly needsApproval?: ToolOptions<Args>["needsApproval"];
-  readonly policies?: ToolOptions<Args>["policies"];
+  readonly resultRenderer?: NonNullable<ToolOptions["resultRenderer"]>;
+  readonly needsApproval?: NonNullable<ToolOptions<Args>["needsApproval"]>;
+  readonly policies?: NonNullable<ToolOptions<Args>["policies"]>;
   readonly destructive?: boolean;
   readonly readOnly?: boolean;
   readonly idempotent?: boolean;
   readonly untrustedOutput?: boolean;
   readonly endsTurn?: boolean;
-  readonly isolate?: ToolOptions["isolate"];
+  readonly isolate?: NonNullable<ToolOptions["isolate"]>;
   readonly concurrency?: number;
-  readonly guardrails?: ToolOptions["guardrails"];
-  readonly permissionRule?: ToolOptions<Args>["permissionRule"];
-  readonly describeCall?: ToolOptions<Args>["describeCall"];
+  readonly guardrails?: NonNullable<ToolOptions["guardrails"]>;
+  readonly permissionRule?: NonNullable<ToolOptions<Args>["permissionRule"]>;
+  readonly describeCall?: NonNullable<ToolOptions<Args>["describeCall"]>;
   readonly editsFiles?: boolean;
   readonly #schema: ParameterSchema;
 
@@ -181,8 +187,15 @@ export interface ToolDefinition<P extends ToolParameters, Deps = unknown, Result
   extends ToolOptions<InferArgs<P>, Result> {
   /** Required unless `execute` is a named function (`async function add() {}`). */
   name?: string;
+  /** The model's only guidance on when to call the tool: write it for the model. Default "". */
   description?: string;
+  /** The arguments' schema: Zod 4, any Standard Schema with JSON Schema, `jsonSchema<T>()`, or a bare JSON Schema. `args` is typed from it. */
   parameters: P;
+  /**
+   * The tool's body: `args` validated against `parameters`, `ctx` the live run context. Return a
+   * string, `{ content, details? }`, or any JSON value; a throw does not end the run, the model
+   * reads `Tool error: <message>`.
+   */
   execute: (args: InferArgs<P>, ctx: RunContext<Deps>) => Result | Promise<Result>;
 }
 
