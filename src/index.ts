@@ -1,7 +1,15 @@
 // The public surface of "quiver-agents": re-exports only.
 
 export type { ApprovalAnswer, ApprovalDecider, ApprovalOutcome } from "./contract/approvals.js";
-export type { CallError, EventBase, EventOf, RunEvent, RunEventType, StopReason } from "./contract/events.js";
+export type {
+  CallError,
+  EventBase,
+  EventOf,
+  RunEvent,
+  RunEventType,
+  RunFailedKind,
+  StopReason,
+} from "./contract/events.js";
 export type {
   Guardrail,
   GuardrailContext,
@@ -67,12 +75,12 @@ export {
   Agent,
   type AgentConfig,
   type AgentModel,
-  type ModelId,
   type AgentTools,
   Handoff,
   type HandoffArgs,
   type HandoffOptions,
   handoff,
+  type ModelId,
 } from "./run/config/agent.js";
 export { Budget, type BudgetLimits } from "./run/config/budget.js";
 export type { CompactionOptions } from "./run/config/compaction-options.js";

@@ -1,3 +1,4 @@
+import type { ToolErrorKind } from "../errors.js";
 import type { ContentBlock, FinishReason, Message, ToolCall, Usage } from "../model/types.js";
 import type { GuardrailStage } from "./guardrails.js";
 
@@ -26,7 +27,26 @@ export type EventBase = {
 };
 
 /** A failed call's error as observers and `ToolCallRecord.error` see it. */
-export type CallError = { kind: string; message: string };
+export type CallError = {
+  /** Why the call failed (`timeout`, `denied`, `tool_error`…): switch on it. */
+  kind: ToolErrorKind;
+  /** The error text the model read. */
+  message: string;
+};
+
+/**
+ * Why a run failed, as `run_failed.kind` (and a stored run's `failureKind`) says it:
+ * `store_unavailable` is the one a run survives (resume it once the store answers again).
+ */
+export type RunFailedKind =
+  | "user_error"
+  | "provider_error"
+  | "output_invalid"
+  | "guardrail_tripped"
+  | "store_error"
+  | "store_unavailable"
+  | "lease_conflict"
+  | "internal";
 
 type Body =
   /** `traceparent`: the run's `invoke_agent` span (W3C trace context) when the run is traced. */
@@ -148,12 +168,14 @@ type Body =
   | { type: "run_parked"; pending: ToolCall[] }
   /** A stored run picked up again (after a crash, a restart, or a decision). */
   | { type: "run_resumed"; fromSeq: number; traceparent?: string }
-  | { type: "run_failed"; name: string; message: string; kind: string };
+  /** `name` and `message` of the error the run rejects with; `kind` classifies it. */
+  | { type: "run_failed"; name: string; message: string; kind: RunFailedKind };
 
 type WithBase<B> = B extends unknown ? EventBase & B : never;
 
 /** Every event a run emits: one discriminated union, switch on `type`. */
 export type RunEvent = WithBase<Body>;
+/** Every event `type` (`"run_started"`, `"text_delta"`, `"tool_call_completed"`…). */
 export type RunEventType = RunEvent["type"];
 /** The event of one `type`. */
 export type EventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;

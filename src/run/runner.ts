@@ -1,4 +1,4 @@
-import type { RunEvent } from "../contract/events.js";
+import type { RunEvent, RunFailedKind } from "../contract/events.js";
 import { ProviderError, UserError } from "../errors.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import { type Lease, LeaseConflict, type RunStore, StoreError } from "../store/types.js";
@@ -453,7 +453,7 @@ function runFailed(run: ActiveRun, error: unknown): Error {
   return failure;
 }
 
-function failureKind(error: Error): string {
+function failureKind(error: Error): RunFailedKind {
   if (error instanceof UserError) return "user_error";
   if (error instanceof ProviderError) return "provider_error";
   if (error instanceof LeaseConflict) return "lease_conflict";

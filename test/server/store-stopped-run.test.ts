@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { RunEvent } from "quiver-agents";
+import type { RunEvent, RunFailedKind } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { afterEach, describe, expect, it } from "vitest";
@@ -16,7 +16,7 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function failedRun(runId: string, kind: string): RunEvent[] {
+function failedRun(runId: string, kind: RunFailedKind): RunEvent[] {
   const base = { runId, agent: "helper", at: Date.now() };
   return [
     { ...base, seq: 1, type: "run_started", input: [{ role: "user", content: "hi" }] },

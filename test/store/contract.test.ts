@@ -374,7 +374,7 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect(await store.getRun("p")).toMatchObject({ status: "parked" });
         await store.append(lease, [{ ...base, seq: 3, type: "run_resumed", fromSeq: 2 }]);
         expect(await store.getRun("p")).toMatchObject({ status: "running" });
-        const outage = { name: "StoreError", message: "ENOSPC", kind: "store_unavailable" };
+        const outage = { name: "StoreError", message: "ENOSPC", kind: "store_unavailable" as const };
         await store.append(lease, [{ ...base, seq: 4, type: "run_failed", ...outage }]);
         // The summary says what the log ends with, and another process reads the same.
         const other = await sibling(store);
