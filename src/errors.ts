@@ -35,6 +35,7 @@ export class UserError extends Error {
  */
 export class ToolError extends Error {
   override name = "ToolError";
+  /** What the model should do about it, sent as `Hint: <hint>` after the message. */
   readonly hint?: string;
   /** `false`: not retried, whatever the tool's `retries`. */
   readonly retry?: boolean;
@@ -51,6 +52,7 @@ export type ArgumentIssue = { path: string; message: string };
 /** The arguments did not match the tool's schema. Never retried; the tool never runs. */
 export class InvalidToolArguments extends ToolError {
   override name = "InvalidToolArguments";
+  /** Every argument that did not match, as the model is told. */
   readonly issues: ArgumentIssue[];
   constructor(toolName: string, issues: ArgumentIssue[]) {
     super(formatInvalidArguments(toolName, issues), {
@@ -80,6 +82,7 @@ export class RunCancelled extends Error {
 export class BudgetExceeded extends Error {
   override name = "BudgetExceeded";
   readonly runId: string;
+  /** The `Budget` field that ran out (`maxTurns`, `maxCostUsd`…). */
   readonly limit: string;
   constructor(runId: string, limit: string, message?: string) {
     super(message ?? `budget exceeded: ${limit}`);
@@ -91,7 +94,9 @@ export class BudgetExceeded extends Error {
 /** A model provider failed. `retryable` says whether trying again may help. */
 export class ProviderError extends Error {
   override name = "ProviderError";
+  /** The HTTP status, when the API answered with one. */
   readonly status?: number;
+  /** The provider's name (`openai`, `anthropic`, a compatible server's `name`…). */
   readonly provider: string;
   /** The provider's own error type (`rate_limit_error`, `invalid_request_error`…). */
   readonly type?: string;

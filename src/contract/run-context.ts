@@ -5,8 +5,11 @@ import type { Message, Usage } from "../model/types.js";
  * anywhere inside its call with `getRunContext()`. One object per call attempt.
  */
 export interface RunContext<Deps = unknown> {
+  /** The id of the run this call belongs to. */
   readonly runId: string;
+  /** In a child run (an agent used as a tool): the id of the run that started it. */
   readonly parentRunId?: string;
+  /** In a child run: the id of the parent run's call that started it. */
   readonly parentCallId?: string;
   /** Names of the agents from the root run down to this one (`["root", "researcher"]`). */
   readonly path: readonly string[];
@@ -17,6 +20,10 @@ export interface RunContext<Deps = unknown> {
   readonly sessionId: string;
   /** The user the run acts for: the `userId` it was given, else `"anonymous"`. Always set inside a run. */
   readonly userId: string;
+  /**
+   * Your dependencies (`Runner.run(agent, input, { deps })`): `unknown` until you say their
+   * type, e.g. `execute: (args, ctx: RunContext<Deps>) => …` or `getRunContext<Deps>()`.
+   */
   readonly deps: Deps;
   /** The name of the agent running this call. */
   readonly agent: string;

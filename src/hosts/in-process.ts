@@ -71,6 +71,7 @@ export class InProcessToolHost implements ToolHost {
     return [...this.#tools.values()];
   }
 
+  /** The registered tools, in registration order (what a run offers the model). */
   async listTools(_signal?: AbortSignal): Promise<Tool[]> {
     return [...this.#tools.values()];
   }

@@ -31,9 +31,11 @@ export type ToolHostChange = { kind: "added" | "removed" | "updated"; name: stri
  * const host: ToolHost = { listTools: async () => [spec], call: async (name, args, ctx) => "ok" };
  */
 export interface ToolHost {
+  /** The tools on offer now; names must be unique across the agent's tools and hosts. */
   listTools(signal?: AbortSignal): Promise<HostedTool[]>;
   /** Returns what a local `execute` returns: a string, `{ content, details? }`, or any JSON value. */
   call(name: string, args: unknown, ctx: RunContext): Promise<unknown>;
+  /** Reports changes, so a run lists the host again before its next model request. Without it, before every one. */
   watch?(signal?: AbortSignal): AsyncIterable<ToolHostChange>;
 }
 

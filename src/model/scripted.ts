@@ -4,10 +4,15 @@ import type { FinishReason, Model, ModelRequest, ModelStreamEvent, Usage } from 
 
 /** One scripted model turn. `args` given as a string is passed through raw (malformed JSON tests). */
 export type ScriptedTurn = {
+  /** The answer's text, streamed as one `text_delta`. */
   text?: string;
+  /** Reasoning streamed before the text. */
   reasoning?: string;
+  /** Calls to request; `id` defaults to `call_1`, `call_2`… */
   toolCalls?: Array<{ id?: string; name: string; args: unknown }>;
+  /** Tokens to report for the turn (none by default). */
   usage?: Partial<Usage>;
+  /** Default: `tool_calls` when the turn has calls, else `stop`. */
   finish?: FinishReason;
   /** Milliseconds to wait before the turn's first event (honours the request's signal). */
   delayMs?: number;
@@ -29,6 +34,7 @@ type Played = { events: ModelStreamEvent[]; delayMs?: number };
  * ]);
  */
 export class ScriptedModel implements Model {
+  /** The name events and traces show (`options.name`). Default "scripted". */
   readonly name: string;
   /** Every request received, in order (snapshots, not live arrays). */
   readonly requests: ModelRequest[] = [];
@@ -37,6 +43,7 @@ export class ScriptedModel implements Model {
   #next = 0;
   #callCounter = 0;
 
+  /** `turns` play in order, one per request; `record: false` keeps no requests (benchmarks). */
   constructor(
     turns: Array<ScriptedTurn | ((request: ModelRequest) => ScriptedTurn)>,
     options: { record?: boolean; name?: string } = {},

@@ -7,6 +7,7 @@
 /** A JSON Schema document (draft 2020-12 unless its `$schema` says otherwise). */
 export type JSONSchema = { [key: string]: unknown };
 
+/** Plain text, the part every model reads. */
 export type TextBlock = { type: "text"; text: string };
 /**
  * An image: base64 `data` with its `mimeType` (`image/png`, `image/jpeg`, `image/gif`,
@@ -35,6 +36,7 @@ export type AudioBlock = { type: "audio"; data: string; mimeType: string; url?: 
 export type ReasoningBlock = { type: "reasoning"; text: string; providerData?: Record<string, unknown> };
 /** The parts that carry bytes (or a URL to them) rather than text. */
 export type MediaBlock = ImageBlock | FileBlock | AudioBlock;
+/** One part of a message's content: text, media, or the model's reasoning. */
 export type ContentBlock = TextBlock | ImageBlock | FileBlock | AudioBlock | ReasoningBlock;
 
 /**
@@ -42,23 +44,44 @@ export type ContentBlock = TextBlock | ImageBlock | FileBlock | AudioBlock | Rea
  * id when the runner had to assign a new one. `args` is the parsed JSON as the model sent it
  * (`{}` when unparseable, with the raw text in `rawArgs`).
  */
-export type ToolCall = { id: string; name: string; args: unknown; providerCallId?: string; rawArgs?: string };
+export type ToolCall = {
+  /** Unique within the run; the key every event of the call carries. */
+  id: string;
+  /** The tool the model asked for. */
+  name: string;
+  /** The arguments as the model sent them, parsed from JSON (`{}` when unparseable). */
+  args: unknown;
+  /** The provider's own id, when Quiver had to assign `id` because that one was already used in the run. */
+  providerCallId?: string;
+  /** The argument text as sent, when it was not valid JSON. */
+  rawArgs?: string;
+};
 
+/** Instructions for the model, as a message of the transcript. */
 export type SystemMessage = { role: "system"; content: string | ContentBlock[] };
+/** What the person (or a caller) says: text, or text with images, files and audio. */
 export type UserMessage = { role: "user"; content: string | ContentBlock[] };
+/** A model's answer: its text (and reasoning), and the tool calls it requested. */
 export type AssistantMessage = {
   role: "assistant";
   content: string | ContentBlock[];
+  /** The calls this turn requested, in request order. */
   toolCalls?: ToolCall[];
   /** Keyed by provider ("anthropic", "openai-responses"…); other providers drop it. */
   providerData?: Record<string, unknown>;
 };
+/** One call's result, as the model reads it. */
 export type ToolMessage = {
   role: "tool";
+  /** The `ToolCall.id` this answers. */
   toolCallId: string;
+  /** The tool's name. */
   name: string;
+  /** What the model reads: the rendered result, or the error text. */
   content: string | ContentBlock[];
+  /** Whether the call failed (the content is an error). */
   isError: boolean;
+  /** What the tool returned as `details`: for observers and UIs, never sent to the model. */
   details?: unknown;
   /**
    * Provenance: the content is third-party text (a web page, an MCP server's output or error).
@@ -67,20 +90,32 @@ export type ToolMessage = {
    */
   untrusted?: boolean;
 };
+/** One entry of a transcript; switch on `role`. */
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 
 /** What a model sees of a tool. */
 export type ToolSpec = { name: string; description: string; parameters: JSONSchema; strict?: boolean };
 
+/**
+ * Provider-neutral request settings (`modelSettings` on an agent). Each provider maps them to
+ * its API and sends a `warning` for one it cannot honour. Unset means the provider's default.
+ */
 export type ModelSettings = {
+  /** Sampling temperature (`temperature`). */
   temperature?: number;
+  /** Nucleus sampling (`top_p`). */
   topP?: number;
+  /** The most tokens one answer may have (Anthropic, which needs one, defaults to `anthropic()`'s `maxTokens`, else a per-model value). */
   maxTokens?: number;
+  /** Sequences that end the answer. */
   stop?: string[];
+  /** Whether the model may (`auto`), must not (`none`) or must (`required`) call a tool, or must call the one named. */
   toolChoice?: "auto" | "none" | "required" | { name: string };
   /** Whether the model may request several calls in one turn (the request-side twin of `parallel`). */
   parallelToolCalls?: boolean;
+  /** How hard a reasoning model thinks: `effort`, or (Anthropic) a thinking budget in tokens (at least 1,024). */
   reasoning?: { effort?: "low" | "medium" | "high"; budgetTokens?: number };
+  /** Ask for JSON matching `schema` (set for you by the agent's `outputType`). */
   responseFormat?: { type: "json_schema"; name: string; schema: JSONSchema; strict?: boolean };
   /** Provider-specific fields passed through as they are. */
   extra?: Record<string, unknown>;
@@ -99,15 +134,23 @@ export type ModelRequest = {
   signal?: AbortSignal;
 };
 
+/** Tokens spent, as providers report them, summed over turns. */
 export type Usage = {
+  /** Every prompt token, cached ones included. */
   inputTokens: number;
+  /** Tokens the model wrote. */
   outputTokens: number;
+  /** Input plus output tokens. */
   totalTokens: number;
+  /** The part of `inputTokens` read from the provider's prompt cache, where it reports it. */
   cachedInputTokens?: number;
+  /** Tokens spent reasoning, where the provider reports them. */
   reasoningTokens?: number;
+  /** Cost in US dollars: the provider's figure, else priced from `modelPrice`; absent when no price is known. */
   costUsd?: number;
 };
 
+/** Why a model's answer ended: done, to call tools, at `maxTokens`, or refused by a content filter. */
 export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter";
 
 /**

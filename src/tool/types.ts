@@ -29,33 +29,48 @@ export type ResultRenderer<Value = unknown> = (
   ctx: RunContext<any>,
 ) => string | ContentBlock[] | ToolOutput;
 
-export type RetryBackoff = { initialMs?: number; factor?: number; maxMs?: number; jitter?: boolean };
+/** The wait between a tool's attempts: `initialMs`, times `factor` per retry, capped at `maxMs`. */
+export type RetryBackoff = {
+  /** Milliseconds before the first retry. Default 200. */
+  initialMs?: number;
+  /** Each further wait is this many times the previous one. Default 2. */
+  factor?: number;
+  /** The longest wait, in milliseconds. Default 5,000. */
+  maxMs?: number;
+  /** Wait a random time between half and all of the delay, so many runs do not retry in lockstep. Default true. */
+  jitter?: boolean;
+};
 
 /** Decides whether a call needs a human's approval, from its validated arguments. */
 export type ApprovalPredicate<Args = any> = (args: Args, ctx: RunContext<any>) => boolean | Promise<boolean>;
 
 /** Every option a tool may carry besides its name, description, parameters and body. */
 export interface ToolOptions<Args = any, Result = unknown> {
-  /** OpenAI strict mode: closed objects, every property required, optional ones nullable. */
+  /** OpenAI strict mode: closed objects, every property required, optional ones nullable. Default off. */
   strict?: boolean;
   /** `false` makes the call a barrier: in-flight calls finish first, it runs alone. Default true. */
   parallel?: boolean;
   /** Attempts after the first. Default: the agent's `defaultToolRetries` (0). */
   retries?: number;
+  /** The wait between attempts. Default `{ initialMs: 200, factor: 2, maxMs: 5000, jitter: true }`. */
   retryBackoff?: RetryBackoff;
-  /** Per attempt. Default: the agent's `defaultToolTimeoutMs` (none). */
+  /** Milliseconds per attempt; aborts `ctx.signal`. Default: the agent's `defaultToolTimeoutMs` (none). */
   timeoutMs?: number;
-  /** Cap on the rendered text. Default: the agent's `maxToolOutputChars` (200,000). */
+  /** Cap on the rendered text, in characters (head + tail kept). Default: the agent's `maxToolOutputChars` (200,000). */
   maxOutputChars?: number;
+  /** Turns a successful value into what the model reads. Default: the agent's `toolResultRenderer`, then JSON. */
   resultRenderer?: ResultRenderer<Result>;
+  /** A call waits for a person's approval: always (`true`), or when the predicate says so. Never bypassed by a permission mode. */
   needsApproval?: boolean | ApprovalPredicate<Args>;
-  /** First = outermost; each sees one attempt. */
+  /** Wrappers around one attempt (caching, rate limits, fakes). First = outermost. */
   policies?: ToolPolicy<Args>[];
+  /** It changes or deletes something: the default permission mode asks before it runs. */
   destructive?: boolean;
+  /** It only reads (the opposite of `destructive`): a hint for permissions and MCP clients. */
   readOnly?: boolean;
-  /** Safe to run again after a crash mid-call. */
+  /** Safe to run again after a crash mid-call (a resumed run runs it again instead of reporting it `interrupted`). */
   idempotent?: boolean;
-  /** Its output is third-party text (web pages, MCP servers). */
+  /** Its output is third-party text (web pages, MCP servers): once it enters a run, destructive calls ask. */
   untrustedOutput?: boolean;
   /** A successful call ends the run (`stopReason: "ends_turn"`). */
   endsTurn?: boolean;
@@ -74,7 +89,7 @@ export interface ToolOptions<Args = any, Result = unknown> {
   concurrency?: number;
   /** A human-readable name for UIs. */
   label?: string;
-  /** `"worker"` runs `execute` on a worker thread that a timeout or cancel really kills. */
+  /** `"worker"` runs `execute` on a worker thread that a timeout or cancel really kills. Default `"inline"`. */
   isolate?: "inline" | "worker";
   /**
    * Checks around each call: `input` before it runs (it sees the validated arguments), `output`

@@ -12,7 +12,12 @@ export interface RunOptions<Deps = unknown> {
    * run ended with. `result.state` is what it ended with.
    */
   state?: unknown;
+  /**
+   * The conversation this run belongs to: with a `store`, its input is appended to the
+   * transcript of the session's latest run. Default: the run's own, `session_<runId>`.
+   */
   sessionId?: string;
+  /** The user the run acts for (`ctx.userId`, events, stored runs). Default "anonymous". */
   userId?: string;
   /** Model turns across every agent of the run. Default 50. */
   maxTurns?: number;
@@ -55,4 +60,5 @@ export interface RunOptions<Deps = unknown> {
   maxAttachmentBytes?: number;
 }
 
+/** `maxTurns` when a run is given none. */
 export const DEFAULT_MAX_TURNS = 50;
