@@ -93,7 +93,12 @@ describe("replay(events)", () => {
     const model = new ScriptedModel([{ text: "hello", delayMs: 200 }]);
     const { result, events } = await liveAndLog(new Agent({ name: "a", model }), "hi", { cancelAfterMs: 20 });
     expect(result.stopReason).toBe("cancelled");
-    expect(events.map((e) => e.type)).toEqual(["run_started", "turn_started", "turn_completed", "run_completed"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "run_started",
+      "turn_started",
+      "turn_completed",
+      "run_completed",
+    ]);
     const state = replay(events);
     expect(state.openTurn).toBeUndefined();
     expect(state.messages).toEqual(result.messages);
