@@ -467,6 +467,15 @@ const BUG_MESSAGE =
  * A `TypeError` with a `cause` is a library's report (`fetch failed`), not a bug.
  */
 function programmingError(error: unknown): string | undefined {
+  try {
+    return bugReport(error);
+  } catch {
+    // A hostile thrown value (a Proxy whose traps throw, a getter that throws) is no V8 bug report.
+    return undefined;
+  }
+}
+
+function bugReport(error: unknown): string | undefined {
   if (!(error instanceof Error) || error.cause !== undefined) return undefined;
   const bug =
     error.name === "ReferenceError" || (error.name === "TypeError" && BUG_MESSAGE.test(error.message));
