@@ -42,11 +42,18 @@ export type AgentTools = Tool<any, any> | ToolHost | Array<Tool<any, any> | Tool
 
 /** Everything an `Agent` is configured with. Only `name` is required. */
 export interface AgentConfig<Deps = unknown, Output = string> {
+  /** 1-64 letters, digits, spaces, `_`, `.` or `-`; names the agent in events, handoffs (`transfer_to_<name>`) and traces. */
   name: string;
-  /** A `Model`, or `"provider:model-id"` resolved by `quiver-agents/providers` (e.g. `"openai:gpt-4.1-mini"`). */
+  /**
+   * A `Model`, or `"provider:model-id"` resolved by `quiver-agents/providers` (e.g. `"openai:gpt-4.1-mini"`),
+   * or a list of those tried in order when one fails with a retryable provider error.
+   */
   model?: AgentModel;
+  /** The system prompt: a string, a function of the run context (sync or async, evaluated at each run start), or a list of those joined with blank lines. */
   instructions?: Instructions<Deps>;
+  /** Its tools: `tool()`s, tool hosts (MCP servers, `InProcessToolHost`), or a list mixing both. */
   tools?: AgentTools;
+  /** Model settings sent with every request (temperature, maxTokens, reasoning, toolChoice…). */
   modelSettings?: ModelSettings;
   /** Retries for tools that set none. Default 0. */
   defaultToolRetries?: number;
