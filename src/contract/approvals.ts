@@ -11,6 +11,7 @@ export type ApprovalDecider =
   | "decide" // Runner.decide() on a stored run
   | "parked"; // a stored run released from memory until a decision is stored
 
+/** How an approval ended: the decision, who made it, the reason the model reads, and whether the run parked instead. */
 export type ApprovalOutcome = { approved: boolean; by: ApprovalDecider; reason?: string; parked?: boolean };
 
 /** What an agent's `approvalHandler` may answer. */

@@ -10,4 +10,5 @@ export type InstructionContext<Deps = unknown> = Pick<
 export type InstructionFragment<Deps = unknown> =
   | string
   | ((ctx: InstructionContext<Deps>) => string | undefined | Promise<string | undefined>);
+/** An agent's system prompt: one fragment, or a list joined with blank lines (a fragment that returns `undefined` is left out). */
 export type Instructions<Deps = unknown> = InstructionFragment<Deps> | InstructionFragment<Deps>[];

@@ -151,11 +151,14 @@ export class Agent<Deps = unknown, Output = string> {
   }
 }
 
+/** What the model may say when it hands off: why (in the call's arguments, and given to `onHandoff`). */
 export type HandoffArgs = { reason?: string };
 
+/** How a handoff is offered (`handoff(agent, options)`). */
 export type HandoffOptions<Deps = any> = {
   /** The tool's name. Default `transfer_to_<agent name>`. */
   name?: string;
+  /** What the model reads about when to hand off. Default: built from the target agent's name. */
   description?: string;
   /** Rewrites the transcript the target agent sees (e.g. drop tool chatter). */
   inputFilter?: (messages: readonly Message[]) => Message[];

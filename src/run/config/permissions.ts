@@ -1,9 +1,12 @@
 import type { PermissionDecision, PermissionSubject, Permissions } from "../../contract/permissions.js";
 import { UserError } from "../../errors.js";
 
+/** `"default"`: destructive tools ask; `"acceptEdits"`: edit tools pass too; `"bypass"`: nothing asks (CI and sandboxes only). */
 export type PermissionMode = "default" | "acceptEdits" | "bypass";
 
+/** What `new StandardPermissions()` takes. */
 export type StandardPermissionsOptions = {
+  /** Default `"default"`. */
   mode?: PermissionMode;
   /** Destructive tools that "acceptEdits" approves without asking (besides the built-in edit tools). */
   editTools?: string[];

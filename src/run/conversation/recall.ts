@@ -6,6 +6,7 @@ import { jsonSchema } from "../../tool/json-schema.js";
 import { type Tool, tool } from "../../tool/tool.js";
 import { viewOf } from "./context-view.js";
 
+/** The tool a run is offered once a result was truncated or elided by compaction: it reads the full text back. */
 export const RECALL_TOOL_NAME = "recall_tool_result";
 const DEFAULT_SLICE = 20_000;
 const MAX_SLICE = 100_000;
