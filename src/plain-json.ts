@@ -44,6 +44,8 @@ function toPlainUnsafe(value: unknown, seen: WeakSet<object>): unknown {
   // and an ArrayBuffer has no fields at all ({}), so its bytes would vanish without a word.
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof SharedArrayBuffer)
     return `[${value.constructor.name} ${value.byteLength} bytes]`;
+  // A promise inside a result is a missing `await` in the tool: `{}` would hide it from everyone.
+  if (value instanceof Promise) return "[a Promise: not awaited in execute]";
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
     try {
       return toPlain((value as { toJSON(): unknown }).toJSON(), seen);

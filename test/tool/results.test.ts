@@ -73,6 +73,12 @@ describe("rendering", () => {
     );
   });
 
+  it("names a promise inside a result as not awaited, instead of an empty object", async () => {
+    const pending = new Promise(() => {});
+    const { record } = await runTool(returning({ rows: pending, count: 2 }));
+    expect(JSON.parse(record.output)).toEqual({ rows: "[a Promise: not awaited in execute]", count: 2 });
+  });
+
   it("sends content blocks to the model and details only to observers", async () => {
     const content: ContentBlock[] = [
       { type: "text", text: "chart:" },
