@@ -132,7 +132,8 @@ function backoffDelay(backoff: Required<RetryBackoff>, attempt: number): number 
 
 type OneAttempt =
   | Exclude<AttemptsOutcome, { kind: "error" }>
-  | (Extract<AttemptsOutcome, { kind: "error" }> & { retryable: boolean });
+  /** `bug`: the thrown error is a bug in the tool's code (see `programmingError`), described. */
+  | (Extract<AttemptsOutcome, { kind: "error" }> & { retryable: boolean; bug?: string });
 
 const CANCELLED: OneAttempt = { kind: "cancelled" };
 
@@ -271,16 +272,16 @@ class Attempt {
   #threw(error: unknown): void {
     leaveRunContext(this.#keepsContext());
     this.#release();
-    const bug = programmingError(error);
-    if (bug !== undefined && !this.#reported) {
+    const outcome = classify(this.run, error, this.settings.stopper);
+    if (outcome.kind === "error" && outcome.bug !== undefined && !this.#reported) {
       // The model reads the error as any other; the developer would not see it at all.
       this.run.events.emit({
         type: "warning",
         code: "tool_bug",
-        message: `${this.tool.name} threw ${bug} — a bug in the tool's code, not retried (the model was told the call failed)`,
+        message: `${this.tool.name} threw ${outcome.bug} — a bug in the tool's code, not retried (the model was told the call failed)`,
       });
     }
-    this.#report(classify(this.run, error, this.settings.stopper));
+    this.#report(outcome);
   }
 
   /** Whether the run context stays tracked once this call has settled (see call-scope.ts). */
@@ -446,14 +447,14 @@ function classifyKnown(run: ActiveRun, error: unknown, call: Stopper): OneAttemp
   if (isInstance(error, HostCallError))
     return { kind: "error", errorKind: "host_error", message: error.message, retryable: true };
   const hint = isInstance(error, ToolError) ? readHint(error) : undefined;
+  const bug = programmingError(error);
   return {
     kind: "error",
     errorKind: "tool_error",
     message: messageOf(error),
     ...(hint !== undefined && { hint }),
-    retryable:
-      !(isInstance(error, ToolError) && (error as ToolError).retry === false) &&
-      programmingError(error) === undefined,
+    retryable: !(isInstance(error, ToolError) && (error as ToolError).retry === false) && bug === undefined,
+    ...(bug !== undefined && { bug }),
   };
 }
 

@@ -235,7 +235,12 @@ export async function turns(
       if (run.control.stopper.aborted) return stopOnAbort(run);
     }
     if (!turn) {
-      if (run.control.stopper.aborted) return stopInTurn(run);
+      if (run.control.stopper.aborted) {
+        // Cancelled (or out of budget) mid-stream: the turn is closed first, so the log pairs its
+        // start and `replay()` finds no turn open in a finished run.
+        completeTurn(run);
+        return stopOnAbort(run);
+      }
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
       run.events.emit({
         type: "warning",
@@ -643,15 +648,6 @@ function assistantMessage(
 function append(run: ActiveRun, message: Message): void {
   run.transcript.push(message);
   run.events.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
-}
-
-/**
- * Stopped while its model turn streamed (cancelled, out of budget): the turn is closed first,
- * so its log pairs the turn's start and `replay()` finds no turn open in a finished run.
- */
-function stopInTurn(run: ActiveRun): RunResult<any> {
-  if (!(run.control.stopper.reason instanceof GuardrailTripped)) completeTurn(run);
-  return stopOnAbort(run);
 }
 
 function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
