@@ -108,7 +108,7 @@ export { type LoggedResult, type OpenTurn, type RunState, replay } from "./run/d
 export { loadSession } from "./run/durability/resume.js";
 export { getRunContext } from "./run/engine/call-scope.js";
 export { RunHandle } from "./run/handle.js";
-export { type ResumeOptions, Runner } from "./run/runner.js";
+export { type DepsRequired, type ResumeOptions, type RunArgs, Runner } from "./run/runner.js";
 export { Approvals } from "./run/state/approval-channel.js";
 export { type ModelPrice, modelPrice, setModelPrice } from "./run/state/pricing.js";
 export type { RunResult, ToolCallRecord } from "./run/state/result.js";

@@ -43,8 +43,9 @@ export const Runner = {
   run<Deps, Output>(
     agent: Agent<Deps, Output>,
     input: RunInput,
-    options: RunOptions<Deps> = {},
+    ...rest: RunArgs<Deps>
   ): Promise<RunResult<Output>> {
+    const options: RunOptions<Deps> = rest[0] ?? {};
     // Not an async function: the run's own promise is returned as it is (no wrapper, no extra
     // ticks); what would throw here rejects it instead, as from an async function.
     try {
@@ -62,8 +63,9 @@ export const Runner = {
   stream<Deps, Output>(
     agent: Agent<Deps, Output>,
     input: RunInput,
-    options: RunOptions<Deps> = {},
+    ...rest: RunArgs<Deps>
   ): RunHandle<Output> {
+    const options: RunOptions<Deps> = rest[0] ?? {};
     assertRunInput(input, options);
     return handleOf(start(agent, options, true, (run) => fresh(run, input)));
   },
@@ -83,7 +85,7 @@ export const Runner = {
   resume<Deps, Output>(
     agent: Agent<Deps, Output>,
     runId: string,
-    options: ResumeOptions<Deps>,
+    options: ResumeOptions<Deps> & DepsRequired<Deps>,
   ): RunHandle<Output> {
     if (!options.store) throw new UserError("Runner.resume needs the run's { store }");
     const { waitForLeaseMs, ...runOptions } = options;
@@ -181,6 +183,25 @@ export const Runner = {
 };
 
 /** What `Runner.resume` accepts: run options with the run's store, and how long to wait for its lease. */
+/**
+ * `deps` required, when the agent says its tools need them (`new Agent<Deps>`, with a `Deps`
+ * that does not admit `undefined`): a run without them would fail in the first tool that reads
+ * `ctx.deps`, so it does not compile.
+ */
+export type DepsRequired<Deps> = undefined extends Deps ? unknown : { deps: Deps };
+
+/**
+ * `Runner.run`'s and `Runner.stream`'s options after the input: optional, or required (with
+ * `deps`) when the agent's `Deps` needs them.
+ *
+ * @example
+ * const shop = new Agent<{ db: Db }>({ name: "shop", tools: [myOrders] });
+ * await Runner.run(shop, "my orders?", { deps: { db } }); // without deps: a compile error
+ */
+export type RunArgs<Deps> = undefined extends Deps
+  ? [options?: RunOptions<Deps>]
+  : [options: RunOptions<Deps> & DepsRequired<Deps>];
+
 export type ResumeOptions<Deps = unknown> = RunOptions<Deps> & {
   store: RunStore;
   /** How long to wait while another live process holds the run's lease. Default 0: `LeaseConflict` at once. */

@@ -1,4 +1,4 @@
-import { Agent, jsonSchema, Runner, ScriptedModel, tool } from "quiver-agents";
+import { Agent, jsonSchema, type RunContext, Runner, ScriptedModel, tool } from "quiver-agents";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 
@@ -53,5 +53,39 @@ describe("types a user gets without writing generics", () => {
     });
     const result = await Runner.run(agent, "orders?");
     expect(result.toolCalls[0]?.output).toBe("ada-1: 12.50");
+  });
+});
+
+describe("deps an agent needs", () => {
+  type Deps = { db: { name(id: string): string } };
+  const lookup = tool({
+    name: "lookup",
+    description: "Look a customer up.",
+    parameters: z.object({ id: z.string() }),
+    execute: ({ id }, ctx: RunContext<Deps>) => ctx.deps.db.name(id),
+  });
+  const turns = () => [{ toolCalls: [{ name: "lookup", args: { id: "7" } }] }, { text: "done" }];
+
+  it("are required by Runner.run, stream and resume once the agent says their type", async () => {
+    const shop = new Agent<Deps>({ name: "shop", model: new ScriptedModel(turns()), tools: [lookup] });
+    // The run a missing `deps` would give: the tool fails reading ctx.deps.
+    // @ts-expect-error deps are required for an Agent<Deps>
+    const without = await Runner.run(shop, "who is 7?");
+    expect(without.toolCalls[0]?.error?.message).toMatch(/Cannot read properties of undefined/);
+    // @ts-expect-error options without deps
+    Runner.stream(shop, "who is 7?", { maxTurns: 2 }).cancel();
+    // @ts-expect-error deps of the wrong shape
+    Runner.stream(shop, "who is 7?", { deps: { database: 1 } }).cancel();
+
+    const shop2 = new Agent<Deps>({ name: "shop", model: new ScriptedModel(turns()), tools: [lookup] });
+    const result = await Runner.run(shop2, "who is 7?", { deps: { db: { name: (id) => `Ada ${id}` } } });
+    expect(result.toolCalls[0]?.output).toBe("Ada 7");
+  });
+
+  it("stay optional for an agent that does not say (or admits undefined)", async () => {
+    const plain = new Agent({ name: "plain", model: new ScriptedModel([{ text: "hi" }]) });
+    expect((await Runner.run(plain, "hello")).output).toBe("hi");
+    const maybe = new Agent<Deps | undefined>({ name: "maybe", model: new ScriptedModel([{ text: "hi" }]) });
+    expect((await Runner.run(maybe, "hello", { maxTurns: 1 })).output).toBe("hi");
   });
 });
