@@ -11,6 +11,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import {
   Agent,
+  Budget,
   type GuardrailSubject,
   GuardrailTripped,
   guardrail,
@@ -224,6 +225,54 @@ describe("an agent's output guardrails", () => {
       guardrails: { output: [onTopic] },
     });
     expect((await Runner.run(fine, "hello")).output).toBe("Your order shipped.");
+  });
+
+  it("a run that stops without an answer (max_turns, budget, cancelled) withholds its unchecked last text", async () => {
+    const checked: string[] = [];
+    const noSecret = guardrail({
+      name: "no_secret",
+      check: async (output) => {
+        checked.push(output.text);
+        return { tripped: /hunter2/.test(output.text), reason: "a password" };
+      },
+    });
+    const lookup = tool({
+      name: "lookup",
+      description: "Look something up.",
+      parameters: z.object({}),
+      execute: () => "found",
+    });
+    const leaky = () => [
+      { text: "The password is hunter2", toolCalls: [{ name: "lookup", args: {} }] },
+      { text: "The password is hunter2" },
+    ];
+    const agent = (guarded: boolean) =>
+      new Agent({
+        name: "support",
+        model: new ScriptedModel(leaky()),
+        tools: [lookup],
+        ...(guarded && { guardrails: { output: [noSecret] } }),
+      });
+
+    const outOfTurns = await Runner.stream(agent(true), "hi", { maxTurns: 1 });
+    const { events } = await drain(outOfTurns);
+    const ended = await outOfTurns.result();
+    expect(ended.stopReason).toBe("max_turns");
+    expect(ended.output).toBe("");
+    expect(events.find((e) => e.type === "run_completed")).toMatchObject({ output: "" });
+
+    const outOfBudget = await Runner.run(agent(true), "hi", { budget: new Budget({ maxTurns: 1 }) });
+    expect([outOfBudget.stopReason, outOfBudget.output]).toEqual(["budget", ""]);
+
+    const handle = Runner.stream(agent(true), "hi");
+    for await (const event of handle) if (event.type === "tool_call_started") handle.cancel();
+    const cancelled = await handle.result();
+    expect([cancelled.stopReason, cancelled.output]).toEqual(["cancelled", ""]);
+    expect(checked).toEqual([]);
+
+    // Without output guardrails the last text is the output, as before.
+    const plain = await Runner.run(agent(false), "hi", { maxTurns: 1 });
+    expect([plain.stopReason, plain.output]).toEqual(["max_turns", "The password is hunter2"]);
   });
 });
 

@@ -180,10 +180,10 @@ export async function turns(
   }
 
   while (true) {
-    if (run.control.stopper.aborted) return stopOnAbort(run);
+    if (run.control.stopper.aborted) return stopOnAbort(run, state.setup);
     const overBudget = run.limits.exceeded();
-    if (overBudget) return finishRun(run, "budget", run.lastText, overBudget);
-    if (run.turn >= run.limits.maxTurns) return finishRun(run, "max_turns", run.lastText);
+    if (overBudget) return finishRun(run, "budget", unanswered(run, state.setup), overBudget);
+    if (run.turn >= run.limits.maxTurns) return finishRun(run, "max_turns", unanswered(run, state.setup));
     const ownBudget = run.limits.budgets[0]?.runId === run.runId ? run.limits.budgets[0] : undefined;
     if (ownBudget && !ownBudget.turnsLeft()) {
       const error = new BudgetExceeded(
@@ -191,7 +191,7 @@ export async function turns(
         "maxTurns",
         `budget exceeded: maxTurns is ${ownBudget.limits.maxTurns}`,
       );
-      return finishRun(run, "budget", run.lastText, error);
+      return finishRun(run, "budget", unanswered(run, state.setup), error);
     }
     deliverInbox(run);
     const { setup } = state;
@@ -232,14 +232,14 @@ export async function turns(
       await beside;
       // A trip stopped the run (and the turn, if it was still streaming): none of its calls runs.
       // DESIGN pins `guardrail_tripped` then `run_failed`: the turn is left as it was.
-      if (run.control.stopper.aborted) return stopOnAbort(run);
+      if (run.control.stopper.aborted) return stopOnAbort(run, state.setup);
     }
     if (!turn) {
       if (run.control.stopper.aborted) {
         // Cancelled (or out of budget) mid-stream: the turn is closed first, so the log pairs its
         // start and `replay()` finds no turn open in a finished run.
         completeTurn(run);
-        return stopOnAbort(run);
+        return stopOnAbort(run, state.setup);
       }
       // Interrupted by a steering message: the partial turn is dropped, the message goes in next.
       run.events.emit({
@@ -386,7 +386,7 @@ function closeTurn(
   prior?: PriorTurn,
 ): RunResult<any> | undefined | Promise<RunResult<any> | undefined> {
   const { results } = execution;
-  if (execution.parked) return park(run, execution.parked, results);
+  if (execution.parked) return park(run, state.setup, execution.parked, results);
   for (const result of results) {
     run.records.push(result.record);
     if (!prior?.appended?.has(result.record.call.id)) append(run, result.message);
@@ -395,8 +395,8 @@ function closeTurn(
 
   if (execution.stop) {
     return execution.stop.reason === "budget"
-      ? finishRun(run, "budget", run.lastText, execution.stop.error)
-      : stopOnAbort(run);
+      ? finishRun(run, "budget", unanswered(run, state.setup), execution.stop.error)
+      : stopOnAbort(run, state.setup);
   }
   const { endedBy } = execution;
   if (endedBy) {
@@ -435,11 +435,16 @@ function closeTurn(
 }
 
 /** A stored run waiting for approval leaves memory: its log says where to pick it up. */
-function park(run: ActiveRun, pending: ToolCall[], finished: CallResult[]): RunResult<any> {
+function park(
+  run: ActiveRun,
+  setup: AgentSetup,
+  pending: ToolCall[],
+  finished: CallResult[],
+): RunResult<any> {
   emitEnd(run, { type: "run_parked", pending, runId: "", seq: 0, at: 0, agent: "" });
   return {
     runId: run.runId,
-    output: run.lastText,
+    output: unanswered(run, setup),
     messages: run.transcript,
     toolCalls: [...run.records, ...finished.map((r) => r.record)],
     usage: { ...run.usage },
@@ -650,7 +655,17 @@ function append(run: ActiveRun, message: Message): void {
   run.events.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
 }
 
-function stopOnAbort(run: ActiveRun, output: unknown = run.lastText): RunResult<any> {
+/**
+ * What a run that stops without an answer (cancelled, out of turns or budget, parked) returns as
+ * `output`: its last text — unless the agent has output guardrails, which never saw that text,
+ * so it is withheld (`""`). The transcript keeps it, as it keeps every turn.
+ */
+function unanswered(run: ActiveRun, setup: AgentSetup): string {
+  return setup.outputGuardrails ? "" : run.lastText;
+}
+
+function stopOnAbort(run: ActiveRun, setup: AgentSetup): RunResult<any> {
+  const output = unanswered(run, setup);
   const reason = run.control.stopper.reason;
   // The store failed: the run cannot go on without losing its log. A guardrail tripped: it fails.
   if (reason instanceof StoreError || reason instanceof GuardrailTripped) throw reason;
