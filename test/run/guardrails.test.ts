@@ -179,6 +179,40 @@ describe("an agent's input guardrails", () => {
     expect(seen.map((s) => s.text)).toEqual(["Hi there", "my SSN: 123-45-6789"]);
   });
 
+  it("a message injected while the run works is input too: checked before the turn that reads it", async () => {
+    const wait = tool({
+      name: "wait",
+      description: "Wait a moment.",
+      parameters: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("waited"), 20)),
+    });
+    const agent = (runInParallel: boolean, seen: GuardrailSubject[]) =>
+      new Agent({
+        name: "support",
+        model: new ScriptedModel([{ toolCalls: [{ name: "wait", args: {} }] }, { text: "done" }]),
+        tools: [wait],
+        guardrails: { input: [noSsn(seen, runInParallel)] },
+      });
+    for (const runInParallel of [true, false]) {
+      const seen: GuardrailSubject[] = [];
+      const handle = Runner.stream(agent(runInParallel, seen), "hello");
+      try {
+        for await (const event of handle)
+          if (event.type === "tool_call_started") handle.inject("my SSN is 123-45-6789");
+      } catch {}
+      const error = await handle.result().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(GuardrailTripped);
+      expect(error).toMatchObject({ stage: "input", guardrail: "no_ssn" });
+      expect(seen.map((s) => s.text)).toEqual(["hello", "my SSN is 123-45-6789"]);
+    }
+
+    const seen: GuardrailSubject[] = [];
+    const handle = Runner.stream(agent(true, seen), "hello");
+    for await (const event of handle) if (event.type === "tool_call_started") handle.inject("and my order?");
+    expect((await handle.result()).output).toBe("done");
+    expect(seen.map((s) => s.text)).toEqual(["hello", "and my order?"]);
+  });
+
   it("fails closed: a check that throws, answers nonsense or takes too long trips", async () => {
     const throwing = guardrail({
       name: "throws",

@@ -30,8 +30,9 @@ export async function runGuardrails(
   guardrails: ReadonlyArray<Guardrail<any>>,
   subject: GuardrailSubject,
   callId?: string,
+  scope?: string,
 ): Promise<GuardrailTripped | undefined> {
-  const outcomes = await Promise.all(guardrails.map((g) => checkOne(run, g, subject, callId)));
+  const outcomes = await Promise.all(guardrails.map((g) => checkOne(run, g, subject, callId, scope)));
   for (let i = 0; i < guardrails.length; i++) {
     const outcome = outcomes[i]!;
     if (outcome.tripped) {
@@ -47,8 +48,11 @@ async function checkOne(
   guardrail: Guardrail<any>,
   subject: GuardrailSubject,
   callId: string | undefined,
+  scope: string | undefined,
 ): Promise<GuardrailOutcome> {
-  const key = guardrailKey(subject.stage, guardrail.name, run.agent.name, callId);
+  // `scope` tells apart checks of one stage that are not about a call (a message injected later
+  // is input checked again); it is not logged, so a resumed run checks such input once more.
+  const key = guardrailKey(subject.stage, guardrail.name, run.agent.name, callId ?? scope);
   const stored = run.guardrailOutcomes.get(key);
   if (stored) return stored;
   const started = performance.now();
@@ -161,17 +165,18 @@ function readResult(guardrail: Guardrail<any>, result: unknown): GuardrailOutcom
   }
 }
 
-/** What an agent's input guardrails check: the latest user message, and the messages the agent starts from. */
+/**
+ * What an agent's input guardrails check: the latest user message (with the messages injected
+ * right after it, which the model reads as one input), and the messages the agent starts from.
+ */
 export function inputSubject(transcript: readonly Message[]): GuardrailSubject {
-  let text = "";
-  for (let i = transcript.length - 1; i >= 0; i--) {
-    const message = transcript[i]!;
-    if (message.role === "user") {
-      text = textOf(message.content);
-      break;
-    }
-  }
-  return { stage: "input", text, messages: transcript };
+  let last = transcript.length - 1;
+  while (last >= 0 && transcript[last]!.role !== "user") last--;
+  let first = last;
+  while (first > 0 && transcript[first - 1]!.role === "user") first--;
+  const texts: string[] = [];
+  for (let i = Math.max(first, 0); i <= last; i++) texts.push(textOf(transcript[i]!.content));
+  return { stage: "input", text: texts.join("\n\n"), messages: transcript };
 }
 
 function textOf(content: string | readonly ContentBlock[]): string {

@@ -193,7 +193,7 @@ export async function turns(
       );
       return finishRun(run, "budget", unanswered(run, state.setup), error);
     }
-    deliverInbox(run);
+    const injected = deliverInbox(run);
     const { setup } = state;
     run.turn++;
     for (const tracker of run.limits.budgets) tracker.turns++;
@@ -213,9 +213,11 @@ export async function turns(
 
     // An agent's input guardrails check its input once, when it first speaks: those that must
     // finish first, now; the others beside its first model turn (awaited before any of its calls).
-    if (setup.inputGuardrails && state.guarded !== run.agent) {
+    // A message injected since is input too: checked the same way before the turn that reads it.
+    if (setup.inputGuardrails && (state.guarded !== run.agent || injected)) {
+      const scope = state.guarded === run.agent ? `injected@${run.transcript.length}` : undefined;
       state.guarded = run.agent;
-      const guarding = await guardInput(run, setup.inputGuardrails);
+      const guarding = await guardInput(run, setup.inputGuardrails, scope);
       if (guarding) state.besideTurn = guarding.beside;
     }
     const request = modelRequest(run, setup, state);
@@ -478,9 +480,11 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecuti
 }
 
 /** Messages `handle.inject()` queued go in before the next model request. */
-function deliverInbox(run: ActiveRun): void {
-  if (run.mailbox.inbox.length === 0) return;
+/** Appends the messages injected since the last turn; true when there were any. */
+function deliverInbox(run: ActiveRun): boolean {
+  if (run.mailbox.inbox.length === 0) return false;
   for (const message of run.mailbox.inbox.splice(0)) append(run, message);
+  return true;
 }
 
 /**
@@ -715,18 +719,19 @@ function besideGuardrails<T>(run: ActiveRun, guardrails: Promise<void>, turn: Pr
 async function guardInput(
   run: ActiveRun,
   guardrails: ReadonlyArray<Guardrail<any>>,
+  scope: string | undefined,
 ): Promise<{ beside: Promise<void> } | undefined> {
   const subject = inputSubject(run.transcript);
   const first = guardrails.filter((g) => !g.runInParallel);
   if (first.length) {
-    const tripped = await runGuardrails(run, first, subject);
+    const tripped = await runGuardrails(run, first, subject, undefined, scope);
     if (tripped) throw tripped;
   }
   const beside = guardrails.filter((g) => g.runInParallel);
   if (!beside.length) return undefined;
   // Wrapped: an async function returning the promise itself would wait for it.
   return {
-    beside: runGuardrails(run, beside, subject).then((tripped) => {
+    beside: runGuardrails(run, beside, subject, undefined, scope).then((tripped) => {
       if (tripped) run.control.abort(tripped);
     }),
   };
