@@ -130,7 +130,13 @@ export class ActiveRun {
     if (options.signal) {
       const outer = options.signal;
       if (outer.aborted) this.control.abort(outer.reason);
-      else outer.addEventListener("abort", () => this.control.abort(outer.reason), { once: true });
+      else {
+        // Removed when the run ends: a caller's signal may outlive thousands of runs (a server's
+        // shutdown signal, one MCP connection's), and each listener would keep its run alive.
+        const onAbort = () => this.control.abort(outer.reason);
+        outer.addEventListener("abort", onAbort, { once: true });
+        this.control.onClose(() => outer.removeEventListener("abort", onAbort));
+      }
     }
     const ms = options.budget?.limits.maxDurationMs;
     if (ms !== undefined) {
