@@ -1,5 +1,15 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import { Agent, type RunEvent, Runner, ScriptedModel, ToolError, tool } from "quiver-agents";
+import {
+  Agent,
+  fallback,
+  type Model,
+  ProviderError,
+  type RunEvent,
+  Runner,
+  ScriptedModel,
+  ToolError,
+  tool,
+} from "quiver-agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { idOf, parentOf, recordingTracer, traceOf } from "./harness.js";
@@ -208,14 +218,15 @@ describe("spans of a run (no context manager)", () => {
     expect(flakySpan!.status.code).toBe(SpanStatusCode.UNSET);
     expect(flakySpan!.attributes["quiver.tool.attempts"]).toBe(2);
     const retry = flakySpan!.events.find((e) => e.name === "quiver.tool.retry");
-    expect(retry?.attributes).toMatchObject({
+    // A tool's error text is content: without captureContent only its kind is recorded.
+    expect(retry?.attributes).toEqual({
       "quiver.tool.attempt": 2,
+      "quiver.tool.retry_delay_ms": 1,
       "error.type": "tool_error",
-      "quiver.error.message": "connection reset",
     });
 
     const [brokenSpan] = named("execute_tool broken");
-    expect(brokenSpan!.status).toEqual({ code: SpanStatusCode.ERROR, message: "the warehouse is closed" });
+    expect(brokenSpan!.status).toEqual({ code: SpanStatusCode.ERROR, message: "tool_error" });
     expect(brokenSpan!.attributes["error.type"]).toBe("tool_error");
 
     const [unknown] = named("execute_tool no_such_tool");
@@ -242,6 +253,48 @@ describe("spans of a run (no context manager)", () => {
     expect(parentOf(chat)).toBe(idOf(run));
   });
 
+  it("after a fallback, the failed model's span ends ERROR and the answering model has its own span with its tokens", async () => {
+    const { tracer, named } = recordingTracer();
+    const down: Model = {
+      name: "openai:gpt-test",
+      // biome-ignore lint/correctness/useYield: fails before it streams anything
+      async *stream() {
+        throw new ProviderError("503 Service Unavailable", {
+          provider: "openai",
+          status: 503,
+          retryable: true,
+        });
+      },
+    };
+    const answering = new ScriptedModel(
+      [{ text: "Shipped.", usage: { inputTokens: 1000, outputTokens: 200 } }],
+      {
+        name: "anthropic:claude-test",
+      },
+    );
+    const agent = new Agent({ name: "support", model: fallback(down, answering) });
+    expect((await Runner.run(agent, "Where is A1?", { tracer })).output).toBe("Shipped.");
+
+    const [failed] = named("chat gpt-test");
+    expect(failed!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(failed!.attributes).toMatchObject({
+      "error.type": "model_fallback",
+      "gen_ai.provider.name": "openai",
+    });
+    expect(failed!.attributes["gen_ai.usage.input_tokens"]).toBeUndefined();
+    expect(failed!.events.map((e) => e.name)).toContain("quiver.model.fallback");
+    const [answered] = named("chat claude-test");
+    expect(answered!.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(answered!.attributes).toMatchObject({
+      "gen_ai.provider.name": "anthropic",
+      "gen_ai.request.model": "claude-test",
+      "gen_ai.response.model": "claude-test",
+      "gen_ai.usage.input_tokens": 1000,
+      "gen_ai.usage.output_tokens": 200,
+    });
+    expect(parentOf(answered!)).toBe(parentOf(failed!));
+  });
+
   it("records approvals as span events saying who decided", async () => {
     const { tracer, named } = recordingTracer();
     const refund = tool({
@@ -261,7 +314,8 @@ describe("spans of a run (no context manager)", () => {
       { text: "One refunded." },
     ]);
     const agent = new Agent({ name: "support", model, tools: [refund] });
-    const handle = Runner.stream(agent, "refund both", { tracer });
+    // A reviewer's reason is content: recorded with captureContent only.
+    const handle = Runner.stream(agent, "refund both", { tracer, captureContent: true });
     for await (const ev of handle) {
       if (ev.type !== "approval_required") continue;
       if (ev.call.id === "r1") ev.approve();

@@ -84,7 +84,7 @@ class TurnReader {
   readonly run: ActiveRun;
   readonly model: Model;
   readonly stopper: Stopper;
-  readonly chat: ChatTracer | undefined;
+  chat: ChatTracer | undefined;
   readonly resolve: (turn: ModelTurn | undefined) => void;
   readonly reject: (error: unknown) => void;
 
@@ -232,6 +232,7 @@ class TurnReader {
           reason: event.reason,
           turn: this.run.turn,
         });
+        if (this.chat) this.chat = this.chat.fellBack(event.to, event.reason);
         break;
       case "reset": {
         // A provider's own retry: the model that answers stays the same.

@@ -34,4 +34,9 @@ export interface ChatTracer {
   end(turn: ModelTurn): void;
   fail(error: unknown): void;
   abandon(): void;
+  /**
+   * A fallback chain moved on (`to` answers now, after `reason`): this span ends as failed and
+   * the turn goes on in a new one that names `to`, so tokens and cost land on the model that spent them.
+   */
+  fellBack(to: string, reason: string): ChatTracer;
 }

@@ -20,6 +20,7 @@ import type {
 import type { Model, ModelRequest, ToolCall } from "../../model/types.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { ModelTurn } from "../state/model-answer.js";
+import type { ChatTracer } from "../state/run-tracer.js";
 import {
   argumentsJson,
   finalOutputJson,
@@ -135,6 +136,11 @@ export class RunTracing {
     );
   }
 
+  /** True once tracing stopped (the OTel API threw): no more spans for this run. */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
   #observe(event: RunEvent): void {
     switch (event.type) {
       case "run_started": {
@@ -161,7 +167,11 @@ export class RunTracing {
           "quiver.approval.decision": event.decision,
           "quiver.approval.decided_by": event.by,
         };
-        span.addEvent("quiver.approval.resolved", { ...attributes, "quiver.approval.reason": event.reason });
+        // A reviewer's reason is their own words (it may name the customer): content, like results.
+        span.addEvent(
+          "quiver.approval.resolved",
+          this.captureContent ? { ...attributes, "quiver.approval.reason": event.reason } : attributes,
+        );
         span.setAttributes(attributes);
         break;
       }
@@ -173,13 +183,15 @@ export class RunTracing {
           "quiver.tool.attempt": event.attempt,
           "quiver.tool.retry_delay_ms": event.delayMs,
           "error.type": event.error.kind,
-          "quiver.error.message": event.error.message,
+          ...(this.captureContent && { "quiver.error.message": event.error.message }),
         });
         break;
       case "tool_call_completed": {
         const { span } = this.#callSpan(event.call);
         if (this.captureContent) span.setAttribute("gen_ai.tool.call.result", event.output);
-        if (!event.ok && event.error) fail(span, event.error.kind, event.error.message);
+        // A tool's error text is content too (it often quotes what the call was about).
+        if (!event.ok && event.error)
+          fail(span, event.error.kind, this.captureContent ? event.error.message : event.error.kind);
         span.end();
         this.#calls.delete(event.call.id);
         break;
@@ -257,7 +269,12 @@ export class RunTracing {
   }
 
   #startChat(model: Model, request: ModelRequest): ChatTrace {
-    const { provider, model: modelId } = providerAndModel(model.name);
+    return this.chatSpan(model.name, request);
+  }
+
+  /** The `chat {model}` span of a turn asking `modelName` (also the next model of a fallback chain). */
+  chatSpan(modelName: string, request: ModelRequest): ChatTrace {
+    const { provider, model: modelId } = providerAndModel(modelName);
     const settings = request.settings;
     const attributes: TraceAttributes = {
       "gen_ai.operation.name": "chat",
@@ -279,7 +296,7 @@ export class RunTracing {
       if (request.tools.length)
         span.setAttribute("gen_ai.tool.definitions", toolDefinitionsJson(request.tools));
     }
-    this.#chat = new ChatTrace(this, span, this.#api.trace.setSpan(this.#context, span));
+    this.#chat = new ChatTrace(this, span, this.#api.trace.setSpan(this.#context, span), request, modelId);
     return this.#chat;
   }
 
@@ -376,10 +393,10 @@ export class RunTracing {
           "quiver.approval.decision": decided.approved ? "approved" : "denied",
           "quiver.approval.decided_by": decided.by,
         };
-        span.addEvent("quiver.approval.resolved", {
-          ...attributes,
-          "quiver.approval.reason": decided.reason,
-        });
+        span.addEvent(
+          "quiver.approval.resolved",
+          this.captureContent ? { ...attributes, "quiver.approval.reason": decided.reason } : attributes,
+        );
         span.setAttributes(attributes);
       }
       entry = { span };
@@ -425,12 +442,28 @@ export class ChatTrace {
   readonly span: TraceSpan;
   readonly #tracing: RunTracing;
   readonly #context: unknown;
+  readonly #request: ModelRequest;
+  readonly #model: string;
   #ended = false;
 
-  constructor(tracing: RunTracing, span: TraceSpan, context: unknown) {
+  constructor(tracing: RunTracing, span: TraceSpan, context: unknown, request: ModelRequest, model: string) {
     this.#tracing = tracing;
     this.span = span;
     this.#context = context;
+    this.#request = request;
+    this.#model = model;
+  }
+
+  /** The chain moved on: this model failed the turn; a new span follows the one that answers. */
+  fellBack(to: string, reason: string): ChatTracer {
+    this.#close(() => fail(this.span, "model_fallback", reason));
+    if (this.#tracing.broken) return this;
+    try {
+      return this.#tracing.chatSpan(to, this.#request);
+    } catch (error) {
+      this.#tracing.stop(error);
+      return this;
+    }
   }
 
   /** Calls `fn` with this span active. */
@@ -443,6 +476,7 @@ export class ChatTrace {
     this.#close(() => {
       this.span.setAttributes({
         "gen_ai.response.finish_reasons": [turn.finish],
+        "gen_ai.response.model": this.#model,
         ...usageAttributes(turn.usage),
       });
       if (this.#tracing.captureContent) {
