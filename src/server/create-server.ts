@@ -22,6 +22,7 @@ import { eventStream, nativeInput, resumePoint, runSummary, wantsChildren } from
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountPage } from "./page.js";
 import { RunRegistry } from "./runs.js";
+import { internalError, type ServerErrorHandler } from "./server-errors.js";
 import { mountSessions } from "./sessions-api.js";
 
 /** Options every run the server starts gets (besides its store, session and user). */
@@ -58,6 +59,12 @@ export interface ServerOptions {
    * `POST /a2a`. Needs the optional package `@a2a-js/sdk`.
    */
   a2a?: boolean | A2aOptions;
+  /**
+   * Told of every request the server answers with a 5xx: a store or a route that threw (500), an
+   * `auth` function that threw (503). The client gets a fixed message and `requestId`, never the
+   * error's text; here is the error itself, for your logger. Default: one `console.error` line.
+   */
+  onError?: ServerErrorHandler;
 }
 
 /** What `createServer` returns: a Web-standard handler plus what `serve()` needs. */
@@ -106,13 +113,13 @@ export function createServer(options: ServerOptions): QuiverServer {
   const caller = (request: Request, env: unknown): Promise<Caller> =>
     authenticate(request, auth, remoteAddressOf(env));
 
-  app.onError((error) => {
+  app.onError((error, c) => {
     if (error instanceof HttpError) {
       const response = errorResponse(error.status, error.code, error.message);
       if (error.status === 401) response.headers.set("www-authenticate", 'Bearer realm="quiver"');
       return response;
     }
-    return errorResponse(500, "internal", error instanceof Error ? error.message : String(error));
+    return internalError(error, c.req.raw, options.onError);
   });
   app.notFound(() => errorResponse(404, "not_found", "no such route"));
 

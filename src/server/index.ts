@@ -10,3 +10,4 @@ export {
 } from "./create-server.js";
 export { MAX_BODY_BYTES, MAX_MESSAGE_BODY_BYTES } from "./http.js";
 export { type ServeOptions, type Serving, serve } from "./serve.js";
+export type { ServerErrorContext, ServerErrorHandler } from "./server-errors.js";

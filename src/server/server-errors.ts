@@ -1,0 +1,82 @@
+import { randomUUID } from "node:crypto";
+
+/** What `onError` is told besides the error: the request that failed and the id its client was given. */
+export type ServerErrorContext = {
+  request: Request;
+  /** Also in the response's body (`error.requestId`) and its `x-request-id` header. */
+  requestId: string;
+  /** The status the client got: 500, or 503 when the `auth` function failed. */
+  status: number;
+};
+
+/** Where the server reports a failure it answered with a 5xx (the client sees none of it). */
+export type ServerErrorHandler = (error: unknown, context: ServerErrorContext) => void;
+
+/**
+ * An `auth` function that threw: its backend (a session store, an identity provider) failed,
+ * which says nothing about the request's credentials, so it is answered 503, not 401.
+ */
+export class AuthFailure extends Error {
+  override name = "AuthFailure";
+  constructor(cause: unknown) {
+    super("the auth function threw", { cause });
+  }
+}
+
+/**
+ * The id a failed request is known by: the client's own `x-request-id` when it is a plain token
+ * (a proxy's, so its logs and ours meet), else a new one. Only `[\w.:-]`, at most 128 characters,
+ * so a client cannot forge lines in the log it lands in.
+ */
+export function requestIdOf(request: Request): string {
+  const given = request.headers.get("x-request-id")?.trim();
+  return given && /^[\w.:-]{1,128}$/.test(given) ? given : `req_${randomUUID()}`;
+}
+
+/**
+ * The response to a failure the client cannot act on: a fixed message and the request's id,
+ * never the error's own text (it may carry file paths, hosts, SQL or another user's data).
+ * The error goes to `onError`, or by default to `console.error`, under the same id.
+ */
+export function internalError(
+  error: unknown,
+  request: Request,
+  onError: ServerErrorHandler | undefined,
+): Response {
+  const requestId = requestIdOf(request);
+  const auth = error instanceof AuthFailure;
+  const status = auth ? 503 : 500;
+  const reported = auth ? error.cause : error;
+  try {
+    (onError ?? logToConsole)(reported, { request, requestId, status });
+  } catch (failure) {
+    // A logger that throws must not turn a 500 into a dropped connection; say both.
+    logToConsole(reported, { request, requestId, status });
+    console.error(`quiver-agents/server: onError threw for request ${requestId}:`, failure);
+  }
+  const [code, message] = auth
+    ? ["auth_unavailable", "the server could not check this request's credentials; try again later"]
+    : ["internal", "the server failed to answer this request"];
+  // The documented `{ error: { code, message } }`, plus the id a user can quote to an operator.
+  return Response.json(
+    { error: { code, message: `${message} (request ${requestId})`, requestId } },
+    { status, headers: { "cache-control": "no-store", "x-request-id": requestId } },
+  );
+}
+
+/** The default `onError`: one line naming the request, then the error with its stack. */
+function logToConsole(error: unknown, { request, requestId, status }: ServerErrorContext): void {
+  const path = safePath(request.url);
+  console.error(
+    `quiver-agents/server: ${status} for ${request.method} ${path} (request ${requestId}):`,
+    error,
+  );
+}
+
+function safePath(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return "?";
+  }
+}
