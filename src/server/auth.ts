@@ -1,9 +1,11 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { HttpError } from "./http.js";
+import { AuthFailure } from "./server-errors.js";
 
 /**
  * Who may use the server: a bearer token (one user), or a function that names the user of a
- * request (`null` refuses it). Without it the server answers only on loopback.
+ * request (`null` refuses it with 401; throwing is a failure of the server: 503, reported to
+ * `onError`). Without it the server answers only on loopback.
  */
 export type ServerAuth =
   | string
@@ -66,8 +68,10 @@ export async function authenticate(
   let userId: string | null | undefined;
   try {
     userId = await auth(request);
-  } catch {
-    throw unauthorized();
+  } catch (error) {
+    // Its backend failed, which says nothing of the credentials: a 503 the operator hears of,
+    // not a 401 that makes a page log its user out and an outage look like bad tokens.
+    throw new AuthFailure(error);
   }
   if (typeof userId !== "string" || userId === "") throw unauthorized();
   return { userId };
