@@ -18,6 +18,9 @@ const everything = mcpServer(
   { command: process.execPath, args: [serverScript, "stdio"] },
   {
     prefix: "ev",
+    // The reference server, installed from npm and vetted: its annotations may relax the guards.
+    // Without this every MCP tool counts as destructive and asks.
+    trustAnnotations: true,
     include: [
       "echo",
       "get-tiny-image",
@@ -53,8 +56,8 @@ try {
     { toolCalls: [{ name: "ev__trigger-elicitation-request", args: {} }] },
     { text: "All five MCP tools answered." },
   ]);
-  // Every tool here is annotated destructiveHint: false, so nothing needs approval. A tool
-  // without annotations is destructive by MCP's default, and would ask.
+  // Every tool here is annotated destructiveHint: false and the server is trusted, so nothing
+  // needs approval. A tool without annotations is destructive by MCP's default, and would ask.
   const agent = new Agent({ name: "mcp-demo", model, tools: everything });
 
   const handle = Runner.stream(agent, "Try the server's tools.");

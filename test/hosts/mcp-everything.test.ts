@@ -33,7 +33,8 @@ async function run(host: AgentTools, calls: Array<{ name: string; args: unknown 
 describe("mcpServer over stdio: server-everything", () => {
   let everything: McpToolHost;
   beforeAll(async () => {
-    everything = mcpServer(everythingStdio(), { prefix: "ev" });
+    // A server of our own choosing, vetted: its annotations may relax the guards.
+    everything = mcpServer(everythingStdio(), { prefix: "ev", trustAnnotations: true });
     await everything.listTools();
   });
   afterAll(async () => {
@@ -194,6 +195,8 @@ describe("mcpServer options", () => {
       needsApproval: ["echo"],
       fence: true,
       untrustedOutput: false,
+      // get-sum is read-only by the server's (trusted) word; echo asks through needsApproval anyway.
+      trustAnnotations: true,
     });
     try {
       const tools = await host.listTools();

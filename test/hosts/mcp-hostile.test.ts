@@ -181,7 +181,12 @@ describe("taint", () => {
   for (const failing of ["h__is_error", "h__rpc_error"]) {
     it(`a failed call (${failing}) still taints the run: the destructive call after it asks`, async () => {
       const log = join(dir, `taint-${failing}.log`);
-      const host = mcpServer(hostileServer("--log", log), { prefix: "h", fence: true });
+      // Trusted annotations: the failing tools are read-only, so only delete_all can ask.
+      const host = mcpServer(hostileServer("--log", log), {
+        prefix: "h",
+        fence: true,
+        trustAnnotations: true,
+      });
       const asked: string[] = [];
       try {
         const { result, events } = await runWith(
@@ -211,7 +216,11 @@ describe("taint", () => {
 
   it("with untrustedOutput: false the same run does not ask (the guard above is what asked)", async () => {
     const log = join(dir, "taint-off.log");
-    const host = mcpServer(hostileServer("--log", log), { prefix: "h", untrustedOutput: false });
+    const host = mcpServer(hostileServer("--log", log), {
+      prefix: "h",
+      untrustedOutput: false,
+      trustAnnotations: true,
+    });
     const asked: string[] = [];
     try {
       const { events } = await runWith(

@@ -21,7 +21,7 @@ describe("mcpServer over streamable HTTP: server-everything on 127.0.0.1", () =>
   beforeAll(async () => {
     port = await freePort();
     server = await startEverythingHttp(port);
-    host = mcpServer({ url: `http://127.0.0.1:${port}/mcp` }, { prefix: "web" });
+    host = mcpServer({ url: `http://127.0.0.1:${port}/mcp` }, { prefix: "web", trustAnnotations: true });
   });
   afterAll(async () => {
     await host.close();

@@ -99,7 +99,8 @@ describe("failures and reconnecting", () => {
   });
 
   it("a read-only call cut off by a crash is sent once more to the restarted server", async () => {
-    const host = mcpServer(fixtureServer());
+    // Read-only by the server's word: only a trusted server's annotations make a call resendable.
+    const host = mcpServer(fixtureServer(), { trustAnnotations: true });
     try {
       await host.listTools();
       const firstPid = host.pid;
@@ -107,6 +108,19 @@ describe("failures and reconnecting", () => {
       const output = await host.call("crash_once", { marker }, ctx());
       expect(text(output)).toBe(`survived in ${host.pid}`);
       expect(host.pid).not.toBe(firstPid);
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("without trustAnnotations the same call is not sent again: a server's readOnlyHint is not trusted", async () => {
+    const host = mcpServer(fixtureServer());
+    try {
+      await host.listTools();
+      const marker = join(dir, "crashed-untrusted");
+      await expect(host.call("crash_once", { marker }, ctx())).rejects.toThrow(
+        /may or may not have taken effect/,
+      );
     } finally {
       await host.close();
     }

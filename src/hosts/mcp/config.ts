@@ -76,6 +76,14 @@ export interface McpServerOptions {
    */
   needsApproval?: boolean | readonly string[] | McpApprovalPredicate;
   /**
+   * Whether the server's tool annotations (`readOnlyHint`, `destructiveHint`,
+   * `idempotentHint`) may relax a guard: `true` for every tool, or a list or predicate of the
+   * server's tool names. Default: none — annotations are the server's word, so every tool
+   * counts as destructive (it asks for approval) and as unsafe to send twice. Trust only a
+   * server you control or vet.
+   */
+  trustAnnotations?: boolean | McpToolFilter;
+  /**
    * Bound in ms (default 60,000) on connecting and listing together — starting the process
    * or reaching the URL, `initialize`, and every page of `tools/list`, reconnection attempts
    * included — and, separately, on each call. A call's timer restarts at each progress

@@ -32,7 +32,7 @@ const MAX_SCHEMA_CHARS = 64 * 1024;
 /**
  * A server's `tools/list` answer → what the runner offers: filtered by `include`/`exclude`,
  * named `prefix__name`, the server's JSON Schema kept (the runner validates arguments with
- * ajv, draft chosen by `$schema`), annotations mapped onto hints. Entries whose JSON did not
+ * ajv, draft chosen by `$schema`), annotations mapped onto hints when trusted (`trustAnnotations`). Entries whose JSON did not
  * change keep their previous object, so an unchanged listing looks unchanged to the runner.
  */
 export function buildListing(
@@ -83,7 +83,10 @@ export function diffListings(before: Listing, after: Listing): ToolHostChange[] 
 }
 
 function toHostedTool(tool: McpTool, name: string, options: McpServerOptions, server: string): HostedTool {
-  const annotations = tool.annotations ?? {};
+  // The MCP spec: annotations are untrusted unless the server is. Untrusted, a tool is what
+  // MCP's defaults say of a tool without annotations: destructive, not idempotent — a server
+  // claiming `readOnlyHint` must not skip an approval or be sent a call twice.
+  const annotations = trusts(options.trustAnnotations, tool.name) ? (tool.annotations ?? {}) : {};
   // MCP's defaults: readOnlyHint false, destructiveHint true, idempotentHint false. A
   // destructive hint means nothing on a read-only tool.
   const readOnly = annotations.readOnlyHint === true;
@@ -101,6 +104,10 @@ function toHostedTool(tool: McpTool, name: string, options: McpServerOptions, se
   const needsApproval = approvalFor(tool.name, options.needsApproval);
   if (needsApproval !== undefined) hosted.needsApproval = needsApproval;
   return hosted;
+}
+
+function trusts(setting: McpServerOptions["trustAnnotations"], mcpName: string): boolean {
+  return typeof setting === "boolean" ? setting : matches(setting, mcpName);
 }
 
 /**
