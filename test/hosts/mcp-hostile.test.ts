@@ -140,6 +140,24 @@ describe("peer text reaching the model", () => {
     }
   });
 
+  it("with fence off, an isError result's text is cleaned too, as the other failure texts are", async () => {
+    const host = mcpServer(hostileServer(), { prefix: "h" });
+    try {
+      const { result, model } = await runWith(host, [
+        { toolCalls: [{ name: "h__is_error", args: {} }] },
+        { text: "done" },
+      ]);
+      expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "tool_error" } });
+      const [seen] = toolResultTexts(model);
+      expect(seen).toContain(INJECTION);
+      expect(seen).toContain("‹|im_start|›");
+      expect(seen).not.toContain("<|im_start|>");
+      expect(result.toolCalls[0]!.error!.message).not.toContain("<|im_end|>");
+    } finally {
+      await host.close();
+    }
+  });
+
   it("tool names, titles, descriptions and parameter descriptions lose control characters and chat-template tokens, and are bounded", async () => {
     const host = mcpServer(hostileServer(), { prefix: "h" });
     try {

@@ -4,6 +4,7 @@ import { ToolError } from "../../errors.js";
 import type { ContentBlock } from "../../model/types.js";
 import { detached } from "../../tool/render.js";
 import type { ToolOutput } from "../../tool/types.js";
+import { cleanPeerText } from "./peer-text.js";
 
 /**
  * Longest `isError` text passed on to the model. The runner cuts any error message at 10,000
@@ -39,7 +40,11 @@ export function toToolOutput(
       );
     }
     if (!text) throw new ToolError("the MCP tool reported an error without saying what it was");
-    throw new ToolError(options.fence ? fence(text, { source: options.source }) : text);
+    // Not fenced, it is still the server's text in the runner's own framing (`Tool error: …`):
+    // cleaned like every other failure text a server writes.
+    throw new ToolError(
+      options.fence ? fence(text, { source: options.source }) : cleanPeerText(text, MAX_ERROR_CHARS + 100),
+    );
   }
   const content = options.fence
     ? blocks.map((b) =>
