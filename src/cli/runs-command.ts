@@ -10,7 +10,7 @@ import { drive } from "./drive.js";
 import { AGENT_OPTIONS, flag, modeOption, type Parsed, parseCommand, text } from "./options.js";
 import { EventRenderer } from "./render.js";
 import { showRun } from "./show-run.js";
-import { type OpenedStore, openStore, storeArgument } from "./store-option.js";
+import { type OpenedStore, openExistingStore, storeArgument } from "./store-option.js";
 import { tailRun } from "./tail-run.js";
 import { colorsFor, isInteractive } from "./terminal.js";
 import { EXIT, RUNS_HELP, UsageError } from "./usage.js";
@@ -44,7 +44,7 @@ export async function runsCommand(args: string[]): Promise<number> {
     );
   if (sub === "list") listStatus(parsed); // checks the option before a store is opened
   if (sub === "decide") decision(parsed);
-  const opened = (await openStore(text(parsed, "store")))!;
+  const opened = await openExistingStore(text(parsed, "store"));
   try {
     return await action(opened, rest, parsed);
   } finally {

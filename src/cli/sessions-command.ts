@@ -1,5 +1,5 @@
 import { flag, parseCommand, text } from "./options.js";
-import { openStore } from "./store-option.js";
+import { openExistingStore } from "./store-option.js";
 import { colorsFor } from "./terminal.js";
 import { EXIT, SESSIONS_HELP, UsageError } from "./usage.js";
 
@@ -24,7 +24,7 @@ export async function sessionsCommand(args: string[]): Promise<number> {
     throw new UsageError("quiver sessions list takes no arguments", SESSIONS_HELP);
   if (sub === "clear" && rest.length !== 1)
     throw new UsageError("quiver sessions clear takes <sessionId>", SESSIONS_HELP);
-  const opened = (await openStore(text(parsed, "store")))!;
+  const opened = await openExistingStore(text(parsed, "store"));
   try {
     if (sub === "clear") {
       const sessionId = rest[0]!;
