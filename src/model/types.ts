@@ -144,6 +144,8 @@ export type Usage = {
   totalTokens: number;
   /** The part of `inputTokens` read from the provider's prompt cache, where it reports it. */
   cachedInputTokens?: number;
+  /** The part of `inputTokens` written to the provider's prompt cache (Anthropic bills it above the input rate). */
+  cacheWriteTokens?: number;
   /** Tokens spent reasoning, where the provider reports them. */
   reasoningTokens?: number;
   /** Cost in US dollars: the provider's figure, else priced from `modelPrice`; absent when no price is known. */

@@ -53,7 +53,13 @@ describe("anthropic() — Messages API", () => {
     expect(ofType(events, "usage")).toEqual([
       {
         type: "usage",
-        usage: { inputTokens: 4512, outputTokens: 12, totalTokens: 4524, cachedInputTokens: 3000 },
+        usage: {
+          inputTokens: 4512,
+          outputTokens: 12,
+          totalTokens: 4524,
+          cachedInputTokens: 3000,
+          cacheWriteTokens: 1500,
+        },
       },
     ]);
     expect(events.at(-1)).toEqual({ type: "finish", reason: "stop" });

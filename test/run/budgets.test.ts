@@ -103,6 +103,53 @@ describe("budgets", () => {
     expect((await Runner.run(new Agent({ name: "a", model: reported }), "go")).usage.costUsd).toBe(0.5);
   });
 
+  it("prices each model by its own entry or a dated snapshot of it, cache writes at their rate", async () => {
+    const cost = async (name: string, usage: Record<string, number>) =>
+      (
+        await Runner.run(
+          new Agent({ name: "a", model: new ScriptedModel([{ text: "hi", usage }], { name }) }),
+          "go",
+        )
+      ).usage.costUsd;
+    const million = { inputTokens: 1_000_000, outputTokens: 0 };
+    // o3-pro is not o3 (ten times its price), nor is o3-mini; a dated o3 is o3.
+    expect(await cost("openai:o3-pro", million)).toBeCloseTo(20, 6);
+    expect(await cost("openai:o3-mini", million)).toBeCloseTo(1.1, 6);
+    expect(await cost("openai:o3-2025-04-16", million)).toBeCloseTo(2, 6);
+    expect(await cost("anthropic:claude-sonnet-4-5-20250929", million)).toBeCloseTo(3, 6);
+    expect(await cost("openai:o3-turbo-preview", million)).toBeUndefined();
+    // Anthropic: 200k cache writes at 1.25×, 300k reads at 0.1×, the rest at the input rate.
+    const cached = {
+      inputTokens: 1_000_000,
+      cacheWriteTokens: 200_000,
+      cachedInputTokens: 300_000,
+      outputTokens: 0,
+    };
+    expect(await cost("anthropic:claude-sonnet-4-5", cached)).toBeCloseTo(
+      0.5 * 3 + 0.2 * 3.75 + 0.3 * 0.3,
+      6,
+    );
+  });
+
+  it("a cost limit over a model with no price says so once, instead of silently never tripping", async () => {
+    const model = new ScriptedModel(
+      [
+        { toolCalls: [{ name: "ping", args: {} }], usage: { inputTokens: 100, outputTokens: 10 } },
+        { text: "done", usage: { inputTokens: 100, outputTokens: 10 } },
+      ],
+      { name: "my-private-model" },
+    );
+    const handle = Runner.stream(new Agent({ name: "a", model, tools: [ping] }), "go", {
+      budget: new Budget({ maxCostUsd: 1 }),
+    });
+    const warnings: string[] = [];
+    for await (const event of handle)
+      if (event.type === "warning") warnings.push(`${event.code}: ${event.message}`);
+    expect((await handle.result()).output).toBe("done");
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^unpriced_model: no price is known for my-private-model.*setModelPrice/);
+  });
+
   it("maxDurationMs aborts running calls at the deadline and stops with budget", async () => {
     let signal: AbortSignal | undefined;
     const slow = tool({

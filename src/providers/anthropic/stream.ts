@@ -171,7 +171,8 @@ export class MessagesStreamDecoder implements TurnDecoder {
 
   /**
    * Anthropic counts cache reads and writes apart from `input_tokens`; Quiver's
-   * `inputTokens` is every prompt token (as OpenAI reports it), `cachedInputTokens` the reads.
+   * `inputTokens` is every prompt token (as OpenAI reports it), `cachedInputTokens` the reads,
+   * `cacheWriteTokens` the writes (billed at 1.25× the input rate).
    */
   private totalUsage(): Partial<Usage> {
     const { input, cacheWrite, cacheRead, output } = this.usage;
@@ -181,6 +182,7 @@ export class MessagesStreamDecoder implements TurnDecoder {
       outputTokens: output,
       totalTokens: inputTokens + output,
       cachedInputTokens: cacheRead,
+      ...(cacheWrite > 0 && { cacheWriteTokens: cacheWrite }),
     };
   }
 }

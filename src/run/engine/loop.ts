@@ -258,6 +258,7 @@ export async function turns(
       // Priced as the model that answered (a fallback chain may have moved past the first).
       const answeredBy = turn.model ?? setup.model.name;
       const costUsd = costOf(answeredBy, turn.usage);
+      if (costUsd === undefined) warnUnpriced(run, answeredBy);
       const usage = costUsd === undefined ? turn.usage : { ...turn.usage, costUsd };
       state.ended.usage = usage;
       run.addUsage(usage, answeredBy);
@@ -652,6 +653,30 @@ function assistantMessage(
     : { role: "assistant", content };
   if (providerData) message.providerData = providerData;
   return message;
+}
+
+/** The models a run warned about having no price for (once each). */
+const unpriced = new WeakMap<ActiveRun, Set<string>>();
+
+/**
+ * A turn of a model with no price under a budget's `maxCostUsd`: that limit cannot count it, which
+ * the run says once per model rather than letting the limit silently never trip.
+ */
+function warnUnpriced(run: ActiveRun, model: string): void {
+  const limited = run.limits.budgets.find((b) => b.limits.maxCostUsd !== undefined);
+  if (!limited) return;
+  const warned = unpriced.get(run) ?? new Set<string>();
+  if (warned.has(model)) return;
+  unpriced.set(run, warned.add(model));
+  run.events.emit({
+    type: "warning",
+    code: "unpriced_model",
+    message: `no price is known for ${model}, so maxCostUsd (${limited.limits.maxCostUsd} USD) does not count its turns: register one with setModelPrice("${model}", { input, output })`,
+    runId: "",
+    seq: 0,
+    at: 0,
+    agent: "",
+  });
 }
 
 function append(run: ActiveRun, message: Message): void {

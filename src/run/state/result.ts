@@ -52,6 +52,8 @@ export function addUsage(total: Usage, delta: Partial<Usage>): void {
   total.totalTokens += delta.totalTokens ?? (delta.inputTokens ?? 0) + (delta.outputTokens ?? 0);
   if (delta.cachedInputTokens !== undefined)
     total.cachedInputTokens = (total.cachedInputTokens ?? 0) + delta.cachedInputTokens;
+  if (delta.cacheWriteTokens !== undefined)
+    total.cacheWriteTokens = (total.cacheWriteTokens ?? 0) + delta.cacheWriteTokens;
   if (delta.reasoningTokens !== undefined)
     total.reasoningTokens = (total.reasoningTokens ?? 0) + delta.reasoningTokens;
   if (delta.costUsd !== undefined) total.costUsd = (total.costUsd ?? 0) + delta.costUsd;

@@ -48,6 +48,8 @@ export function usageAttributes(usage: Partial<Usage>): TraceAttributes {
   if (usage.outputTokens !== undefined) attributes["gen_ai.usage.output_tokens"] = usage.outputTokens;
   if (usage.cachedInputTokens !== undefined)
     attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cachedInputTokens;
+  if (usage.cacheWriteTokens !== undefined)
+    attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cacheWriteTokens;
   if (usage.reasoningTokens !== undefined)
     attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoningTokens;
   if (usage.costUsd !== undefined) attributes["quiver.usage.cost_usd"] = usage.costUsd;
