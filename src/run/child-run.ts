@@ -49,7 +49,10 @@ export async function runChild(
   }
   // The store failed under the child: the parent's run fails with it (its writer is the same).
   if (sink?.failure) throw sink.failure;
-  if (child.tainted) markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
+  if (child.tainted) {
+    markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
+    (parent.untrustedCalls ??= new Set()).add(ctx.toolCallId);
+  }
   switch (result.stopReason) {
     case "completed":
     case "ends_turn":

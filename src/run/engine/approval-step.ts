@@ -60,14 +60,10 @@ async function checkAndAsk(
     });
   }
   const bypass = permissions instanceof StandardPermissions && permissions.mode === "bypass";
-  if (
-    askReason === undefined &&
-    tool.destructive &&
-    run.tainted &&
-    !bypass &&
-    (config.taintPolicy ?? "ask") === "ask"
-  ) {
-    askReason = `${tool.name} is destructive and this run has read untrusted content (${run.tainted})`;
+  // A run above this one may have read untrusted text since this one started (a sibling call).
+  const tainted = askReason === undefined && tool.destructive ? taintOf(run) : undefined;
+  if (tainted && !bypass && (config.taintPolicy ?? "ask") === "ask") {
+    askReason = `${tool.name} is destructive and this run has read untrusted content (${tainted})`;
   }
   try {
     const needs =
@@ -261,4 +257,10 @@ function preflightContext(run: ActiveRun, call: ToolCall): RunContext {
     idempotencyKey: `${run.runId}:${call.id}`,
     update: () => {},
   };
+}
+
+/** What untrusted text this run, or a run it works for, has read. */
+function taintOf(run: ActiveRun): string | undefined {
+  for (let r: ActiveRun | undefined = run; r; r = r.parent?.run) if (r.tainted) return r.tainted;
+  return undefined;
 }

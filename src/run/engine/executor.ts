@@ -404,7 +404,11 @@ class TurnCalls {
     if (results[index] || (run.control.stopper.aborted && !synthesised)) return;
     results[index] = result;
     const { record } = result;
-    if (!synthesised && carriesPeerText(record) && this.toolset.get(record.call.name)?.untrustedOutput) {
+    if (
+      !synthesised &&
+      carriesPeerText(record) &&
+      (this.toolset.get(record.call.name)?.untrustedOutput || run.untrustedCalls?.has(record.call.id))
+    ) {
       result.message.untrusted = true;
     }
     // A success's `result` is in the literal, not added after: an added field makes a hidden

@@ -131,6 +131,9 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
       `earlier untrusted output in the conversation (${(inherited as { name: string }).name})`,
     );
   }
+  // A sub-agent works from what its caller's model wrote, after whatever that model read.
+  const above = run.parent?.run.tainted;
+  if (above && !run.tainted) markTainted(run, `its caller's run read ${above}`);
   return prepareAgent(run, run.agent);
 }
 

@@ -74,6 +74,11 @@ export class ActiveRun {
   lastText = "";
   /** Set (to a description of the source) once untrusted output entered the run. */
   tainted: string | undefined;
+  /**
+   * Calls whose result carries untrusted text although their tool is not marked so: an agent
+   * tool whose run read some (its answer may repeat it), so the transcript keeps the taint.
+   */
+  untrustedCalls: Set<string> | undefined = undefined;
   readonly events: RunEvents;
   readonly limits: RunLimits;
   readonly control = new RunControl();
