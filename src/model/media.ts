@@ -82,7 +82,7 @@ export function imageSize(base64: string): ImageSize | undefined {
   let bytes = decodePrefix(base64, 64);
   const simple = pngSize(bytes) ?? gifSize(bytes) ?? webpSize(bytes);
   if (simple) return simple;
-  if (bytes[0] !== 0xff || bytes[1] !== 0xd8) return undefined;
+  if (!isJpeg(bytes)) return undefined;
   for (const prefix of [4096, 65_536, 262_144]) {
     bytes = decodePrefix(base64, prefix);
     const size = jpegSize(bytes);
@@ -91,6 +91,32 @@ export function imageSize(base64: string): ImageSize | undefined {
   }
   return undefined;
 }
+
+/** The image types every provider takes, known by the first bytes of the file. */
+export type SniffedImageType = "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+
+/**
+ * The type a PNG, JPEG, GIF or WebP image's bytes say it is, whatever it is labelled (a PNG
+ * saved as `.jpg` is a PNG to the API that decodes it); undefined for any other bytes.
+ *
+ * @example
+ * imageTypeOf(pngBytes.toString("base64")); // "image/png"
+ */
+export function imageTypeOf(base64: string): SniffedImageType | undefined {
+  const bytes = decodePrefix(base64, 16);
+  if (isPng(bytes)) return "image/png";
+  if (isJpeg(bytes)) return "image/jpeg";
+  if (isGif(bytes)) return "image/gif";
+  if (isWebp(bytes)) return "image/webp";
+  return undefined;
+}
+
+const isPng = (b: Buffer) =>
+  b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a;
+const isJpeg = (b: Buffer) => b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff;
+const isGif = (b: Buffer) => b.length >= 6 && /^GIF8[79]a$/.test(b.toString("latin1", 0, 6));
+const isWebp = (b: Buffer) =>
+  b.length >= 12 && b.toString("latin1", 0, 4) === "RIFF" && b.toString("latin1", 8, 12) === "WEBP";
 
 /** The first `bytes` bytes of base64 text (whole 4-character groups only). */
 function decodePrefix(base64: string, bytes: number): Buffer {
@@ -103,19 +129,17 @@ function positive(width: number, height: number): ImageSize | undefined {
 }
 
 function pngSize(b: Buffer): ImageSize | undefined {
-  if (b.length < 24 || b.readUInt32BE(0) !== 0x89504e47 || b.toString("latin1", 12, 16) !== "IHDR")
-    return undefined;
+  if (b.length < 24 || !isPng(b) || b.toString("latin1", 12, 16) !== "IHDR") return undefined;
   return positive(b.readUInt32BE(16), b.readUInt32BE(20));
 }
 
 function gifSize(b: Buffer): ImageSize | undefined {
-  if (b.length < 10 || !/^GIF8[79]a$/.test(b.toString("latin1", 0, 6))) return undefined;
+  if (b.length < 10 || !isGif(b)) return undefined;
   return positive(b.readUInt16LE(6), b.readUInt16LE(8));
 }
 
 function webpSize(b: Buffer): ImageSize | undefined {
-  if (b.length < 30 || b.toString("latin1", 0, 4) !== "RIFF" || b.toString("latin1", 8, 12) !== "WEBP")
-    return undefined;
+  if (b.length < 30 || !isWebp(b)) return undefined;
   const chunk = b.toString("latin1", 12, 16);
   if (chunk === "VP8 ") return positive(b.readUInt16LE(26) & 0x3fff, b.readUInt16LE(28) & 0x3fff);
   if (chunk === "VP8L") {

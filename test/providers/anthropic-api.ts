@@ -2,8 +2,10 @@
  * What the real Messages API checks about a request, as far as these tests rely on it:
  * headers, known fields, alternating roles starting with user, non-empty text blocks,
  * every tool_use answered by a tool_result at the start of the next user message, id
- * format, intact thinking blocks, thinking constraints, at most 4 cache breakpoints; the
- * media blocks it takes: `image` (base64 JPEG/PNG/GIF/WebP or a URL source) and `document` (a
+ * format, intact thinking blocks, thinking constraints (a tool loop continued with thinking on
+ * must have begun with a thinking block), at most 4 cache breakpoints; the media blocks it
+ * takes: `image` (base64 JPEG/PNG/GIF/WebP matching its bytes, at most 5,242,880 characters of
+ * base64, or a URL source) and `document` (a
  * base64 or URL PDF, or a plain-text source; a title of at most 500 characters), in user
  * messages and inside `tool_result`. No audio.
  */
@@ -138,11 +140,11 @@ function checkMessages(messages: any, thinking: boolean): string[] {
           pending.push(block.id);
         }
       }
-      const last =
-        i === messages.length - 1 || (i === messages.length - 2 && messages.at(-1).role === "user");
+      // The whole assistant turn, tool loop included, runs in one thinking mode: with thinking
+      // on, the assistant message that opened the loop the request ends in starts with thinking.
       if (
         thinking &&
-        last &&
+        i === loopOpener(messages) &&
         pending.length > 0 &&
         !["thinking", "redacted_thinking"].includes(blocks[0]?.type)
       ) {
@@ -159,7 +161,36 @@ function checkMessages(messages: any, thinking: boolean): string[] {
   return problems;
 }
 
+/**
+ * The index of the assistant message that opened the tool loop the conversation ends in: the
+ * first after the last user message that carries no tool_result (-1 when it ends in none).
+ */
+function loopOpener(messages: any[]): number {
+  let opener = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    const content = Array.isArray(m.content) ? m.content : [];
+    if (m.role === "assistant") opener = i;
+    else if (!content.some((b: any) => b.type === "tool_result")) break;
+  }
+  return opener;
+}
+
 const BASE64 = /^[A-Za-z0-9+/]+=*$/;
+/** The limit on one image, measured on its base64 text. */
+const MAX_IMAGE_BASE64 = 5_242_880;
+
+/** What an image's first bytes say it is (the API decodes it and compares with media_type). */
+function decodedImageType(base64: string): string | undefined {
+  const head = Buffer.from(base64.slice(0, 16), "base64");
+  if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return "image/png";
+  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return "image/jpeg";
+  if (/^GIF8[79]a/.test(head.toString("latin1", 0, 6))) return "image/gif";
+  if (head.toString("latin1", 0, 4) === "RIFF" && head.toString("latin1", 8, 12) === "WEBP")
+    return "image/webp";
+  return undefined;
+}
 
 /** A block of a user message or a tool result: text, image, document. */
 function checkUserBlock(block: any, at: string): string[] {
@@ -181,6 +212,17 @@ function checkUserBlock(block: any, at: string): string[] {
             `${at}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`,
           );
         if (!BASE64.test(String(source.data))) problems.push(`${at}.source.base64.data: invalid base64 data`);
+        else if (source.data.length > MAX_IMAGE_BASE64)
+          problems.push(
+            `${at}.source.base64: image exceeds 5 MB maximum: ${source.data.length} bytes > ${MAX_IMAGE_BASE64} bytes`,
+          );
+        else {
+          const decoded = decodedImageType(source.data);
+          if (decoded !== undefined && decoded !== source.media_type)
+            problems.push(
+              `${at}.source.base64.data: Image does not match the provided media type ${source.media_type}`,
+            );
+        }
       } else if (source?.type === "url") {
         extra(source, ["type", "url"], `${at}.source`);
         if (!/^https?:\/\//.test(String(source.url))) problems.push(`${at}.source.url.url`);

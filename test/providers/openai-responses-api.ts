@@ -3,7 +3,7 @@
  * known fields, item shapes, every function_call answered by a function_call_output and
  * no output without its call, reasoning items followed by their item and (without `store`)
  * carrying encrypted content, `strict` tools in strict form; the parts of user messages and
- * of function outputs: `input_text`, `input_image` (`image_url` as a base64 data URL or an
+ * of function outputs: `input_text`, `input_image` (`image_url` as a base64 PNG, JPEG, GIF or WebP data URL or an
  * http(s) URL, or a `file_id`), `input_file` (one of `file_data` as a data URL with its
  * `filename`, `file_url`, `file_id`). No audio.
  */
@@ -59,7 +59,7 @@ function checkInputPart(part: any, at: string): string[] {
         problems.push(`${at}: image_url or file_id is required`);
       if (
         url !== undefined &&
-        !(/^data:image\//.test(url) && DATA_URL.test(url)) &&
+        !(/^data:image\/(png|jpeg|gif|webp);base64,/.test(url) && DATA_URL.test(url)) &&
         !/^https?:\/\//.test(url)
       )
         problems.push(`${at}.image_url: Invalid image URL`);

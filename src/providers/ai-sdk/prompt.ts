@@ -18,7 +18,18 @@ import type {
   ModelRequest,
   ToolMessage,
 } from "../../model/types.js";
-import { blocksOf, inResult, mediaOf, providerEntry, textOf, unsupportedPart } from "../message-content.js";
+import {
+  blocksOf,
+  emptyPart,
+  mediaOf,
+  OmittedParts,
+  type PartPlace,
+  providerEntry,
+  refusePart,
+  sentImageType,
+  textOf,
+  unsupportedPart,
+} from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
 
@@ -40,10 +51,12 @@ export function callOptions(
   warn: Warn,
 ): CallOptions {
   const settings = request.settings;
+  const omitted = new OmittedParts(provider);
   const options: Record<string, unknown> = {
-    prompt: prompt(request, version, provider),
+    prompt: prompt(request, version, provider, omitted),
     abortSignal: signal,
   };
+  omitted.report(warn);
   if (settings.maxTokens !== undefined) options.maxOutputTokens = settings.maxTokens;
   if (settings.temperature !== undefined) options.temperature = settings.temperature;
   if (settings.topP !== undefined) options.topP = settings.topP;
@@ -88,6 +101,7 @@ function prompt(
   request: ModelRequest,
   version: SpecVersion,
   provider: string,
+  omitted: OmittedParts,
 ): LanguageModelV2Prompt & LanguageModelV3Prompt {
   const ids = new WireCallIds(256);
   const out: PromptMessage[] = [];
@@ -98,13 +112,13 @@ function prompt(
         out.push({ role: "system", content: textOf(message.content) });
         break;
       case "user":
-        out.push({ role: "user", content: userParts(message.content) });
+        out.push({ role: "user", content: userParts(message.content, provider) });
         break;
       case "assistant":
         out.push({ role: "assistant", content: assistantParts(message, provider, ids) });
         break;
       case "tool": {
-        const part = toolResult(message, version, provider, ids);
+        const part = toolResult(message, version, provider, ids, omitted);
         const last = out.at(-1);
         // One tool message holds all results of a turn.
         if (last?.role === "tool" && Array.isArray(last.content)) last.content.push(part);
@@ -119,17 +133,19 @@ function prompt(
 /**
  * Every image, document and recording is a `file` part: base64 data, or a `URL` the AI SDK
  * provider fetches or passes on (an image URL without a media type is `image/*`). Which media
- * types the model takes is the provider's to say.
+ * types the model takes is the provider's to say; a part with no bytes is refused here.
  */
-function userParts(content: string | ContentBlock[]): Part[] {
+function userParts(content: string | ContentBlock[], provider: string): Part[] {
   const parts: Part[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text") parts.push({ type: "text", text: block.text });
     else if (isMediaBlock(block)) {
+      const empty = emptyPart(block);
+      if (empty) throw unsupportedPart(provider, block, "in a user message", empty.fix);
       const part: Part = {
         type: "file",
         data: block.url !== undefined ? new URL(block.url) : block.data,
-        mediaType: block.mimeType ?? "image/*",
+        mediaType: mediaTypeOf(block),
       };
       if (block.type === "file" && block.filename !== undefined) part.filename = block.filename;
       parts.push(part);
@@ -138,7 +154,13 @@ function userParts(content: string | ContentBlock[]): Part[] {
   return parts;
 }
 
-function toolResult(message: ToolMessage, version: SpecVersion, provider: string, ids: WireCallIds): Part {
+function toolResult(
+  message: ToolMessage,
+  version: SpecVersion,
+  provider: string,
+  ids: WireCallIds,
+  omitted: OmittedParts,
+): Part {
   const callId = ids.forResult(message.toolCallId);
   const base = { type: "tool-result", toolCallId: callId, toolName: message.name };
   if (mediaOf(message.content).length === 0) {
@@ -148,35 +170,51 @@ function toolResult(message: ToolMessage, version: SpecVersion, provider: string
     };
   }
   const value: Part[] = [];
+  const place = omitted.inResult(message.name, callId);
   for (const block of blocksOf(message.content)) {
     if (block.type === "text") value.push({ type: "text", text: block.text });
-    else if (isMediaBlock(block))
-      value.push(outputPart(block, version, provider, inResult(message.name, callId)));
+    else if (isMediaBlock(block)) {
+      const part = outputPart(block, version, provider, place);
+      value.push(typeof part === "string" ? { type: "text", text: part } : part);
+    }
   }
   return { ...base, output: { type: "content", value } };
 }
 
-/** v2 calls every binary part "media" and has none for a URL; v3 has image-data, file-data and their URL forms. */
-function outputPart(block: MediaBlock, version: SpecVersion, provider: string, where: string): Part {
+/**
+ * v2 calls every binary part "media" and has none for a URL; v3 has image-data, file-data and
+ * their URL forms. A part neither can carry is a note (see `refusePart`).
+ */
+function outputPart(
+  block: MediaBlock,
+  version: SpecVersion,
+  provider: string,
+  place: PartPlace,
+): Part | string {
+  const empty = emptyPart(block);
+  if (empty) return refusePart(provider, block, place, empty);
   if (version === "v2") {
     if (block.url !== undefined)
-      throw unsupportedPart(
-        provider,
-        block,
-        where,
-        "AI SDK 5 (specification v2) tool results take bytes only; pass them as data",
-      );
-    return { type: "media", data: block.data, mediaType: block.mimeType };
+      return refusePart(provider, block, place, {
+        reason: "AI SDK 5 tool results take no URLs",
+        fix: "AI SDK 5 (specification v2) tool results take bytes only; pass them as data",
+      });
+    return { type: "media", data: block.data, mediaType: mediaTypeOf(block) };
   }
   if (block.type === "image") {
     return block.url !== undefined
       ? { type: "image-url", url: block.url }
-      : { type: "image-data", data: block.data, mediaType: block.mimeType };
+      : { type: "image-data", data: block.data, mediaType: mediaTypeOf(block) };
   }
   if (block.url !== undefined) return { type: "file-url", url: block.url, mediaType: block.mimeType };
   const part: Part = { type: "file-data", data: block.data, mediaType: block.mimeType };
   if (block.type === "file" && block.filename !== undefined) part.filename = block.filename;
   return part;
+}
+
+/** A part's media type: an image's as its bytes say (see `sentImageType`); `image/*` for an image URL without one. */
+function mediaTypeOf(block: MediaBlock): string {
+  return (block.type === "image" ? sentImageType(block) : block.mimeType) ?? "image/*";
 }
 
 /**

@@ -12,6 +12,8 @@ import { objectRootSchema } from "../../model/schema-lowering.js";
 import type {
   AssistantMessage,
   ContentBlock,
+  FileBlock,
+  ImageBlock,
   MediaBlock,
   ModelRequest,
   ToolMessage,
@@ -19,12 +21,19 @@ import type {
 } from "../../model/types.js";
 import {
   blocksOf,
-  inResult,
+  emptyPart,
+  IN_USER_MESSAGE,
   isInlineText,
+  mediaOf,
+  OmittedParts,
+  type PartPlace,
   providerEntry,
+  type Refusal,
   reasoningOf,
+  refusePart,
+  sentImageType,
   textOf,
-  unsupportedPart,
+  WEB_IMAGE_TYPES,
 } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
@@ -53,7 +62,9 @@ export function encodeMessagesBody(
   const settings = request.settings;
   const systemParts: string[] = [];
   if (request.system) systemParts.push(request.system);
-  const messages = wireMessages(request, systemParts, request.tools.length > 0);
+  const omitted = new OmittedParts(ANTHROPIC);
+  const messages = wireMessages(request, systemParts, request.tools.length > 0, omitted);
+  omitted.report(warn);
   const format = settings.responseFormat;
   if (format) {
     // The Messages API has no generally available structured-output mode: the schema goes
@@ -78,7 +89,7 @@ export function encodeMessagesBody(
   if (dialect.promptCaching) markLastBlockCacheable(messages);
   body.stream = true;
 
-  const thinking = thinkingBudget(settings.reasoning);
+  const thinking = thinkingFor(messages, settings.reasoning, warn);
   if (thinking !== undefined) {
     body.thinking = { type: "enabled", budget_tokens: thinking };
     if ((body.max_tokens as number) <= thinking) {
@@ -108,6 +119,55 @@ export function encodeMessagesBody(
   if (settings.stop !== undefined && settings.stop.length > 0) body.stop_sequences = settings.stop;
   if (settings.extra) Object.assign(body, settings.extra);
   return body;
+}
+
+/**
+ * The thinking budget, unless this request continues a tool loop that began without thinking.
+ * Anthropic runs a whole assistant turn, tool loop included, in one thinking mode: with thinking
+ * on, the assistant message that opened the current loop must start with a signed thinking
+ * block, and one from another provider (a fallback, a handoff) or built by hand has none. The
+ * API allows thinking to be off for such a request, so it is, and says why.
+ */
+function thinkingFor(
+  messages: WireMessage[],
+  reasoning: ModelRequest["settings"]["reasoning"],
+  warn: Warn,
+): number | undefined {
+  const budget = thinkingBudget(reasoning);
+  if (budget === undefined) return undefined;
+  const opener = loopOpener(messages);
+  const first = opener?.content[0]?.type;
+  if (opener === undefined || first === "thinking" || first === "redacted_thinking") return budget;
+  warn(
+    "extended thinking was not sent for this request: it continues a tool loop whose first assistant turn has no thinking block (another provider's turn after a fallback or handoff, or one built by hand), and Anthropic needs the whole loop in one thinking mode",
+  );
+  // With thinking off, the loop must hold no thinking blocks either.
+  for (const message of messagesOfLoop(messages))
+    message.content = message.content.filter(
+      (block) => block.type !== "thinking" && block.type !== "redacted_thinking",
+    );
+  return undefined;
+}
+
+/**
+ * The assistant messages of the tool loop the request ends in: those after the last user
+ * message that answers no tool call. A user message holding any `tool_result` (results with an
+ * injected message merged in) counts as part of the loop, which can only drop thinking where it
+ * was not needed, never keep it where the API refuses it.
+ */
+function messagesOfLoop(messages: WireMessage[]): WireMessage[] {
+  const loop: WireMessage[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role === "assistant") loop.unshift(message);
+    else if (!message.content.some((block) => block.type === "tool_result")) break;
+  }
+  return loop;
+}
+
+/** The assistant message that opened the tool loop this request continues, if it continues one. */
+function loopOpener(messages: WireMessage[]): WireMessage | undefined {
+  return messagesOfLoop(messages)[0];
 }
 
 function thinkingBudget(reasoning: ModelRequest["settings"]["reasoning"]): number | undefined {
@@ -148,7 +208,12 @@ function anthropicTool(spec: ToolSpec, warn: Warn): Block {
  * `toolsDefined` false: the API rejects tool_use / tool_result blocks in a request without
  * tools (an agent without tools after a handoff), so calls and results go as plain text.
  */
-function wireMessages(request: ModelRequest, systemParts: string[], toolsDefined: boolean): WireMessage[] {
+function wireMessages(
+  request: ModelRequest,
+  systemParts: string[],
+  toolsDefined: boolean,
+  omitted: OmittedParts,
+): WireMessage[] {
   const ids = new WireCallIds(64);
   const out: WireMessage[] = [];
   const push = (role: WireMessage["role"], content: Block[]) => {
@@ -167,48 +232,85 @@ function wireMessages(request: ModelRequest, systemParts: string[], toolsDefined
         break;
       }
       case "user":
-        push("user", userBlocks(message.content, "in a user message"));
+        push("user", userBlocks(message.content, IN_USER_MESSAGE));
         break;
       case "assistant":
         push("assistant", toolsDefined ? assistantBlocks(message, ids) : assistantAsText(message));
         break;
       case "tool":
-        push("user", toolsDefined ? [toolResult(message, ids)] : toolResultAsText(message));
+        push("user", toolsDefined ? [toolResult(message, ids, omitted)] : toolResultAsText(message, omitted));
         break;
     }
   }
   return out;
 }
 
-function userBlocks(content: string | ContentBlock[], where: string): Block[] {
+function userBlocks(content: string | ContentBlock[], place: PartPlace): Block[] {
   const out: Block[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text" && block.text !== "") out.push({ type: "text", text: block.text });
-    else if (isMediaBlock(block)) out.push(mediaBlock(block, where));
+    else if (isMediaBlock(block)) {
+      const refusal = refusalOf(block);
+      if (refusal) out.push({ type: "text", text: refusePart(ANTHROPIC, block, place, refusal) });
+      else if (block.type !== "audio") out.push(mediaBlock(block));
+    }
   }
   return out;
 }
 
-const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+/**
+ * The API's limit on one image, measured on its base64 text (not the decoded bytes): "image
+ * exceeds 5 MB maximum: N bytes > 5242880 bytes".
+ */
+export const MAX_IMAGE_BASE64 = 5 * 1024 * 1024;
+
+/** Why Claude cannot take this part, or undefined when it can. */
+function refusalOf(block: MediaBlock): Refusal | undefined {
+  const empty = emptyPart(block);
+  if (empty) return empty;
+  if (block.type === "audio")
+    return { reason: "anthropic takes no audio", fix: "Claude takes no audio input; transcribe it first" };
+  if (block.type === "image") {
+    if (block.url !== undefined) return undefined;
+    if (!WEB_IMAGE_TYPES.has(sentImageType(block) ?? ""))
+      return {
+        reason: "anthropic takes JPEG, PNG, GIF and WebP images only",
+        fix: "Claude takes JPEG, PNG, GIF and WebP images; convert it",
+      };
+    if (block.data.length > MAX_IMAGE_BASE64) {
+      const size = block.data.length.toLocaleString("en-US");
+      return {
+        reason: `anthropic takes images up to 5 MB as base64 (5,242,880 characters) and this one is ${size}`,
+        fix: `Anthropic's limit is 5 MB of base64 (5,242,880 characters; about 3.75 MB of image) and this one is ${size}: scale or compress it first`,
+      };
+    }
+    return undefined;
+  }
+  if (block.data !== undefined && isInlineText(block)) return undefined;
+  if (block.mimeType === "application/pdf") return undefined;
+  return block.url !== undefined
+    ? {
+        reason: "anthropic takes only PDFs by URL",
+        fix: "a document by URL must be a PDF; fetch it and pass its bytes as data",
+      }
+    : {
+        reason: "anthropic takes PDF and text documents only",
+        fix: "Claude takes PDF and text documents only",
+      };
+}
 
 /**
- * `image` blocks (base64 or URL source; JPEG, PNG, GIF, WebP) and `document` blocks: a PDF as
- * base64 or by URL, a text document as a text source. The filename becomes the document's title.
- * Claude takes no audio.
+ * `image` blocks (base64 or URL source; JPEG, PNG, GIF, WebP, sent with the type the bytes say)
+ * and `document` blocks: a PDF as base64 or by URL, a text document as a text source. The
+ * filename becomes the document's title. Only parts `refusalOf` lets through get here.
  */
-function mediaBlock(block: MediaBlock, where: string): Block {
-  if (block.type === "audio")
-    throw unsupportedPart(ANTHROPIC, block, where, "Claude takes no audio input; transcribe it first");
+function mediaBlock(block: ImageBlock | FileBlock): Block {
   if (block.type === "image") {
     if (block.url !== undefined) return { type: "image", source: { type: "url", url: block.url } };
-    if (!IMAGE_TYPES.has(block.mimeType))
-      throw unsupportedPart(
-        ANTHROPIC,
-        block,
-        where,
-        "Claude takes JPEG, PNG, GIF and WebP images; convert it",
-      );
-    return { type: "image", source: { type: "base64", media_type: block.mimeType, data: block.data } };
+    return {
+      type: "image",
+      source: { type: "base64", media_type: sentImageType(block), data: block.data },
+    };
   }
   let source: Block;
   if (block.data !== undefined && isInlineText(block)) {
@@ -217,15 +319,6 @@ function mediaBlock(block: MediaBlock, where: string): Block {
       media_type: "text/plain",
       data: Buffer.from(block.data, "base64").toString("utf8"),
     };
-  } else if (block.mimeType !== "application/pdf") {
-    throw unsupportedPart(
-      ANTHROPIC,
-      block,
-      where,
-      block.url !== undefined
-        ? "a document by URL must be a PDF; fetch it and pass its bytes as data"
-        : "Claude takes PDF and text documents only",
-    );
   } else if (block.url !== undefined) source = { type: "url", url: block.url };
   else source = { type: "base64", media_type: "application/pdf", data: block.data };
   const out: Block = { type: "document", source };
@@ -233,9 +326,9 @@ function mediaBlock(block: MediaBlock, where: string): Block {
   return out;
 }
 
-function toolResult(message: ToolMessage, ids: WireCallIds): Block {
+function toolResult(message: ToolMessage, ids: WireCallIds, omitted: OmittedParts): Block {
   const id = ids.forResult(message.toolCallId);
-  const content = userBlocks(message.content, inResult(message.name, id));
+  const content = userBlocks(message.content, omitted.inResult(message.name, id));
   const block: Block = { type: "tool_result", tool_use_id: id };
   // An empty tool_result is valid; an empty text block inside one is not.
   if (content.length > 0) block.content = content;
@@ -286,13 +379,11 @@ function assistantAsText(message: AssistantMessage): Block[] {
   return text === "" ? [] : [{ type: "text", text }];
 }
 
-function toolResultAsText(message: ToolMessage): Block[] {
+function toolResultAsText(message: ToolMessage, omitted: OmittedParts): Block[] {
   const prefix = `[result of tool ${message.name}${message.isError ? " (error)" : ""}]`;
   const text = textOf(message.content);
-  return [
-    { type: "text", text: text === "" ? prefix : `${prefix}\n${text}` },
-    ...userBlocks(message.content, `in the result of ${message.name}`).filter((b) => b.type !== "text"),
-  ];
+  const media = userBlocks(mediaOf(message.content), omitted.inResult(message.name, message.toolCallId));
+  return [{ type: "text", text: text === "" ? prefix : `${prefix}\n${text}` }, ...media];
 }
 
 /** The kept content belongs to this message only if its tool_use blocks are these calls. */

@@ -9,6 +9,8 @@ import { objectRootSchema, toStrictSchema } from "../../model/schema-lowering.js
 import type {
   AssistantMessage,
   ContentBlock,
+  FileBlock,
+  ImageBlock,
   MediaBlock,
   ModelRequest,
   ToolMessage,
@@ -18,12 +20,18 @@ import {
   blocksOf,
   dataUrl,
   documentText,
-  inResult,
+  emptyPart,
+  IN_USER_MESSAGE,
   isInlineText,
   mediaOf,
+  OmittedParts,
+  type PartPlace,
   providerEntry,
+  type Refusal,
+  refusePart,
+  sentImageType,
   textOf,
-  unsupportedPart,
+  WEB_IMAGE_TYPES,
 } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
@@ -44,12 +52,14 @@ type Item = Record<string, unknown>;
 
 export function encodeResponsesBody(request: ModelRequest, dialect: ResponsesDialect, warn: Warn): Item {
   const settings = request.settings;
+  const omitted = new OmittedParts(OPENAI_RESPONSES);
   const body: Item = {
     model: dialect.model,
-    input: inputItems(request, dialect),
+    input: inputItems(request, dialect, omitted),
     stream: true,
     store: dialect.store,
   };
+  omitted.report(warn);
   if (request.system) body.instructions = request.system;
   if (dialect.encryptedReasoning && !dialect.store) body.include = ["reasoning.encrypted_content"];
   if (request.tools.length > 0) {
@@ -111,7 +121,7 @@ function responsesTool(spec: ToolSpec, warn: Warn): Item {
   return tool;
 }
 
-function inputItems(request: ModelRequest, dialect: ResponsesDialect): Item[] {
+function inputItems(request: ModelRequest, dialect: ResponsesDialect, omitted: OmittedParts): Item[] {
   const ids = new WireCallIds(64);
   const out: Item[] = [];
   for (const message of request.messages) {
@@ -126,7 +136,7 @@ function inputItems(request: ModelRequest, dialect: ResponsesDialect): Item[] {
         out.push(...assistantItems(message, dialect, ids));
         break;
       case "tool":
-        out.push(functionCallOutput(message, ids));
+        out.push(functionCallOutput(message, ids, omitted));
         break;
     }
   }
@@ -138,13 +148,13 @@ function userContent(content: string | ContentBlock[]): string | Item[] {
   const parts: Item[] = [];
   for (const block of blocksOf(content)) {
     if (block.type === "text") parts.push({ type: "input_text", text: block.text });
-    else if (block.type !== "reasoning") parts.push(inputPart(block, "in a user message"));
+    else if (block.type !== "reasoning") parts.push(inputPart(block, IN_USER_MESSAGE));
   }
   return parts;
 }
 
 /** A function's output holds the same parts as a user message (text, images, files). */
-function functionCallOutput(message: ToolMessage, ids: WireCallIds): Item {
+function functionCallOutput(message: ToolMessage, ids: WireCallIds, omitted: OmittedParts): Item {
   const callId = ids.forResult(message.toolCallId);
   if (mediaOf(message.content).length === 0)
     return { type: "function_call_output", call_id: callId, output: textOf(message.content) };
@@ -152,40 +162,61 @@ function functionCallOutput(message: ToolMessage, ids: WireCallIds): Item {
   for (const block of blocksOf(message.content)) {
     if (block.type === "text" && block.text !== "") output.push({ type: "input_text", text: block.text });
     else if (block.type !== "text" && block.type !== "reasoning")
-      output.push(inputPart(block, inResult(message.name, callId)));
+      output.push(inputPart(block, omitted.inResult(message.name, callId)));
   }
   return { type: "function_call_output", call_id: callId, output };
 }
 
 /**
  * `input_image` (a data URL or the image's URL), `input_file` with `file_data` (a data URL)
- * or `file_url` for a PDF, `input_text` for a text document. The Responses API takes no audio.
+ * or `file_url` for a PDF, `input_text` for a text document; for a part the Responses API cannot
+ * take, what `refusePart` makes of it (a thrown `UserError` in a user message, a note in a tool
+ * result).
  */
-function inputPart(block: MediaBlock, where: string): Item {
-  if (block.type === "image")
-    return { type: "input_image", image_url: block.url ?? dataUrl(block), detail: "auto" };
-  if (block.type === "audio")
-    throw unsupportedPart(
-      OPENAI_RESPONSES,
-      block,
-      where,
-      "the Responses API takes no audio input; transcribe it first, or use openai() (Chat Completions) with an audio model",
-    );
+function inputPart(block: MediaBlock, place: PartPlace): Item {
+  const note = (refusal: Refusal): Item => ({
+    type: "input_text",
+    text: refusePart(OPENAI_RESPONSES, block, place, refusal),
+  });
+  if (block.type === "audio") return note(emptyPart(block) ?? NO_AUDIO);
+  const refusal = refusalOf(block);
+  if (refusal) return note(refusal);
+  if (block.type === "image") {
+    const url = block.url ?? dataUrl({ data: block.data, mimeType: sentImageType(block) ?? block.mimeType });
+    return { type: "input_image", image_url: url, detail: "auto" };
+  }
   if (block.data !== undefined && isInlineText(block))
     return { type: "input_text", text: documentText(block) };
-  if (block.mimeType !== "application/pdf")
-    throw unsupportedPart(
-      OPENAI_RESPONSES,
-      block,
-      where,
-      "the Responses API takes PDF and text documents only",
-    );
   const file: Item = { type: "input_file" };
   if (block.filename !== undefined || block.data !== undefined)
     file.filename = block.filename ?? "document.pdf";
   if (block.url !== undefined) file.file_url = block.url;
   else file.file_data = dataUrl(block);
   return file;
+}
+
+const NO_AUDIO: Refusal = {
+  reason: "the Responses API takes no audio",
+  fix: "the Responses API takes no audio input; transcribe it first, or use openai() (Chat Completions) with an audio model",
+};
+
+/** Why the Responses API cannot take this image or document, or undefined when it can. */
+function refusalOf(block: ImageBlock | FileBlock): Refusal | undefined {
+  const empty = emptyPart(block);
+  if (empty) return empty;
+  if (block.type === "image") {
+    if (block.url !== undefined || WEB_IMAGE_TYPES.has(sentImageType(block) ?? "")) return undefined;
+    return {
+      reason: "the Responses API takes PNG, JPEG, GIF and WebP images only",
+      fix: "the Responses API takes PNG, JPEG, GIF and WebP images; convert it",
+    };
+  }
+  if ((block.data !== undefined && isInlineText(block)) || block.mimeType === "application/pdf")
+    return undefined;
+  return {
+    reason: "the Responses API takes PDF and text documents only",
+    fix: "the Responses API takes PDF and text documents only",
+  };
 }
 
 /**

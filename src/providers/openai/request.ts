@@ -15,13 +15,19 @@ import {
   blocksOf,
   dataUrl,
   documentText,
-  inResult,
+  emptyPart,
+  IN_USER_MESSAGE,
   isInlineText,
   mediaOf,
+  OmittedParts,
+  type PartPlace,
   providerEntry,
+  type Refusal,
   reasoningOf,
+  refusePart,
+  sentImageType,
   textOf,
-  unsupportedPart,
+  WEB_IMAGE_TYPES,
 } from "../message-content.js";
 import type { Warn } from "../streaming-turn.js";
 import { WireCallIds } from "../tool-call-ids.js";
@@ -47,12 +53,14 @@ export function encodeChatBody(
   dialect: ChatDialect,
   warn: Warn,
 ): Record<string, unknown> {
+  const omitted = new OmittedParts(dialect.provider);
   const body: Record<string, unknown> = {
     model: dialect.model,
-    messages: chatMessages(request, dialect),
+    messages: chatMessages(request, dialect, omitted),
     stream: true,
     stream_options: { include_usage: true },
   };
+  omitted.report(warn);
   const settings = request.settings;
   if (request.tools.length > 0) {
     body.tools = request.tools.map((spec) => chatTool(spec, dialect, warn));
@@ -106,7 +114,11 @@ function chatTool(spec: ToolSpec, dialect: ChatDialect, warn: Warn): Record<stri
   return { type: "function", function: fn };
 }
 
-function chatMessages(request: ModelRequest, dialect: ChatDialect): Record<string, unknown>[] {
+function chatMessages(
+  request: ModelRequest,
+  dialect: ChatDialect,
+  omitted: OmittedParts,
+): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   if (request.system !== undefined && request.system !== "")
     out.push({ role: "system", content: request.system });
@@ -119,7 +131,7 @@ function chatMessages(request: ModelRequest, dialect: ChatDialect): Record<strin
       const run: ToolMessage[] = [];
       while (i < messages.length && messages[i]!.role === "tool") run.push(messages[i++] as ToolMessage);
       i--;
-      out.push(...toolResults(run, ids, dialect.provider));
+      out.push(...toolResults(run, ids, dialect.provider, omitted));
       continue;
     }
     out.push(chatMessage(message, dialect, ids));
@@ -134,7 +146,10 @@ function chatMessage(message: Exclude<Message, ToolMessage>, dialect: ChatDialec
   const parts: Record<string, unknown>[] = [];
   for (const block of blocksOf(message.content)) {
     if (block.type === "text") parts.push({ type: "text", text: block.text });
-    else if (block.type !== "reasoning") parts.push(mediaPart(block, dialect.provider, "in a user message"));
+    else if (block.type !== "reasoning") {
+      const part = mediaPart(block, dialect.provider, IN_USER_MESSAGE);
+      parts.push(typeof part === "string" ? { type: "text", text: part } : part);
+    }
   }
   return { role: "user", content: parts };
 }
@@ -151,32 +166,59 @@ const AUDIO_FORMATS: Record<string, string> = {
 /**
  * One image, document or recording as a user-message part: `image_url` (a data URL or the
  * image's URL), `file` with `file_data` for a PDF, text for a text document, `input_audio`
- * for wav and mp3. Chat Completions has no field for a document's URL.
+ * for wav and mp3; or, for a part Chat Completions cannot take, what `refusePart` makes of it
+ * (a thrown `UserError` in a user message, a note in a tool result).
  */
-function mediaPart(block: MediaBlock, provider: string, where: string): Record<string, unknown> {
-  if (block.type === "image") return { type: "image_url", image_url: { url: block.url ?? dataUrl(block) } };
+function mediaPart(block: MediaBlock, provider: string, place: PartPlace): Record<string, unknown> | string {
+  const refusal = refusalOf(block);
+  if (refusal) return refusePart(provider, block, place, refusal);
+  if (block.type === "image") {
+    const url = block.url ?? dataUrl({ data: block.data, mimeType: sentImageType(block) ?? block.mimeType });
+    return { type: "image_url", image_url: { url } };
+  }
+  if (block.type === "audio")
+    return {
+      type: "input_audio",
+      input_audio: { data: block.data, format: AUDIO_FORMATS[block.mimeType.toLowerCase()] },
+    };
+  if (block.url === undefined && isInlineText(block)) return { type: "text", text: documentText(block) };
+  return {
+    type: "file",
+    file: {
+      filename: block.filename ?? "document.pdf",
+      file_data: dataUrl(block as { data: string; mimeType: string }),
+    },
+  };
+}
+
+/** Why Chat Completions cannot take this part, or undefined when it can. */
+function refusalOf(block: MediaBlock): Refusal | undefined {
+  const empty = emptyPart(block);
+  if (empty) return empty;
+  if (block.type === "image") {
+    if (block.url !== undefined || WEB_IMAGE_TYPES.has(sentImageType(block) ?? "")) return undefined;
+    return {
+      reason: "Chat Completions takes PNG, JPEG, GIF and WebP images only",
+      fix: "Chat Completions takes PNG, JPEG, GIF and WebP images; convert it",
+    };
+  }
   if (block.type === "audio") {
-    const format = AUDIO_FORMATS[block.mimeType.toLowerCase()];
-    if (!format)
-      throw unsupportedPart(
-        provider,
-        block,
-        where,
-        "Chat Completions takes wav and mp3 recordings only; convert it",
-      );
-    return { type: "input_audio", input_audio: { data: block.data, format } };
+    if (AUDIO_FORMATS[block.mimeType.toLowerCase()]) return undefined;
+    return {
+      reason: "Chat Completions takes wav and mp3 recordings only",
+      fix: "Chat Completions takes wav and mp3 recordings only; convert it",
+    };
   }
   if (block.url !== undefined)
-    throw unsupportedPart(
-      provider,
-      block,
-      where,
-      "Chat Completions has no field for a document's URL; fetch it and pass its bytes as data (or use openaiResponses)",
-    );
-  if (isInlineText(block)) return { type: "text", text: documentText(block) };
-  if (block.mimeType !== "application/pdf")
-    throw unsupportedPart(provider, block, where, "Chat Completions takes PDF and text documents only");
-  return { type: "file", file: { filename: block.filename ?? "document.pdf", file_data: dataUrl(block) } };
+    return {
+      reason: "Chat Completions takes no document by URL",
+      fix: "Chat Completions has no field for a document's URL; fetch it and pass its bytes as data (or use openaiResponses)",
+    };
+  if (isInlineText(block) || block.mimeType === "application/pdf") return undefined;
+  return {
+    reason: "Chat Completions takes PDF and text documents only",
+    fix: "Chat Completions takes PDF and text documents only",
+  };
 }
 
 function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: WireCallIds) {
@@ -215,27 +257,45 @@ function assistantMessage(message: AssistantMessage, dialect: ChatDialect, ids: 
 
 /**
  * Tool messages hold text only: the images, documents and recordings of a run of results
- * follow in one user message, each result's under a line naming its call.
+ * follow in one user message, each result's under a line naming its call. A part Chat
+ * Completions cannot take becomes a note in its tool message.
  */
-function toolResults(run: ToolMessage[], ids: WireCallIds, provider: string): Record<string, unknown>[] {
+function toolResults(
+  run: ToolMessage[],
+  ids: WireCallIds,
+  provider: string,
+  omitted: OmittedParts,
+): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   const attached: Record<string, unknown>[] = [];
   for (const result of run) {
-    const media = mediaOf(result.content);
-    let text = textOf(result.content);
     const callId = ids.forResult(result.toolCallId);
-    if (media.length > 0) {
-      const images = media.every((block) => block.type === "image");
-      const noun = images ? "image" : "attachment";
-      const note = `[${media.length} ${noun}${media.length === 1 ? "" : "s"} attached in the next user message]`;
-      text = text === "" ? note : `${text}\n${note}`;
-      attached.push({
-        type: "text",
-        text: `${images ? "Images" : "Attachments"} returned by ${result.name} (call ${callId}):`,
-      });
-      for (const block of media) attached.push(mediaPart(block, provider, inResult(result.name, callId)));
+    const place = omitted.inResult(result.name, callId);
+    const lines = [textOf(result.content)];
+    const parts: Record<string, unknown>[] = [];
+    let images = true;
+    for (const block of mediaOf(result.content)) {
+      const part = mediaPart(block, provider, place);
+      if (typeof part === "string") lines.push(part);
+      else {
+        parts.push(part);
+        images &&= block.type === "image";
+      }
     }
-    out.push({ role: "tool", tool_call_id: callId, content: text });
+    if (parts.length > 0) {
+      const noun = images ? "image" : "attachment";
+      lines.push(
+        `[${parts.length} ${noun}${parts.length === 1 ? "" : "s"} attached in the next user message]`,
+      );
+      attached.push(
+        {
+          type: "text",
+          text: `${images ? "Images" : "Attachments"} returned by ${result.name} (call ${callId}):`,
+        },
+        ...parts,
+      );
+    }
+    out.push({ role: "tool", tool_call_id: callId, content: lines.filter((line) => line !== "").join("\n") });
   }
   if (attached.length > 0) out.push({ role: "user", content: attached });
   return out;
