@@ -283,6 +283,54 @@ describe("compaction", () => {
     expect(recall.output).toMatch(/\[end of output\]$/);
   });
 
+  it("an elided screenshot's stub names its text and image, and recall gives the image back", async () => {
+    // A 64×64 PNG header is enough for the image estimate; the bytes after it do not matter here.
+    const png = Buffer.concat([
+      Buffer.from("89504e470d0a1a0a0000000d49484452000000400000004008060000", "hex"),
+      Buffer.alloc(64),
+    ]).toString("base64");
+    const screenshot = tool({
+      name: "screenshot",
+      description: "Take a screenshot.",
+      parameters: z.object({ n: z.number() }),
+      execute: ({ n }) => ({
+        content: [
+          { type: "text" as const, text: `screen ${n} ${"x".repeat(2_000)}` },
+          { type: "image" as const, data: png, mimeType: "image/png" },
+        ],
+      }),
+    });
+    const model = new ScriptedModel([
+      ...Array.from({ length: 6 }, (_, i) => ({ toolCalls: [{ name: "screenshot", args: { n: i } }] })),
+      (req: ModelRequest) => {
+        const stub = req.messages.find((m) => m.role === "tool" && String(m.content).includes("elided"));
+        const id = /recall_tool_result\("([^"]+)"\)/.exec(String(stub?.content))![1]!;
+        return { toolCalls: [{ name: "recall_tool_result", args: { call_id: id } }] };
+      },
+      { text: "done" },
+    ]);
+    const agent = new Agent({
+      name: "a",
+      model,
+      tools: [screenshot],
+      compaction: { maxInputTokens: 3_000, keepRecentTurns: 1 },
+    });
+    const result = await Runner.run(agent, "go");
+    expect(result.stopReason).toBe("completed");
+    const stubs = model.requests
+      .at(-2)!
+      .messages.filter((m) => m.role === "tool" && String(m.content).includes("elided"))
+      .map((m) => String(m.content));
+    expect(stubs[0]).toMatch(
+      /^\[result of screenshot elided: 2,009 chars and 1 image; recall_tool_result\("[^"]+"\) to read it\]$/,
+    );
+    const recalled = model.requests.at(-1)!.messages.at(-1)!;
+    expect(recalled.role).toBe("tool");
+    const blocks = recalled.content as Array<{ type: string; text?: string; data?: string }>;
+    expect(blocks[0]?.text).toMatch(/^\[chars 0-\d+ of \d+\]\nscreen 0 x+/);
+    expect(blocks.find((b) => b.type === "image")?.data).toBe(png);
+  });
+
   it("a handoff whose inputFilter rewrites the transcript starts the view over", async () => {
     const billingModel = new ScriptedModel([{ text: "billing here" }]);
     const billing = new Agent({

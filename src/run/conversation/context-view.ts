@@ -14,9 +14,28 @@ export type CompactionChange = {
 
 const RECALL = "recall_tool_result";
 
-/** The one line an elided result becomes. */
-export function elisionStub(name: string, callId: string, chars: number): string {
-  return `[result of ${name} elided: ${thousands(chars)} chars; ${RECALL}(${JSON.stringify(callId)}) to read it]`;
+/**
+ * The one line an elided result becomes: how much text it held, and its images or files (whose
+ * size estimate says nothing a model can use), so the model knows what recalling it gives back.
+ */
+export function elisionStub(message: ToolMessage): string {
+  const { content } = message;
+  let chars = 0;
+  const media: string[] = [];
+  if (typeof content === "string") chars = content.length;
+  else {
+    for (const block of content) {
+      if (block.type === "text") chars += block.text.length;
+      else if (block.type !== "reasoning") media.push(block.type === "file" ? "file" : block.type);
+    }
+  }
+  const parts = [`${thousands(chars)} chars`];
+  for (const kind of ["image", "file", "audio"]) {
+    const n = media.filter((m) => m === kind).length;
+    if (n) parts.push(`${n} ${kind === "audio" ? "audio part" : kind}${n > 1 ? "s" : ""}`);
+  }
+  const held = parts.length > 1 ? `${parts.slice(0, -1).join(", ")} and ${parts.at(-1)}` : parts[0];
+  return `[result of ${message.name} elided: ${held}; ${RECALL}(${JSON.stringify(message.toolCallId)}) to read it]`;
 }
 
 /** `12345` → `"12,345"`; `toLocaleString` goes through Intl, ~50× slower, and this runs per elision. */
@@ -185,10 +204,9 @@ export class ContextView {
       const message = transcript[index]!;
       if (message.role !== "tool" || this.#hidden.has(message.toolCallId)) continue;
       const chars = contentChars(message.content, this.imageRule);
-      if (chars <= MAX_STUB_CHARS && elisionStub(message.name, message.toolCallId, chars).length >= chars)
-        continue;
+      if (chars <= MAX_STUB_CHARS && elisionStub(message).length >= chars) continue;
       elided.push({ callId: message.toolCallId, name: message.name, index, chars });
-      this.#elide(index, message, chars);
+      this.#elide(index, message);
     }
     this.#cursor = index;
     return elided;
@@ -243,18 +261,18 @@ export class ContextView {
       // A log that does not match its transcript is skipped rather than trusted.
       if (message?.role !== "tool" || message.toolCallId !== callId || index < this.#cut) continue;
       if (this.#hidden.has(callId)) continue;
-      this.#elide(index, message, contentChars(message.content, this.imageRule));
+      this.#elide(index, message);
       this.#cursor = Math.max(this.#cursor, index + 1);
     }
     if (change.summary) this.summarize(change.summary.messages, change.summary.text);
   }
 
-  #elide(index: number, message: ToolMessage, chars: number): void {
+  #elide(index: number, message: ToolMessage): void {
     const stub: ToolMessage = {
       role: "tool",
       toolCallId: message.toolCallId,
       name: message.name,
-      content: elisionStub(message.name, message.toolCallId, chars),
+      content: elisionStub(message),
       isError: message.isError,
     };
     const size = messageChars(stub, this.imageRule);

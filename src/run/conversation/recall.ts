@@ -1,6 +1,6 @@
 import { ToolError } from "../../errors.js";
 import { describeMedia, isMediaBlock } from "../../model/media.js";
-import type { Message } from "../../model/types.js";
+import type { MediaBlock, Message } from "../../model/types.js";
 import type { RunStore } from "../../store/types.js";
 import { jsonSchema } from "../../tool/json-schema.js";
 import { type Tool, tool } from "../../tool/tool.js";
@@ -80,9 +80,9 @@ function newRecallTool(store: RunStore | undefined): Tool<RecallArgs> {
     idempotent: true,
     maxOutputChars: MAX_SLICE + 500,
     execute: async ({ call_id, offset = 0, max_chars = DEFAULT_SLICE }, ctx) => {
-      const text =
-        (store ? await store.getArtifact(ctx.runId, resultArtifactKey(call_id)) : undefined) ??
-        hiddenResult(ctx.transcript, call_id);
+      const stored = store ? await store.getArtifact(ctx.runId, resultArtifactKey(call_id)) : undefined;
+      const hidden = stored === undefined ? hiddenResult(ctx.transcript, call_id) : undefined;
+      const text = stored ?? hidden?.text;
       if (text === undefined) {
         throw new ToolError(`no stored output for call ${call_id}`, {
           hint: "Only results that were truncated or elided can be recalled; use the call_id from the notice.",
@@ -95,17 +95,32 @@ function newRecallTool(store: RunStore | undefined): Tool<RecallArgs> {
         rest > 0
           ? `\n[... ${rest.toLocaleString("en-US")} more chars: continue with offset ${end}]`
           : "\n[end of output]";
-      return `[chars ${offset}-${end} of ${text.length}]\n${slice}${notice}`;
+      const page = `[chars ${offset}-${end} of ${text.length}]\n${slice}${notice}`;
+      // The images and documents of an elided result come back with its first slice: they are
+      // what a model recalls a screenshot for, and text offsets do not reach them.
+      if (offset === 0 && hidden?.media.length)
+        return { content: [{ type: "text" as const, text: page }, ...hidden.media] };
+      return page;
     },
   });
 }
 
-/** The full text of a result the model sees only as a stub or through a summary: O(1) by its call id. */
-function hiddenResult(transcript: readonly Message[], callId: string): string | undefined {
+/**
+ * A result the model sees only as a stub or through a summary, by its call id (O(1)): its text
+ * (media named in place) and its media parts.
+ */
+function hiddenResult(
+  transcript: readonly Message[],
+  callId: string,
+): { text: string; media: MediaBlock[] } | undefined {
   const index = viewOf(transcript)?.hiddenIndex(callId);
   if (index === undefined) return undefined;
   const message = transcript[index];
   if (message?.role !== "tool") return undefined;
-  if (typeof message.content === "string") return message.content;
-  return message.content.map((block) => (isMediaBlock(block) ? describeMedia(block) : block.text)).join("\n");
+  if (typeof message.content === "string") return { text: message.content, media: [] };
+  const media = message.content.filter(isMediaBlock);
+  const text = message.content
+    .map((block) => (isMediaBlock(block) ? describeMedia(block) : block.type === "text" ? block.text : ""))
+    .join("\n");
+  return { text, media };
 }
