@@ -31,8 +31,12 @@ export type ToolHostChange = { kind: "added" | "removed" | "updated"; name: stri
  * const host: ToolHost = { listTools: async () => [spec], call: async (name, args, ctx) => "ok" };
  */
 export interface ToolHost {
-  /** The tools on offer now; names must be unique across the agent's tools and hosts. */
-  listTools(signal?: AbortSignal): Promise<HostedTool[]>;
+  /**
+   * The tools on offer now; names must be unique across the agent's tools and hosts. When the
+   * runner lists a host again mid-run it passes `warn`: a host may then leave out a tool it
+   * cannot offer (a broken definition) and say why there, instead of failing the listing.
+   */
+  listTools(signal?: AbortSignal, warn?: (message: string) => void): Promise<HostedTool[]>;
   /** Returns what a local `execute` returns: a string, `{ content, details? }`, or any JSON value. */
   call(name: string, args: unknown, ctx: RunContext): Promise<unknown>;
   /** Reports changes, so a run lists the host again before its next model request. Without it, before every one. */

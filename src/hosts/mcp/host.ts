@@ -2,20 +2,26 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { raceAbort } from "../../abort.js";
 import { fence } from "../../builtin-tools/fence.js";
 import type { RunContext } from "../../contract/run-context.js";
-import { ToolError } from "../../errors.js";
+import { ToolError, UserError } from "../../errors.js";
+import type { JSONSchema } from "../../model/types.js";
+import { compileJsonSchema } from "../../tool/ajv.js";
 import { ChangeFeed } from "../change-feed.js";
 import type { HostedTool, ToolHost, ToolHostChange } from "../tool-host.js";
 import { checkConfig, type McpServerConfig, type McpServerOptions } from "./config.js";
 import { Connection, type Session } from "./connection.js";
 import { NotDelivered } from "./delivery.js";
-import { buildListing, diffListings, type Listing } from "./listing.js";
+import { buildListing, diffListings, type ListedTool, type Listing } from "./listing.js";
 import { oversizeOf } from "./oversize.js";
 import { cleanPeerLine, cleanPeerText } from "./peer-text.js";
 import { progressReporter } from "./progress.js";
 import { toToolOutput } from "./results.js";
+import { loadSdk } from "./sdk.js";
 
 /** How many pages of `tools/list` are read before giving up on a server that never stops. */
 const MAX_LIST_PAGES = 100;
+/** Output-schema validators, by the schema's JSON (each distinct schema is compiled once). */
+const outputValidators = new Map<string, ReturnType<typeof compileJsonSchema> | Error>();
+const MAX_OUTPUT_VALIDATORS = 1_000;
 /**
  * The least time between two listings a server's change notifications cause. The first
  * change after a quiet spell is listed at once; a server that keeps announcing changes is
@@ -87,10 +93,17 @@ export class McpToolHost implements ToolHost {
   /**
    * The server's tools, as the runner offers them. Connects on first use. A listing is
    * reused while the server announces changes and has not announced one; a server that
-   * never announces changes is asked every time.
+   * never announces changes is asked every time. A tool whose definition is broken is a
+   * `UserError` naming it, or — when `warn` is given (the runner gives it when it lists
+   * again mid-run) — left out, with `warn` told why.
    */
-  async listTools(signal?: AbortSignal): Promise<HostedTool[]> {
-    return (await this.#currentListing(signal)).tools;
+  async listTools(signal?: AbortSignal, warn?: (message: string) => void): Promise<HostedTool[]> {
+    const listing = await this.#currentListing(signal);
+    if (listing.problems.length > 0) {
+      if (!warn) throw new UserError(listing.problems[0]!);
+      for (const problem of listing.problems) warn(problem);
+    }
+    return listing.tools;
   }
 
   async call(name: string, args: unknown, ctx: RunContext): Promise<unknown> {
@@ -121,6 +134,7 @@ export class McpToolHost implements ToolHost {
       // A tool that changes the tool list (the server announces it before answering) returns
       // only once the new list is known, so the very next model request offers it.
       if (this.#generation !== generation) await raceAbort(this.#listedAfter(generation), ctx.signal);
+      this.#checkStructured(result, listed);
       return toToolOutput(result, {
         fence: this.#options.fence === true,
         source: `MCP server ${this.name}, tool ${cleanPeerLine(mcpName)}`,
@@ -237,6 +251,39 @@ export class McpToolHost implements ToolHost {
     });
   }
 
+  /**
+   * A tool with an `outputSchema` must answer with structured content that matches it (the
+   * MCP spec: clients should validate). Checked here for every listed tool, on any page.
+   */
+  #checkStructured(result: CallToolResult, listed: ListedTool): void {
+    const schema = listed.outputSchema;
+    if (!schema || result.isError) return;
+    const tool = cleanPeerLine(listed.mcpName);
+    if (result.structuredContent === undefined || result.structuredContent === null) {
+      throw new McpHostFailure(
+        `MCP server ${this.name} answered the call to ${tool} without structured content, though the tool has an output schema`,
+        { cause: undefined },
+      );
+    }
+    const validate = outputValidator(schema);
+    if (validate instanceof Error) {
+      throw new McpHostFailure(
+        `MCP server ${this.name}: the output schema of ${tool} is invalid (${cleanPeerLine(validate.message, 300)}); its result cannot be checked`,
+        { cause: validate },
+      );
+    }
+    if (!validate(result.structuredContent)) {
+      const why = (validate.errors ?? [])
+        .slice(0, 3)
+        .map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`)
+        .join("; ");
+      throw new McpHostFailure(
+        `MCP server ${this.name} answered the call to ${tool} with structured content that does not match the tool's output schema (${cleanPeerLine(why, 500)}); the call ran on the server`,
+        { cause: undefined },
+      );
+    }
+  }
+
   #tooLarge(error: unknown, mcpName: string, bytes: number, limit: number): Error {
     return new McpHostFailure(
       `MCP server ${this.name} answered the call to ${cleanPeerLine(mcpName)} with a result too large to accept ` +
@@ -288,39 +335,80 @@ export class McpToolHost implements ToolHost {
     // Connecting, initialising and every page share one budget.
     const deadline = Date.now() + this.#connection.timeoutMs;
     const session = await this.#connection.session(undefined, deadline);
-    const tools = [];
+    const { types } = await loadSdk();
+    const tools: unknown[] = [];
     let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    for (let page = 0; ; page++) {
+      if (page === MAX_LIST_PAGES) {
+        throw new Error(
+          `MCP server ${this.name} listed more than ${MAX_LIST_PAGES} pages of tools and was still going; ` +
+            "leave tools out on the server's side",
+        );
+      }
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         throw new Error(
           `MCP server ${this.name} did not finish listing its tools within ${this.#connection.timeoutMs} ms`,
         );
       }
+      // Not `client.listTools()`: the SDK rejects the whole answer for one malformed tool, and
+      // keeps only the last page's output schemas. Read loosely here, checked tool by tool.
       const answer = await session.client
-        .listTools(cursor ? { cursor } : undefined, { timeout: remaining })
+        .request(
+          { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
+          types.PaginatedResultSchema,
+          { timeout: remaining },
+        )
         .catch((error: unknown) => {
-          const oversize = oversizeOf(error);
-          if (!oversize) throw error;
-          throw new Error(
-            `MCP server ${this.name}'s tool list is larger than ${oversize.limit} bytes; ` +
-              "raise maxResultBytes, or leave tools out on the server's side",
-            { cause: error },
-          );
+          throw this.#listFailure(error);
         });
-      tools.push(...answer.tools);
+      const entries = (answer as { tools?: unknown }).tools;
+      if (!Array.isArray(entries)) {
+        throw new Error(`MCP server ${this.name} answered tools/list without a list of tools`);
+      }
+      tools.push(...entries);
       cursor = answer.nextCursor;
       if (!cursor) break;
     }
     const previous = this.#listing;
     const listing: CurrentListing = {
-      ...buildListing(tools, this.#options, this.name, previous),
+      ...buildListing(
+        tools,
+        this.#options,
+        this.name,
+        (entry) => types.ToolSchema.safeParse(entry),
+        previous,
+      ),
       session,
       generation,
     };
     this.#listing = listing;
     if (previous) for (const change of diffListings(previous, listing)) this.#changes.emit(change);
     return listing;
+  }
+
+  #listFailure(error: unknown): Error {
+    const oversize = oversizeOf(error);
+    if (oversize) {
+      return new Error(
+        `MCP server ${this.name}'s tool list is larger than ${oversize.limit} bytes; ` +
+          "raise maxResultBytes, or leave tools out on the server's side",
+        { cause: error },
+      );
+    }
+    if ((error as { code?: unknown } | null)?.code === -32001) {
+      return new Error(
+        `MCP server ${this.name} did not answer tools/list within ${this.#connection.timeoutMs} ms`,
+        { cause: error },
+      );
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    return new Error(
+      `MCP server ${this.name} failed to list its tools: ${cleanPeerText(message, MAX_PEER_ERROR_CHARS)}`,
+      {
+        cause: error,
+      },
+    );
   }
 
   /**
@@ -377,4 +465,20 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
     timer.unref?.();
     signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/** The validator of an output schema, or the error compiling it; compiled once per distinct schema. */
+function outputValidator(schema: JSONSchema): ReturnType<typeof compileJsonSchema> | Error {
+  const key = JSON.stringify(schema);
+  let validator = outputValidators.get(key);
+  if (validator === undefined) {
+    try {
+      validator = compileJsonSchema(schema);
+    } catch (error) {
+      validator = error instanceof Error ? error : new Error(String(error));
+    }
+    if (outputValidators.size >= MAX_OUTPUT_VALIDATORS) outputValidators.clear();
+    outputValidators.set(key, validator);
+  }
+  return validator;
 }

@@ -15,12 +15,30 @@ import {
 } from "./peer-text.js";
 import { modelFacingName, withHash } from "./tool-names.js";
 
-/** One offered tool: what the runner sees, and the server's own name to call it by. */
-/** `raw` is a digest of the server's definition, `json` the offered one's text. */
-export type ListedTool = { hosted: HostedTool; mcpName: string; json: string; raw: string };
+/**
+ * One offered tool: what the runner sees, and the server's own name to call it by. `raw` is a
+ * digest of the server's definition, `json` the offered one's text, `outputSchema` the
+ * server's schema for its structured results (checked by the host on every call).
+ */
+export type ListedTool = {
+  hosted: HostedTool;
+  mcpName: string;
+  json: string;
+  raw: string;
+  outputSchema?: JSONSchema;
+};
 
-/** A server's tools as offered, by model-facing name. */
-export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool> };
+/**
+ * A server's tools as offered, by model-facing name. `problems` says, per tool left out
+ * because its definition is broken, why (a message naming the server and the tool).
+ */
+export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool>; problems: string[] };
+
+/** Checks one entry of a `tools/list` answer against MCP's tool schema (the SDK's). */
+export type ToolShapeCheck = (
+  entry: unknown,
+) => { success: true; data: McpTool } | { success: false; error: { issues: ToolShapeIssue[] } };
+type ToolShapeIssue = { path: PropertyKey[]; message: string };
 
 /** Schemas already checked, by their JSON (relisting must not compile them again). */
 const checkedSchemas = new Map<string, string | null>();
@@ -36,15 +54,32 @@ const MAX_SCHEMA_CHARS = 64 * 1024;
  * change keep their previous object, so an unchanged listing looks unchanged to the runner.
  */
 export function buildListing(
-  tools: readonly McpTool[],
+  entries: readonly unknown[],
   options: McpServerOptions,
   server: string,
+  check: ToolShapeCheck,
   previous?: Listing,
 ): Listing {
   const byName = new Map<string, ListedTool>();
-  for (const tool of tools) {
-    if (options.include !== undefined && !matches(options.include, tool.name)) continue;
-    if (matches(options.exclude, tool.name)) continue;
+  const problems: string[] = [];
+  for (const entry of entries) {
+    // The answer is read leniently, entry by entry: one broken tool must not make the whole
+    // server unusable, and `exclude` must be able to leave it out. An entry without a name
+    // cannot be called, nor named in a message: it is skipped.
+    const mcpName = (entry as { name?: unknown } | null)?.name;
+    if (typeof mcpName !== "string") continue;
+    if (options.include !== undefined && !matches(options.include, mcpName)) continue;
+    if (matches(options.exclude, mcpName)) continue;
+    const parsed = check(entry);
+    if (!parsed.success) {
+      const issues = parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.map(String).join(".") || "tool"}: ${issue.message}`)
+        .join("; ");
+      problems.push(refusal(server, mcpName, `an invalid definition (${cleanPeerLine(issues, 500)})`));
+      continue;
+    }
+    const tool = parsed.data;
     // Such a tool answers plain tools/call with an error: offering it would only fail.
     if (tool.execution?.taskSupport === "required") continue;
     let name = modelFacingName(tool.name, options.prefix);
@@ -57,16 +92,34 @@ export function buildListing(
       byName.set(name, kept);
       continue;
     }
-    const hosted = toHostedTool(tool, name, options, server);
+    let hosted: HostedTool;
+    try {
+      hosted = toHostedTool(tool, name, options, server);
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      problems.push(error.message);
+      continue;
+    }
     const json = JSON.stringify(hosted);
+    const listed: ListedTool = { hosted, mcpName: tool.name, json, raw };
+    // A copy, without `$id` (ajv registers a schema under it: the next listing would clash).
+    if (tool.outputSchema) {
+      const { $id: _id, ...schema } = JSON.parse(JSON.stringify(tool.outputSchema)) as JSONSchema;
+      listed.outputSchema = schema;
+    }
     byName.set(
       name,
-      kept && kept.json === json && kept.mcpName === tool.name
-        ? kept
-        : { hosted, mcpName: tool.name, json, raw },
+      kept && kept.json === json && kept.mcpName === tool.name ? { ...listed, hosted: kept.hosted } : listed,
     );
   }
-  return { tools: [...byName.values()].map((t) => t.hosted), byName };
+  return { tools: [...byName.values()].map((t) => t.hosted), byName, problems };
+}
+
+/** A tool left out for a broken definition: what to do about it is `exclude`. */
+function refusal(server: string, mcpName: string, what: string): string {
+  // For the developer, not the model: the exact name (escaped) is what `exclude` needs.
+  const name = JSON.stringify(mcpName.slice(0, 128));
+  return `MCP server ${server}: tool ${name} has ${what}; leave it out with exclude: [${name}]`;
 }
 
 /** What changed between two listings, as watch events. */
@@ -166,13 +219,7 @@ function parametersOf(tool: McpTool, server: string): JSONSchema {
     if (checkedSchemas.size >= MAX_CHECKED_SCHEMAS) checkedSchemas.clear();
     checkedSchemas.set(json, problem);
   }
-  if (problem !== null) {
-    // For the developer, not the model: the exact name (escaped) is what `exclude` needs.
-    const name = JSON.stringify(tool.name.slice(0, 128));
-    throw new UserError(
-      `MCP server ${server}: tool ${name} has an invalid input schema (${problem}); ` +
-        `leave it out with exclude: [${name}]`,
-    );
-  }
+  if (problem !== null)
+    throw new UserError(refusal(server, tool.name, `an invalid input schema (${problem})`));
   return schema;
 }

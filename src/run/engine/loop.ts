@@ -547,7 +547,9 @@ function agentToolset(
   // Recall reads what the store kept of truncated results and what compaction elided.
   if (run.events.store || compaction)
     groups.push({ from: "the run (recall_tool_result)", tools: sharedRecallTool(run.events.store) });
-  const toolset = Toolset.forRun(groups, run.control.stopper);
+  const toolset = Toolset.forRun(groups, run.control.stopper, (w) =>
+    run.events.emit({ type: "warning", ...w }),
+  );
   if (toolset.hasHosts) {
     run.control.onClose(() => toolset.close());
     toolset.checkNames();

@@ -56,11 +56,18 @@ export class Toolset {
   readonly #run: Stopper | undefined;
   /** The `strict` warnings of the tools, found once per listing. */
   #warnings: ToolWarning[] = [];
+  /** Says what went wrong listing a host again mid-run (each message once per run). */
+  readonly #onWarning: ((warning: HostWarning) => void) | undefined;
+  readonly #warned = new Set<string>();
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
 
   /** `tools` is one list (the agent's tools), or groups whose names a clash reports. */
-  constructor(tools: AgentTools | ToolGroup[] | undefined, run: Stopper) {
+  constructor(
+    tools: AgentTools | ToolGroup[] | undefined,
+    run: Stopper,
+    onWarning?: (warning: HostWarning) => void,
+  ) {
     this.#sources = [];
     const groups = isGroupList(tools) ? tools : [{ from: "the agent's tools", tools }];
     for (const group of groups) {
@@ -76,6 +83,7 @@ export class Toolset {
     }
     this.#hasHosts = this.#sources.some(({ source }) => !(source instanceof Tool));
     this.#run = this.#hasHosts ? run : undefined;
+    this.#onWarning = this.#hasHosts ? onWarning : undefined;
   }
 
   /**
@@ -85,12 +93,12 @@ export class Toolset {
    * them: a server that makes a new `Agent` per request over tools defined once builds none per
    * request. With hosts, a fresh one per run.
    */
-  static forRun(groups: ToolGroup[], run: Stopper): Toolset {
+  static forRun(groups: ToolGroup[], run: Stopper, onWarning?: (warning: HostWarning) => void): Toolset {
     const key = firstSource(groups) ?? NO_TOOLS;
     const cached = shared.get(key);
     if (cached !== undefined)
       for (const toolset of cached) if (Toolset.#same(toolset, groups)) return toolset;
-    const toolset = new Toolset(groups, run);
+    const toolset = new Toolset(groups, run, onWarning);
     if (toolset.#hasHosts) return toolset;
     toolset.#listed = true;
     toolset.#reindex();
@@ -141,9 +149,9 @@ export class Toolset {
   async #refresh(): Promise<void> {
     let changed = !this.#listed;
     this.#listed = true;
-    for (const { source } of this.#sources) {
+    for (const { source, from } of this.#sources) {
       if (source instanceof Tool) continue;
-      if (await this.#listHost(source)) changed = true;
+      if (await this.#listHost(source, from)) changed = true;
     }
     if (changed) this.#reindex();
   }
@@ -197,10 +205,28 @@ export class Toolset {
     return byName;
   }
 
-  async #listHost(host: ToolHost): Promise<boolean> {
+  async #listHost(host: ToolHost, from: string): Promise<boolean> {
     let entry = this.#hosts.get(host);
     if (entry?.watching && !entry.dirty) return false;
-    const listed = await host.listTools(this.#signal);
+    let listed: HostedTool[];
+    if (!entry) listed = await host.listTools(this.#signal);
+    else {
+      // Mid-run, a host that cannot be listed must not end the run and lose its work: its last
+      // listing stays on offer (a call to a tool it no longer has fails as that call's error),
+      // and the next model request tries again.
+      try {
+        listed = await host.listTools(this.#signal, (message) =>
+          this.#warn({ code: "tool_host_tool_dropped", message }),
+        );
+      } catch (error) {
+        if (this.#signal.aborted) throw error;
+        this.#warn({
+          code: "tool_host_unavailable",
+          message: `a tool host of ${from}${hostName(host)} could not be listed again (${thrownMessage(error)}); the tools it listed before stay on offer`,
+        });
+        return false;
+      }
+    }
     // A Tool is keyed by identity: one replaced under the same name must not stay cached.
     const key = JSON.stringify(listed.map((t) => (t instanceof Tool ? `tool#${identity(t)}` : t)));
     if (entry && entry.key === key) {
@@ -212,6 +238,12 @@ export class Toolset {
     entry = { tools, key, dirty: false, watching };
     this.#hosts.set(host, entry);
     return true;
+  }
+
+  #warn(warning: HostWarning): void {
+    if (this.#warned.has(warning.message)) return;
+    this.#warned.add(warning.message);
+    this.#onWarning?.(warning);
   }
 
   #watch(host: ToolHost): boolean {
@@ -273,6 +305,15 @@ function isGroupList(value: AgentTools | ToolGroup[] | undefined): value is Tool
       (entry) => entry !== null && typeof entry === "object" && "from" in entry && !(entry instanceof Tool),
     )
   );
+}
+
+/** A `warning` event about a tool host listed again mid-run. */
+export type HostWarning = { code: "tool_host_unavailable" | "tool_host_tool_dropped"; message: string };
+
+/** ` (name)` for a host that has a string `name` (an MCP server's), else nothing. */
+function hostName(host: ToolHost): string {
+  const name = (host as { name?: unknown }).name;
+  return typeof name === "string" && name ? ` (${name.slice(0, 100)})` : "";
 }
 
 /** A `warning` event's code and message about one of the run's tools. */
