@@ -131,6 +131,21 @@ describe("budgets", () => {
     );
   });
 
+  it("a token limit reached exactly sends no further request", async () => {
+    const model = new ScriptedModel(
+      Array.from({ length: 5 }, () => ({
+        toolCalls: [{ name: "ping", args: {} }],
+        usage: { inputTokens: 100, outputTokens: 10 },
+      })),
+    );
+    const result = await Runner.run(new Agent({ name: "a", model, tools: [ping] }), "go", {
+      budget: new Budget({ maxTotalTokens: 220 }),
+    });
+    expect(result.stopReason).toBe("budget");
+    expect(result.usage.totalTokens).toBe(220);
+    expect(model.requests).toHaveLength(2);
+  });
+
   it("a cost limit over a model with no price says so once, instead of silently never tripping", async () => {
     const model = new ScriptedModel(
       [

@@ -21,8 +21,10 @@ export class BudgetTracker {
   exceeded(): BudgetExceeded | undefined {
     const l = this.limits;
     const u = this.usage;
-    const over = (limit: string, used: number, max: number | undefined, unit = "") =>
-      max !== undefined && used > max
+    // Counters are past their limit once over it (the call or turn at the limit was allowed);
+    // tokens and cost once they reach it: the next request would only add more.
+    const over = (limit: string, used: number, max: number | undefined, unit = "", reached = false) =>
+      max !== undefined && (reached ? used >= max : used > max)
         ? new BudgetExceeded(
             this.runId,
             limit,
@@ -32,10 +34,10 @@ export class BudgetTracker {
     return (
       over("maxTurns", this.turns, l.maxTurns) ??
       over("maxToolCalls", this.toolCalls, l.maxToolCalls) ??
-      over("maxInputTokens", u.inputTokens, l.maxInputTokens) ??
-      over("maxOutputTokens", u.outputTokens, l.maxOutputTokens) ??
-      over("maxTotalTokens", u.totalTokens, l.maxTotalTokens) ??
-      over("maxCostUsd", u.costUsd ?? 0, l.maxCostUsd, " USD") ??
+      over("maxInputTokens", u.inputTokens, l.maxInputTokens, "", true) ??
+      over("maxOutputTokens", u.outputTokens, l.maxOutputTokens, "", true) ??
+      over("maxTotalTokens", u.totalTokens, l.maxTotalTokens, "", true) ??
+      over("maxCostUsd", u.costUsd ?? 0, l.maxCostUsd, " USD", true) ??
       (l.maxDurationMs !== undefined && Date.now() - this.startedAt >= l.maxDurationMs
         ? new BudgetExceeded(
             this.runId,
