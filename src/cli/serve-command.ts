@@ -1,7 +1,4 @@
-import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
 import { UserError } from "../errors.js";
-import type { RunStore } from "../store/types.js";
 import { loadAgentFile, modelName, withModel } from "./agent-file.js";
 import { exitProcess, noteInterrupt } from "./interrupt.js";
 import { flag, parseCommand, text } from "./options.js";
@@ -95,23 +92,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   process.stdout.write(
     c.dim(`${signal}: stopping, cancelling the runs in progress… (again to quit at once)\n`),
   );
-  await serving.close();
-  await runsLetGo(opened.store);
+  // Resolves once every run has stored its end (and its watchers got it): closing the store
+  // before that would leave those runs `running` in it. A second signal is the way out of a wait.
+  await serving.close({ timeoutMs: Number.POSITIVE_INFINITY });
   await opened.store.close();
   return codeOf(signal);
-}
-
-/**
- * Resolves once no run in `store` is leased by this process. `serving.close()` cancels the runs
- * without waiting for them; a cancelled run still finishes its ending (a plugin's teardown, its
- * last events) and then gives its lease back. Closing the store before that would leave those
- * runs `running` in it. Lease owners start with `host:pid:` (see `leaseOwner`).
- */
-async function runsLetGo(store: RunStore): Promise<void> {
-  const mine = `${hostname()}:${process.pid}:`;
-  for (;;) {
-    const running = await store.listRuns({ status: "running" });
-    if (!running.some((run) => run.leaseOwner?.startsWith(mine))) return;
-    await sleep(50);
-  }
 }

@@ -67,6 +67,15 @@ export interface ServerOptions {
   onError?: ServerErrorHandler;
 }
 
+/** How long a shutting-down server waits for its runs to end. */
+export type CloseOptions = {
+  /** Default 10,000 ms; `Infinity` waits as long as the runs take. */
+  timeoutMs?: number;
+};
+
+/** How long `close()` waits for cancelled runs to store their end, unless told otherwise. */
+export const CLOSE_TIMEOUT_MS = 10_000;
+
 /** What `createServer` returns: a Web-standard handler plus what `serve()` needs. */
 export interface QuiverServer {
   /** Handles one request (Node, Next.js route handlers, Bun, Deno, Workers). */
@@ -75,8 +84,13 @@ export interface QuiverServer {
   readonly app: Hono;
   /** True when requests are authenticated (required to listen beyond loopback). */
   readonly hasAuth: boolean;
-  /** Cancels the runs this server drives (their stored logs stay). */
-  close(reason?: string): void;
+  /**
+   * Shuts down: new runs are refused (503), the runs this server drives are cancelled, and the
+   * promise resolves once each has ended and stored its end (its stored log stays), or after
+   * `timeoutMs` (default 10,000; `Infinity` waits as long as it takes). Clients following a run
+   * get its last events (`run_completed`, stop reason `cancelled`) and then the end of their stream.
+   */
+  close(reason?: string, options?: CloseOptions): Promise<void>;
 }
 
 /**
@@ -243,8 +257,17 @@ export function createServer(options: ServerOptions): QuiverServer {
     app,
     hasAuth: auth !== undefined,
     fetch: async (request, env) => app.fetch(request, env),
-    close: (reason = "the server is shutting down") => registry.cancelAll(reason),
+    close: (reason = "the server is shutting down", closing = {}) =>
+      registry.closeAll(reason, closeTimeout(closing.timeoutMs)),
   };
+}
+
+/** A valid wait for `close()`: a non-negative number of ms, or Infinity. */
+export function closeTimeout(timeoutMs: number | undefined): number {
+  if (timeoutMs === undefined) return CLOSE_TIMEOUT_MS;
+  if (!(timeoutMs >= 0))
+    throw new UserError(`timeoutMs must be a number of ms (0 or more), got ${timeoutMs}`);
+  return timeoutMs;
 }
 
 /** The peer's address when the runtime tells it (@hono/node-server passes the Node request). */

@@ -3,6 +3,7 @@ export type { A2aOptions } from "./a2a.js";
 export type { A2aPushOptions } from "./a2a-push-options.js";
 export type { Caller, ServerAuth } from "./auth.js";
 export {
+  type CloseOptions,
   createServer,
   type QuiverServer,
   type ServerOptions,

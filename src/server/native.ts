@@ -59,7 +59,7 @@ export function eventStream(log: RunLog, after: number, children = false, direct
         lastSent = Date.now();
         return text;
       }
-      if (log.finished || log.status === "detached") return null;
+      if (log.finished || log.status === "detached" || log.released) return null;
       await log.changed(KEEPALIVE_MS, signal);
       if (log.ownAfter(cursor, 1).length === 0 && Date.now() - lastSent >= KEEPALIVE_MS) {
         lastSent = Date.now();
@@ -91,7 +91,7 @@ function familyStream(log: RunLog, after: number, direct: DirectTarget | undefin
         lastSent = Date.now();
         return text;
       }
-      if (log.finished || log.status === "detached") return null;
+      if (log.finished || log.status === "detached" || log.released) return null;
       await log.changed(KEEPALIVE_MS, signal);
       if (index >= log.all.length && Date.now() - lastSent >= KEEPALIVE_MS) {
         lastSent = Date.now();

@@ -54,6 +54,11 @@ export class RunLog {
   messages: Message[] | undefined;
   /** Where the last chat response ended (an index into `all`): a continuation starts there. */
   chatCursor: number | undefined;
+  /**
+   * Set when the server shuts down, once its runs have ended: a stream following this run ends
+   * after what the log holds, even though the run (parked, detached) could go on elsewhere later.
+   */
+  released = false;
   /** Epoch ms of the last change; finished runs are evicted oldest first. */
   touchedAt = Date.now();
   #waiters: Array<() => void> = [];

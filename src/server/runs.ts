@@ -50,6 +50,9 @@ export class RunRegistry {
   readonly #unmatched = new Map<string, HumanQuestion[]>();
   readonly #loading = new Map<string, Promise<RunLog | undefined>>();
   readonly #human: HumanChannel | undefined;
+  /** The drains of the runs driven here, each settled once its run has ended and stored that. */
+  readonly #driving = new Set<Promise<void>>();
+  #closing = false;
 
   constructor(options: RunRegistryOptions) {
     this.#options = options;
@@ -93,6 +96,7 @@ export class RunRegistry {
     extraTools?: readonly Tool<any, any>[],
     given?: { state?: unknown },
   ): RunLog {
+    this.#refuseWhenClosing();
     const known = this.#agents.get(agentKey);
     if (!known) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
     const added = this.toolsBesides(agentKey, extraTools ?? []);
@@ -171,6 +175,8 @@ export class RunRegistry {
       while (log.status === "running" && Date.now() < until) await log.changed(until - Date.now());
     }
     if (log.status === "parked") {
+      // Deciding the last call resumes the run, which a server on its way down could not drive.
+      this.#refuseWhenClosing();
       const i = log.parked.findIndex((p) => matches(p, callId));
       if (i < 0) throw notWaiting(log, callId);
       const target = log.parked[i]!;
@@ -240,6 +246,7 @@ export class RunRegistry {
       return;
     }
     if (log.status === "parked") {
+      this.#refuseWhenClosing();
       const stop = new AbortController();
       stop.abort(new Error(reason));
       await this.#resume(log, stop.signal);
@@ -273,7 +280,7 @@ export class RunRegistry {
 
   #drive(log: RunLog, handle: RunHandle<any>): void {
     log.handle = handle;
-    const done = (async () => {
+    const done: Promise<void> = (async () => {
       try {
         for await (const event of handle) this.#track(log, event);
       } catch {
@@ -292,8 +299,8 @@ export class RunRegistry {
       log.handle = undefined;
       log.touch();
       this.#evict();
-    })();
-    void done;
+    })().finally(() => this.#driving.delete(done));
+    this.#driving.add(done);
   }
 
   #track(log: RunLog, event: RunEvent): void {
@@ -437,9 +444,39 @@ export class RunRegistry {
     }
   }
 
-  /** Cancels every running run (used when the server shuts down). */
-  cancelAll(reason: string): void {
+  /**
+   * Shuts down: refuses new runs, cancels every run driven here and resolves once each has ended
+   * (its last events in the log, and in the store with one), or after `timeoutMs`. Then every
+   * stream ends once it has sent what the log holds: a client following a parked run gets its
+   * events so far and a closed stream, not a dropped connection.
+   */
+  async closeAll(reason: string, timeoutMs: number): Promise<void> {
+    this.#closing = true;
     for (const log of this.#logs.values()) log.handle?.cancel(reason);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<void>((resolve) => {
+      if (Number.isFinite(timeoutMs)) timer = setTimeout(resolve, timeoutMs);
+    });
+    // A run resumed while this waits (it cannot be: `#refuseWhenClosing`) would be awaited too.
+    const settled = (async () => {
+      while (this.#driving.size > 0) await Promise.allSettled([...this.#driving]);
+    })();
+    await Promise.race([settled, expired]);
+    clearTimeout(timer);
+    for (const log of this.#logs.values()) {
+      log.released = true;
+      log.touch();
+    }
+  }
+
+  /** True once `closeAll` began. */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  #refuseWhenClosing(): void {
+    if (this.#closing)
+      throw new HttpError(503, "shutting_down", "the server is shutting down; try again shortly");
   }
 }
 

@@ -1,9 +1,11 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { type Http2Bindings, type HttpBindings, serve as nodeServe } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { UserError } from "../index.js";
 import { isLoopback } from "./auth.js";
-import type { QuiverServer } from "./create-server.js";
+import { type CloseOptions, closeTimeout, type QuiverServer } from "./create-server.js";
 import { allowDirect } from "./direct-stream.js";
 
 export type ServeOptions = {
@@ -37,8 +39,14 @@ export type Serving = {
   url: string;
   port: number;
   hostname: string;
-  /** Stops accepting connections, ends open streams and cancels the runs the server drives. */
-  close(): Promise<void>;
+  /**
+   * Shuts down in order: stops accepting connections, cancels the runs the server drives and
+   * waits until each has stored its end, lets every open stream send its last events and end,
+   * then closes the connections that remain. All of it within `timeoutMs` (default 10,000;
+   * `Infinity` waits for the runs as long as they take), and the streams get at most 5 s after
+   * the runs ended; past that the connections still open are cut.
+   */
+  close(options?: CloseOptions): Promise<void>;
 };
 
 /**
@@ -46,7 +54,10 @@ export type Serving = {
  *
  * @example
  * const serving = await serve(createServer({ agent, auth: process.env.QUIVER_TOKEN }), { port: 8080, hostname: "0.0.0.0" });
- * process.on("SIGINT", () => void serving.close());
+ * process.once("SIGTERM", async () => {
+ *   await serving.close(); // the runs cancelled, their ends stored and sent to their streams
+ *   process.exit(0);
+ * });
  */
 export function serve(server: QuiverServer, options: ServeOptions): Promise<Serving> {
   const hostname = options.hostname ?? "127.0.0.1";
@@ -65,6 +76,8 @@ export function serve(server: QuiverServer, options: ServeOptions): Promise<Serv
     // 10 to 40 s; checking more often is a walk over the connections still sending a request.
     connectionsCheckingInterval: Math.min(1_000, Math.max(10, Math.floor(limits.headersTimeoutMs / 4))),
   };
+  // Responses not yet sent in full: a shutdown lets them finish before it closes their connections.
+  const responses = new Set<ServerResponse>();
   return new Promise((resolve, reject) => {
     const http = nodeServe(
       {
@@ -88,20 +101,47 @@ export function serve(server: QuiverServer, options: ServeOptions): Promise<Serv
           url: `http://${host}:${info.port}`,
           port: info.port,
           hostname,
-          close: () =>
-            new Promise<void>((done) => {
-              server.close();
-              http.close(() => done());
-              (http as { closeAllConnections?: () => void }).closeAllConnections?.();
-            }),
+          close: (closing = {}) =>
+            shutDown(server, http as Server, responses, closeTimeout(closing.timeoutMs)),
         });
       },
     );
     // Counted by Node at accept: a connection beyond the cap is closed before a byte of it is
     // read. A 503 would need its request read first, which is what a slow client holds back.
     http.maxConnections = limits.maxConnections;
+    http.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+      responses.add(response);
+      response.once("close", () => responses.delete(response));
+    });
     http.once("error", reject);
   });
+}
+
+/** At most this long for open streams to send their last events once the runs have ended. */
+const STREAMS_GRACE_MS = 5_000;
+
+/**
+ * Stops listening, has the server end its runs, waits (within `timeoutMs` in all) for the
+ * responses in progress — event streams sending a run's last events — to finish, then closes
+ * every connection left, idle keep-alive ones included, so the process can exit.
+ */
+async function shutDown(
+  server: QuiverServer,
+  http: Server,
+  responses: Set<ServerResponse>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const closed = new Promise<void>((done) => http.close(() => done()));
+  await server.close(undefined, { timeoutMs });
+  // Waiting on the runs may be unbounded; on a reader that stopped reading it is not.
+  const until = Math.min(deadline, Date.now() + STREAMS_GRACE_MS);
+  while (responses.size > 0 && Date.now() < until) {
+    http.closeIdleConnections();
+    await sleep(Math.min(20, Math.max(1, until - Date.now())));
+  }
+  http.closeAllConnections();
+  await closed;
 }
 
 function connectionLimits(options: ServeOptions): typeof LIMITS {

@@ -46,7 +46,7 @@ export function translatedStream<Chunk>(log: RunLog, from: number, spec: Transla
         for (; cursor < end; cursor++) spec.translate(log.all[cursor]!, out);
       } else if (log.blocked) {
         spec.blocked(out, cursor);
-      } else if (log.finished || log.status === "detached") {
+      } else if (log.finished || log.status === "detached" || log.released) {
         spec.ended(out);
       } else {
         await log.changed(KEEPALIVE_MS, signal);

@@ -155,7 +155,7 @@ describe("SIGTERM", () => {
     expect(stdout).toMatch(/continue with: quiver chat chatty-agent\.mjs#chatty --session chat-/);
   });
 
-  it("quiver serve: cancels the runs it drives, stores their end, exits 143", async () => {
+  it("quiver serve: cancels the runs it drives, stores their end, sends it to watchers, exits 143", async () => {
     // The agent with a plugin: its cancelled run's last events reach the store some milliseconds
     // after the server stopped, so a store closed at once never gets them.
     const cwd = freshProject();
@@ -172,15 +172,19 @@ describe("SIGTERM", () => {
     });
     const { runId } = (await started.json()) as { runId: string };
     // Once the slow tool reports progress, the run is mid-call.
-    const stream = (await fetch(`${url}/api/runs/${runId}/events`)).body!.pipeThrough(
-      new TextDecoderStream(),
-    );
+    const reader = (await fetch(`${url}/api/runs/${runId}/events`))
+      .body!.pipeThrough(new TextDecoderStream())
+      .getReader();
     let seen = "";
-    for await (const chunk of stream) {
-      seen += chunk;
-      if (seen.includes('"tool_call_update"')) break;
-    }
+    while (!seen.includes('"tool_call_update"')) seen += (await reader.read()).value ?? "";
     serve.child.kill("SIGTERM");
+    // The watcher is told how the run ended, then its stream ends (the connection is not cut).
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      seen += value;
+    }
+    expect(seen).toMatch(/"type":"run_completed"[^\n]*"stopReason":"cancelled"/);
     const { code, signal } = await serve.exited;
     expect({ code, signal }).toEqual({ code: 143, signal: null });
     const { summary, last } = await storedRun(join(cwd, "runs.db"));
