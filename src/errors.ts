@@ -100,15 +100,29 @@ export class ProviderError extends Error {
   readonly provider: string;
   /** The provider's own error type (`rate_limit_error`, `invalid_request_error`…). */
   readonly type?: string;
+  /**
+   * The API's error code, when its error body has one besides the type: OpenAI's
+   * `model_not_found`, `context_length_exceeded`, `insufficient_quota`… (match on it instead of
+   * the message).
+   */
+  readonly code?: string;
   readonly retryable: boolean;
   constructor(
     message: string,
-    options: { provider: string; status?: number; type?: string; retryable?: boolean; cause?: unknown },
+    options: {
+      provider: string;
+      status?: number;
+      type?: string;
+      code?: string;
+      retryable?: boolean;
+      cause?: unknown;
+    },
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.provider = options.provider;
     if (options.status !== undefined) this.status = options.status;
     if (options.type !== undefined) this.type = options.type;
+    if (options.code !== undefined) this.code = options.code;
     this.retryable = options.retryable ?? false;
   }
 }

@@ -9,7 +9,8 @@ export type FallbackOptions = {
   /**
    * Which failures move a turn to the next model. Default (`fallsOver`): a retryable provider
    * error after the provider's own retries (429, 5xx, overloaded, timeouts, a connection refused
-   * or reset) and a model that does not exist (404). Request errors (400-class) and content-filter
+   * or reset) and a model that does not exist or may not be used (404, or the error code
+   * `model_not_found`, which OpenAI sends with a 403). Request errors (400-class) and content-filter
    * refusals stay with the model that failed unless this says otherwise.
    */
   on?: (failure: FallbackFailure) => boolean;
@@ -17,13 +18,24 @@ export type FallbackOptions = {
 
 /**
  * The default rule of `fallback()`: a provider's retryable error (after its own retries) or a
- * model that does not exist.
+ * model that does not exist or this key may not use (404, or the code `model_not_found`, which
+ * OpenAI sends with a 403 for a model the project has no access to).
+ *
+ * @example
+ * // also move on when the prompt is over the first model's context
+ * const overflow = (f: FallbackFailure) => "error" in f && f.error instanceof ProviderError && f.error.code === "context_length_exceeded";
+ * fallback(primary, longContext, { on: (failure) => fallsOver(failure) || overflow(failure) });
  */
 export function fallsOver(failure: FallbackFailure): boolean {
   if (!("error" in failure)) return false;
   const error = failure.error;
   if (!(error instanceof ProviderError)) return false;
-  return error.retryable || error.status === 404 || /model_not_found|not_found_error/.test(error.type ?? "");
+  return (
+    error.retryable ||
+    error.status === 404 ||
+    error.code === "model_not_found" ||
+    /model_not_found|not_found_error/.test(error.type ?? "")
+  );
 }
 
 /**

@@ -17,17 +17,26 @@ export function errorFromResponse(
   headers: Headers,
   body: string,
 ): ProviderError {
-  const { message, type } = describeErrorBody(body);
+  const { message, type, code } = describeErrorBody(body);
   const shouldRetry = headers.get("x-should-retry");
   const retryable =
     shouldRetry === "true" ? true : shouldRetry === "false" ? false : isRetryableStatus(status);
   const text = `${provider}: HTTP ${status}${type ? ` ${type}` : ""}: ${message || "(no error message)"}`;
-  const error = new ProviderError(text, { provider, status, retryable, ...(type ? { type } : {}) });
+  const error = new ProviderError(text, {
+    provider,
+    status,
+    retryable,
+    ...(type ? { type } : {}),
+    ...(code ? { code } : {}),
+  });
   return withRetryAfter(error, retryAfterMs(headers));
 }
 
-/** The message and type of an error payload, whichever common shape it has. */
-export function describeErrorBody(body: string): { message: string; type?: string } {
+/** What an error payload says: its message, its type, and its code when it has one. */
+export type DescribedError = { message: string; type?: string; code?: string };
+
+/** The message, type and code of an error payload, whichever common shape it has. */
+export function describeErrorBody(body: string): DescribedError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -37,7 +46,7 @@ export function describeErrorBody(body: string): { message: string; type?: strin
   return describeErrorValue(parsed) ?? { message: body.trim().slice(0, 500) };
 }
 
-export function describeErrorValue(value: unknown): { message: string; type?: string } | undefined {
+export function describeErrorValue(value: unknown): DescribedError | undefined {
   if (typeof value === "string") return { message: value };
   // Google's OpenAI-compatible endpoint wraps its error in a one-element array.
   if (Array.isArray(value)) return value.length > 0 ? describeErrorValue(value[0]) : undefined;
@@ -54,5 +63,9 @@ export function describeErrorValue(value: unknown): { message: string; type?: st
   const type = [record.type, record.code].find((v) => typeof v === "string" && v !== "") as
     | string
     | undefined;
-  return type === undefined ? { message } : { message, type };
+  const described: DescribedError = { message };
+  if (type !== undefined) described.type = type;
+  // OpenAI's body has both: `type: "invalid_request_error", code: "model_not_found"`.
+  if (typeof record.code === "string" && record.code !== "") described.code = record.code;
+  return described;
 }

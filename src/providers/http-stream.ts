@@ -245,10 +245,10 @@ function unexpectedBody(provider: string, contentType: string, body: string): Pr
       { provider, type: "unexpected_response", retryable: false },
     );
   }
-  const { message, type } = describeErrorBody(body);
+  const { message, type, code } = describeErrorBody(body);
   return new ProviderError(
     `${provider}: expected a streamed response (text/event-stream) but got JSON: ${message.slice(0, 300)}`,
-    { provider, type: type ?? "unexpected_response", retryable: false },
+    { provider, type: type ?? "unexpected_response", retryable: false, ...(code ? { code } : {}) },
   );
 }
 

@@ -75,6 +75,7 @@ function waitRefused(error: ProviderError, maxRetryAfterMs: number): ProviderErr
       cause: error,
       ...(error.status !== undefined && { status: error.status }),
       ...(error.type !== undefined && { type: error.type }),
+      ...(error.code !== undefined && { code: error.code }),
     },
   );
 }

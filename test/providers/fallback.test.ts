@@ -208,6 +208,55 @@ describe("a fallback chain of real providers", () => {
     expect(result.output).toBe("Hello! How can I help?");
   });
 
+  it("OpenAI's 403 model_not_found (a model the project may not use) falls over; the error keeps the API's code", async () => {
+    const noAccess = errorReply(403, {
+      error: {
+        message: "Project `proj_abc` does not have access to model `gpt-5`",
+        type: "invalid_request_error",
+        param: null,
+        code: "model_not_found",
+      },
+    });
+    const s1 = await openaiServer([noAccess]);
+    const s2 = await openaiServer([streamFixture(fixture("openai-chat/text.jsonl"))]);
+    const events: RunEvent[] = [];
+    const handle = Runner.stream(weatherAgent([chat(s1.url, "gpt-5"), chat(s2.url, "gpt-4.1")], []), "hi");
+    for await (const event of handle) events.push(event);
+    expect((await handle.result()).output).toBe("Hello! How can I help?");
+    expect(s1.requests).toHaveLength(1); // a 403 is not retried
+    expect(events.find((e) => e.type === "model_fallback")).toMatchObject({
+      from: "openai:gpt-5",
+      to: "openai:gpt-4.1",
+      reason: expect.stringContaining("does not have access to model"),
+    });
+
+    // The code is on the ProviderError, so an `on` rule matches it instead of the message.
+    const overflow = errorReply(400, {
+      error: {
+        message: "This model's maximum context length is 128000 tokens.",
+        type: "invalid_request_error",
+        param: "messages",
+        code: "context_length_exceeded",
+      },
+    });
+    const s3 = await openaiServer([overflow]);
+    const alone = Runner.run(weatherAgent(chat(s3.url, "gpt-4.1-mini"), []), "hi");
+    await expect(alone).rejects.toMatchObject({
+      name: "ProviderError",
+      status: 400,
+      type: "invalid_request_error",
+      code: "context_length_exceeded",
+    });
+    const s4 = await openaiServer([overflow]);
+    const s5 = await openaiServer([streamFixture(fixture("openai-chat/text.jsonl"))]);
+    const longer = fallback(chat(s4.url, "gpt-4.1-mini"), chat(s5.url, "gpt-4.1"), {
+      on: (f) =>
+        fallsOver(f) ||
+        ("error" in f && f.error instanceof ProviderError && f.error.code === "context_length_exceeded"),
+    });
+    expect((await Runner.run(weatherAgent(longer, []), "hi")).output).toBe("Hello! How can I help?");
+  });
+
   it("a content-filter refusal moves on only when `on` accepts it; what the refusing model said never shows", async () => {
     const refuse = new ScriptedModel([{ text: "I can't", finish: "content_filter" }]);
     const answer = new ScriptedModel([{ text: "Here you go" }]);

@@ -29,6 +29,7 @@ export function providerErrorFrom(provider: string, error: unknown): ProviderErr
     const type = [data?.error?.type, data?.error?.code].find((v) => typeof v === "string") as
       | string
       | undefined;
+    const code = typeof data?.error?.code === "string" ? data.error.code : undefined;
     const status = error.statusCode;
     const wrapped = new ProviderError(
       `${provider}: ${status !== undefined ? `HTTP ${status}: ` : ""}${error.message}`,
@@ -38,6 +39,7 @@ export function providerErrorFrom(provider: string, error: unknown): ProviderErr
         cause: error,
         ...(status !== undefined ? { status } : {}),
         ...(type ? { type } : {}),
+        ...(code ? { code } : {}),
       },
     );
     return withRetryAfter(

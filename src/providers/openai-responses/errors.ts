@@ -24,5 +24,6 @@ export function responsesStreamError(error: unknown): ProviderError {
     provider: OPENAI_RESPONSES,
     retryable: code === undefined || RETRYABLE_CODES.has(code),
     ...(code ? { type: code } : {}),
+    ...(typeof record.code === "string" && record.code !== "" ? { code: record.code } : {}),
   });
 }

@@ -23,5 +23,6 @@ export function chatStreamError(provider: string, value: unknown): ProviderError
     provider,
     retryable,
     ...(type ? { type } : {}),
+    ...(described.code ? { code: described.code } : {}),
   });
 }
