@@ -33,6 +33,8 @@ export type Session = {
 const RECONNECT_DELAYS_MS = [0, 250, 1_000];
 /** How long a liveness probe after a broken HTTP stream may take. */
 const PROBE_TIMEOUT_MS = 5_000;
+/** How much later than our own bound the SDK's handshake timeout fires (so it never does). */
+const SDK_TIMEOUT_SLACK_MS = 60_000;
 /** The client name and version the server sees in `initialize`. */
 const CLIENT_INFO = { name: "quiver-agents", version: "0.1.0" };
 
@@ -207,7 +209,11 @@ export class Connection {
     const timeoutMs = Math.max(1, deadline - Date.now());
     const budget = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeoutMs)]);
     try {
-      const connected = client.connect(transport, { timeout: timeoutMs, signal: budget });
+      // The MCP spec: `initialize` must never be cancelled. The SDK cancels a request whose
+      // signal fires, even long after it was answered (it keeps its listener), or whose own
+      // timeout passes: it gets neither. The race below bounds the wait; on timeout or close
+      // the client is closed, which cancels nothing.
+      const connected = client.connect(transport, { timeout: timeoutMs + SDK_TIMEOUT_SLACK_MS });
       const outcome = await raceAbort(connected, budget);
       if (isAborted(outcome)) {
         connected.catch(() => {});

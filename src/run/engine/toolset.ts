@@ -200,7 +200,7 @@ export class Toolset {
     for (const { source, from } of this.#sources) {
       if (source instanceof Tool) add(source, from);
       else if (withHosts)
-        for (const tool of this.#hosts.get(source)!.tools) add(tool, `a tool host of ${from}`);
+        for (const tool of this.#hosts.get(source)?.tools ?? []) add(tool, `a tool host of ${from}`);
     }
     return byName;
   }
@@ -209,8 +209,16 @@ export class Toolset {
     let entry = this.#hosts.get(host);
     if (entry?.watching && !entry.dirty) return false;
     let listed: HostedTool[];
-    if (!entry) listed = await host.listTools(this.#signal);
-    else {
+    if (!entry) {
+      try {
+        listed = await host.listTools(this.#signal);
+      } catch (error) {
+        // The run was stopped (cancelled, a deadline) while the host connected or listed: not
+        // the host's failure. The run ends as stopped at its next check, with no tools from it.
+        if (this.#run?.aborted) return false;
+        throw error;
+      }
+    } else {
       // Mid-run, a host that cannot be listed must not end the run and lose its work: its last
       // listing stays on offer (a call to a tool it no longer has fails as that call's error),
       // and the next model request tries again.
@@ -219,6 +227,7 @@ export class Toolset {
           this.#warn({ code: "tool_host_tool_dropped", message }),
         );
       } catch (error) {
+        if (this.#run?.aborted) return false;
         if (this.#signal.aborted) throw error;
         this.#warn({
           code: "tool_host_unavailable",
