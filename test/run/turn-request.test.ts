@@ -124,12 +124,12 @@ describe("model prices", () => {
     });
     const cost = async (name: string) =>
       (await Runner.run(new Agent({ name: "a", model: model(name) }), "go")).usage.costUsd;
-    expect(await cost("turn-request-test-model-2026")).toBeUndefined();
-    expect(modelPrice("turn-request-test-model-2026")).toBeUndefined();
+    expect(await cost("turn-request-test-model-2026-01-15")).toBeUndefined();
+    expect(modelPrice("turn-request-test-model-2026-01-15")).toBeUndefined();
     // A prefix registered later prices the dated name it did not know before.
     setModelPrice("turn-request-test-model", { input: 2, output: 8 });
-    expect(await cost("turn-request-test-model-2026")).toBe(2);
-    setModelPrice("turn-request-test-model-2026", { input: 3, output: 8 });
-    expect(await cost("turn-request-test-model-2026")).toBe(3);
+    expect(await cost("turn-request-test-model-2026-01-15")).toBe(2);
+    setModelPrice("turn-request-test-model-2026-01-15", { input: 3, output: 8 });
+    expect(await cost("turn-request-test-model-2026-01-15")).toBe(3);
   });
 });
