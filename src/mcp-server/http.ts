@@ -18,6 +18,8 @@ type HttpSession = {
 };
 
 const DEFAULT_IDLE_MS = 30 * 60_000;
+const DEFAULT_MAX_SESSIONS = 1_000;
+const DEFAULT_MAX_SESSIONS_PER_USER = 100;
 const NO_OTHER_ORIGINS: ReadonlySet<string> = new Set();
 
 /**
@@ -48,6 +50,14 @@ export async function listenHttp(
   const idleMs = options.sessionIdleMs ?? DEFAULT_IDLE_MS;
   if (!Number.isInteger(idleMs) || idleMs < 1)
     throw new UserError(`sessionIdleMs must be a positive integer, got ${idleMs}`);
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const maxPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
+  for (const [name, value] of [
+    ["maxSessions", maxSessions],
+    ["maxSessionsPerUser", maxPerUser],
+  ] as const)
+    if (!Number.isInteger(value) || value < 1)
+      throw new UserError(`${name} must be a positive integer, got ${value}`);
   // Load the SDK before listening, so a missing package fails here and not on a first request.
   const [sdk, Transport] = await Promise.all([loadServerSdk(), loadHttpTransport()]);
   const sessions = new Map<string, HttpSession>();
@@ -58,7 +68,59 @@ export async function listenHttp(
     await entry.transport.close().catch(() => {});
   };
 
+  /** `initialize`s being handled: they count against the caps before their session exists. */
+  const opening = new Map<string | undefined, number>();
+  let openingTotal = 0;
+
+  /**
+   * Whether one more session fits under the caps: when it does not, the user's own oldest idle
+   * session is closed to make room (another user's never is), else there is no room.
+   */
+  const makeRoom = async (userId: string | undefined): Promise<boolean> => {
+    let mine = opening.get(userId) ?? 0;
+    let oldestIdle: [string, HttpSession] | undefined;
+    for (const [id, entry] of sessions) {
+      if (entry.userId !== userId) continue;
+      mine++;
+      if (entry.session.running === 0 && (!oldestIdle || entry.lastSeen < oldestIdle[1].lastSeen))
+        oldestIdle = [id, entry];
+    }
+    const full = () => mine >= maxPerUser || sessions.size + openingTotal >= maxSessions;
+    if (!full()) return true;
+    if (!oldestIdle) return false;
+    await closeSession(...oldestIdle);
+    mine--;
+    return !full();
+  };
+
   const open = async (request: Request, userId: string | undefined): Promise<Response> => {
+    if (!(await makeRoom(userId))) {
+      return Response.json(
+        {
+          jsonrpc: "2.0",
+          error: {
+            code: -32000,
+            message:
+              "too many open MCP sessions, none of them idle: end one (DELETE with its Mcp-Session-Id) or try again later",
+          },
+          id: null,
+        },
+        { status: 503, headers: { "cache-control": "no-store", "retry-after": "30" } },
+      );
+    }
+    opening.set(userId, (opening.get(userId) ?? 0) + 1);
+    openingTotal++;
+    try {
+      return await startSession(request, userId);
+    } finally {
+      openingTotal--;
+      const left = (opening.get(userId) ?? 1) - 1;
+      if (left > 0) opening.set(userId, left);
+      else opening.delete(userId);
+    }
+  };
+
+  const startSession = async (request: Request, userId: string | undefined): Promise<Response> => {
     let entry: HttpSession | undefined;
     const transport: WebStandardStreamableHTTPServerTransport = new Transport({
       sessionIdGenerator: () => randomUUID(),

@@ -15,6 +15,13 @@ export type McpListenOptions = {
   auth?: ServerAuth;
   /** A session with no request and no call running for this long is closed. Default 1,800,000 (30 minutes). */
   sessionIdleMs?: number;
+  /**
+   * Most sessions open at once, all users together. Default 1,000. Past it an `initialize`
+   * closes the oldest idle session of the same user to make room, or gets a 503.
+   */
+  maxSessions?: number;
+  /** Most sessions one user (or, without `auth`, every local client) has open at once. Default 100; past it, as above. */
+  maxSessionsPerUser?: number;
 };
 
 /** A listening MCP endpoint. */
