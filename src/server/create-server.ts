@@ -11,6 +11,7 @@ import { directTarget } from "./direct-stream.js";
 import {
   errorResponse,
   HttpError,
+  isJson,
   MAX_MESSAGE_BODY_BYTES,
   notFound,
   optionalString,
@@ -20,7 +21,7 @@ import {
 } from "./http.js";
 import { eventStream, nativeInput, resumePoint, runSummary, wantsChildren } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
-import { mountPage } from "./page.js";
+import { mountedAt, mountPage, servePage } from "./page.js";
 import { RunRegistry } from "./runs.js";
 import { internalError, type ServerErrorHandler } from "./server-errors.js";
 import { mountSessions } from "./sessions-api.js";
@@ -126,6 +127,10 @@ export function createServer(options: ServerOptions): QuiverServer {
 
   const caller = (request: Request, env: unknown): Promise<Caller> =>
     authenticate(request, auth, remoteAddressOf(env));
+  // The page holds no secrets: behind auth it is public and asks for the token itself.
+  const pageGuard = async (request: Request, env: unknown) => {
+    if (auth === undefined) await caller(request, env);
+  };
 
   app.onError((error, c) => {
     if (error instanceof HttpError) {
@@ -137,6 +142,17 @@ export function createServer(options: ServerOptions): QuiverServer {
   });
   app.notFound(() => errorResponse(404, "not_found", "no such route"));
 
+  // Mounted under a prefix (`parent.route("/agent", app)`), a path no route takes gets the
+  // parent's 404, plain text: make it the documented JSON error. `/agent/` is the page too.
+  app.use(async (c, next) => {
+    await next();
+    if (c.res.status !== 404 || isJson(c.res.headers.get("content-type") ?? "")) return;
+    const prefix = mountedAt(c.req.routePath);
+    if (prefix !== "" && c.req.method === "GET" && new URL(c.req.url).pathname === `${prefix}/`)
+      c.res = await servePage(c.req.raw, c.env, pageGuard);
+    else c.res = errorResponse(404, "not_found", "no such route");
+  });
+
   // Before any route (and routes added to `app` later): whatever the auth, since a browser sends
   // cookies and other ambient credentials along with a request a page elsewhere makes it send.
   app.use(async (c, next) => {
@@ -144,10 +160,7 @@ export function createServer(options: ServerOptions): QuiverServer {
     await next();
   });
 
-  // The page holds no secrets: behind auth it is public and asks for the token itself.
-  mountPage(app, async (request, env) => {
-    if (auth === undefined) await caller(request, env);
-  });
+  mountPage(app, pageGuard);
   mountSessions(app, registry, caller);
 
   app.get("/api/agents", async (c) => {

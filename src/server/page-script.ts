@@ -9,7 +9,11 @@
  * text, never as HTML.
  */
 export const PAGE_SCRIPT = String.raw`
-  const STORE_KEY = "quiver.chat";
+  // Where the server's app is mounted ("" at the root, "/agent" under a prefix): every API call
+  // goes under it, and the open chat and the token are kept apart from another mount's.
+  const BASE = document.documentElement.dataset.base || "";
+  const STORE_KEY = "quiver.chat" + (BASE ? ":" + BASE : "");
+  const TOKEN_KEY = "quiver.token" + (BASE ? ":" + BASE : "");
   const saved = () => { try { return JSON.parse(localStorage.getItem(STORE_KEY) || "{}"); } catch { return {}; } };
   // A chat with no run yet is "fresh": the server does not know it, so the page does not ask.
   const save = (s) => localStorage.setItem(STORE_KEY, JSON.stringify({ sessionId: s.sessionId, fresh: !!s.fresh }));
@@ -22,7 +26,7 @@ export const PAGE_SCRIPT = String.raw`
 
   const log = $("log"), scroller = $("scroller"), statusLine = $("status"), form = $("composer"), input = $("message");
   const sendButton = $("send"), cancelButton = $("cancel"), agentSelect = $("agent"), jumpButton = $("jump");
-  let token = localStorage.getItem("quiver.token") || "";
+  let token = localStorage.getItem(TOKEN_KEY) || "";
   const runs = new Map();
   let current = null;
 
@@ -42,7 +46,7 @@ export const PAGE_SCRIPT = String.raw`
   async function api(method, path, body) {
     // A body may come as its JSON text already (a message with files, measured before it is sent).
     const text = body === undefined || typeof body === "string" ? body : JSON.stringify(body);
-    const res = await fetch(path, { method, headers: headers(body !== undefined), body: text });
+    const res = await fetch(BASE + path, { method, headers: headers(body !== undefined), body: text });
     if (res.status === 401) throw refused();
     const data = res.status === 204 ? null : await res.json().catch(() => null);
     if (!res.ok) {
@@ -67,7 +71,7 @@ export const PAGE_SCRIPT = String.raw`
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
     token = $("token").value.trim();
-    localStorage.setItem("quiver.token", token);
+    localStorage.setItem(TOKEN_KEY, token);
     $("token-box").hidden = true;
     setStatus("");
     boot();
@@ -392,7 +396,7 @@ export const PAGE_SCRIPT = String.raw`
     let delay = 500;
     while (!run.closed && run.status === "running") {
       try {
-        const res = await fetch("/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&after=" + run.lastSeq, { headers: headers(false) });
+        const res = await fetch(BASE + "/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&after=" + run.lastSeq, { headers: headers(false) });
         if (run.closed) break;
         if (res.status === 401) { refused(); return; }
         if (res.status === 404) { run.status = "gone"; run.section.append(el("p", { class: "state" }, "This run is no longer available.")); break; }

@@ -34,20 +34,25 @@ export function pageCsp(nonce: string): string {
   ].join("; ");
 }
 
-/** The web chat page served at `GET /`: one document, its scripts inline or from `/assets/`. */
-export function pageHtml(nonce: string, assets: Pick<PageAssets, "marked" | "purify">): string {
+/**
+ * The web chat page served at `GET /`: one document, its scripts inline or from `/assets/`.
+ * `base` is the path the server's app is mounted under (`""` at the root, `"/agent"` under
+ * `parent.route("/agent", server.app)`): the page's files and API calls are all under it.
+ */
+export function pageHtml(nonce: string, assets: Pick<PageAssets, "marked" | "purify">, base = ""): string {
+  const at = escapeAttribute(base);
   const external = [assets.marked, assets.purify]
     .filter((src) => src !== undefined)
-    .map((src) => `<script nonce="${nonce}" src="${src}"></script>`)
+    .map((src) => `<script nonce="${nonce}" src="${at}${src}"></script>`)
     .join("\n");
   return `<!doctype html>
-<html lang="en">
+<html lang="en" data-base="${at}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>Quiver chat</title>
-<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<link rel="icon" href="${at}/favicon.svg" type="image/svg+xml">
 <style nonce="${nonce}">${PAGE_STYLE}</style>
 ${external}
 </head>
@@ -123,16 +128,7 @@ ${PAGE_CHATS}
  * to loopback, like every other route.
  */
 export function mountPage(app: Hono, guard: (request: Request, env: unknown) => Promise<void>): void {
-  app.get("/", async (c) => {
-    await guard(c.req.raw, c.env);
-    const nonce = randomBytes(18).toString("base64");
-    return c.html(pageHtml(nonce, await pageAssets()), 200, {
-      "cache-control": "no-cache",
-      "content-security-policy": pageCsp(nonce),
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-    });
-  });
+  app.get("/", async (c) => servePage(c.req.raw, c.env, guard));
   const asset = async (path: string, request: Request, env: unknown) => {
     await guard(request, env);
     const file = (await pageAssets()).files.get(path);
@@ -156,4 +152,40 @@ export function mountPage(app: Hono, guard: (request: Request, env: unknown) => 
   });
   app.get("/favicon.svg", async (c) => (await asset("/favicon.svg", c.req.raw, c.env))!);
   app.get("/favicon.ico", async (c) => (await asset("/favicon.svg", c.req.raw, c.env))!);
+}
+
+/**
+ * The page's response, at the app's root: `/`, or the prefix it is mounted under (`/agent`,
+ * and `/agent/`). That path, as the client sent it, is the base of its files and API calls.
+ */
+export async function servePage(
+  request: Request,
+  env: unknown,
+  guard: (request: Request, env: unknown) => Promise<void>,
+): Promise<Response> {
+  await guard(request, env);
+  const base = new URL(request.url).pathname.replace(/\/+$/, "");
+  const nonce = randomBytes(18).toString("base64");
+  return new Response(pageHtml(nonce, await pageAssets(), base), {
+    headers: {
+      "content-type": "text/html; charset=UTF-8",
+      "cache-control": "no-cache",
+      "content-security-policy": pageCsp(nonce),
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    },
+  });
+}
+
+/**
+ * Where the app is mounted, from the route pattern that matched (`c.req.routePath`): `"/"` or
+ * `"*"` at the root give `""`; under `parent.route("/agent", app)` they are `"/agent"` and
+ * `"/agent/*"`, giving `"/agent"`. The developer's prefix, not the client's path.
+ */
+export function mountedAt(routePath: string): string {
+  return routePath.replace(/\/?\*$/, "").replace(/\/$/, "");
+}
+
+function escapeAttribute(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
