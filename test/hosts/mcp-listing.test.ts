@@ -67,6 +67,28 @@ describe("a tool with a broken definition", () => {
   });
 });
 
+describe("a listing that does not end", () => {
+  it("a server that never answers tools/list fails it within timeoutMs, naming the server and the listing", async () => {
+    const host = mcpServer(hostileServer("--hang-list"), { prefix: "h", timeoutMs: 1_500 });
+    try {
+      await expect(host.listTools()).rejects.toThrow(
+        /MCP server h did not answer tools\/list within 1500 ms/,
+      );
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("a server that pages for ever fails the listing after 100 pages, saying so", async () => {
+    const host = mcpServer(hostileServer("--endless"), { prefix: "h" });
+    try {
+      await expect(host.listTools()).rejects.toThrow(/MCP server h listed more than 100 pages of tools/);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 describe("listing again mid-run", () => {
   it("a listing that fails keeps the last good tools, with a warning, and the run finishes", async () => {
     // The server does not announce changes, so it is listed before every model request.
