@@ -1,5 +1,6 @@
 import type { PermissionDecision } from "../contract/permissions.js";
 import { loadedBashParser, withBashTree } from "./bash-parser.js";
+import { commandEffect } from "./command-effects.js";
 import { type DenyRule, denyRule, findDenied } from "./deny-rules.js";
 import { type PlainCommand, plainCommands } from "./plain-commands.js";
 
@@ -20,7 +21,9 @@ export type ShellRule = ((args: unknown) => PermissionDecision | undefined) & {
  *   commands (literal words, no expansions of any kind, no redirection to a file) joined by
  *   `&&`, `||`, `;`, `|` or line breaks, and each starts with an allow prefix, word by word,
  *   after quote removal: `git status` allows `git status -s` and `"git" status`, not
- *   `git statusx` nor `$GIT status`.
+ *   `git statusx` nor `$GIT status`. Options through which a known program writes a file or
+ *   runs another (`git diff --output=…`, `sed -n '1e …'`, `find -exec`; see command-effects.ts)
+ *   still ask.
  * - otherwise it asks, saying why. Before the parser has loaded (the shell tool loads it
  *   before its first permission check) it asks too.
  *
@@ -68,11 +71,19 @@ function denial({ rule, command }: { rule: DenyRule; command: string }): Permiss
 function allowed(commands: PlainCommand[], allowRules: string[][]): PermissionDecision {
   if (commands.length === 0) return { behavior: "ask", reason: "shell is destructive" };
   const uncovered = commands.find((command) => !allowRules.some((prefix) => startsWith(command, prefix)));
-  if (!uncovered) return { behavior: "allow" };
-  return {
-    behavior: "ask",
-    reason: `shell runs "${uncovered.text.replace(/[ \t\n]+/g, " ")}", which no allow rule covers`,
-  };
+  if (uncovered) {
+    return {
+      behavior: "ask",
+      reason: `shell runs "${uncovered.text.replace(/[ \t\n]+/g, " ")}", which no allow rule covers`,
+    };
+  }
+  // A prefix vouches for the program, not for the options that make it write a file or run
+  // another program (`git diff --output=…`, `sed -n '1e …'`): those ask, as a redirection does.
+  for (const command of commands) {
+    const effect = commandEffect(command.words);
+    if (effect) return { behavior: "ask", reason: `no allow rule can vouch for this command: ${effect}` };
+  }
+  return { behavior: "allow" };
 }
 
 /** Whole words, each literal and not subject to glob, brace or tilde expansion. */

@@ -1,50 +1,14 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Permissions, StandardPermissions } from "quiver-agents";
-import { type ShellOptions, workspace } from "quiver-agents/workspace";
+import type { ShellOptions } from "quiver-agents/workspace";
 import { describe, expect, it } from "vitest";
-import { play, tempDir } from "./helpers.js";
+import { decideShell, decisions, tempDir } from "./helpers.js";
 
 const root = tempDir("quiver-rules-");
 
-type Verdict = { command: string; decision: "allow" | "ask" | "deny"; reason: string };
-
-/**
- * What the shell's rules decide for each command, through a real run: an approval prompt is
- * "ask" (and rejected), a refusal naming a deny rule is "deny", a call that ran is "allow".
- * No command really runs: the executor starts `true` instead.
- */
-async function decide(
-  commands: string[],
-  rules: Pick<ShellOptions, "allow" | "deny">,
-  permissions: Permissions = new StandardPermissions({ mode: "default" }),
-): Promise<Verdict[]> {
-  const ws = workspace({ root, shell: rules, executor: () => ({ file: "true", args: [] }) });
-  const asked = new Map<string, string>();
-  const { records } = await play(
-    ws.tools,
-    commands.map((command) => ({ name: "shell", args: { command } })),
-    { permissions },
-    (ev) => {
-      if (ev.type !== "approval_required") return;
-      asked.set((ev.call.args as { command: string }).command, ev.reason ?? "");
-      ev.reject("test");
-    },
-  );
-  return commands.map((command, i) => {
-    const record = records[i]!;
-    const reason = asked.get(command);
-    if (reason !== undefined) return { command, decision: "ask", reason };
-    if (!record.ok && /deny rule/.test(record.output))
-      return { command, decision: "deny", reason: record.output };
-    expect(record.ok, `${command.slice(0, 80)}: ${record.output.slice(-300)}`).toBe(true);
-    return { command, decision: "allow", reason: "" };
-  });
-}
-
-function decisions(verdicts: Verdict[]): Record<string, string> {
-  return Object.fromEntries(verdicts.map((v) => [v.command, v.decision]));
-}
+const decide = (commands: string[], rules: Pick<ShellOptions, "allow" | "deny">, permissions?: Permissions) =>
+  decideShell(root, commands, rules, permissions);
 
 const ALLOW = ["ls", "echo", "cat", "grep", "git status", "git log", "npm test"];
 
