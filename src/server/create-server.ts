@@ -15,11 +15,19 @@ import {
   MAX_MESSAGE_BODY_BYTES,
   notFound,
   optionalString,
+  readJsonBody,
   readJsonObject,
   refuseNonJson,
   stringField,
 } from "./http.js";
-import { eventStream, nativeInput, resumePoint, runSummary, wantsChildren } from "./native.js";
+import {
+  eventStream,
+  nativeInput,
+  refuseOversizedText,
+  resumePoint,
+  runSummary,
+  wantsChildren,
+} from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountedAt, mountPage, servePage } from "./page.js";
 import { RunRegistry } from "./runs.js";
@@ -185,7 +193,8 @@ export function createServer(options: ServerOptions): QuiverServer {
 
   app.post("/api/runs", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
-    const body = await readJsonObject(c.req.raw, MAX_MESSAGE_BODY_BYTES);
+    const { body, bytes } = await readJsonBody(c.req.raw, MAX_MESSAGE_BODY_BYTES);
+    refuseOversizedText(body, bytes);
     const message = nativeInput(body);
     const given = optionalString(body, "sessionId");
     const sessionId = given ?? `session_${randomUUID()}`;

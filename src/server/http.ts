@@ -41,6 +41,14 @@ export async function readJsonObject(
   request: Request,
   maxBytes = MAX_BODY_BYTES,
 ): Promise<Record<string, unknown>> {
+  return (await readJsonBody(request, maxBytes)).body;
+}
+
+/** `readJsonObject`, with the body's size in bytes (for a limit on part of it). */
+export async function readJsonBody(
+  request: Request,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<{ body: Record<string, unknown>; bytes: number }> {
   if (!isJson(request.headers.get("content-type") ?? "")) throw notJson();
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (declared > maxBytes) throw tooLarge(maxBytes);
@@ -53,7 +61,7 @@ export async function readJsonObject(
   }
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw new HttpError(400, "bad_request", "the body must be a JSON object");
-  return value as Record<string, unknown>;
+  return { body: value as Record<string, unknown>, bytes: Buffer.byteLength(text) };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type ContentBlock, serializeEvent } from "../index.js";
 import type { DirectTarget } from "./direct-stream.js";
-import { HttpError, KEEPALIVE_MS, pullResponse, SSE_HEADERS } from "./http.js";
+import { HttpError, KEEPALIVE_MS, MAX_BODY_BYTES, pullResponse, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 
 /**
@@ -155,4 +155,26 @@ export function nativeInput(body: Record<string, unknown>): string | ContentBloc
       '"message" must be a non-empty string (or give "content": parts)',
     );
   return message;
+}
+
+/**
+ * `POST /api/runs` takes up to `MAX_MESSAGE_BODY_BYTES` so that files fit, but like every other
+ * body it holds at most `MAX_BODY_BYTES` besides them: the bytes (`data`) and URLs of its
+ * image, file and audio parts do not count, everything else does (a text message, text parts).
+ */
+export function refuseOversizedText(body: Record<string, unknown>, bytes: number): void {
+  let attached = 0;
+  if (Array.isArray(body.content))
+    for (const part of body.content as unknown[]) {
+      if (part === null || typeof part !== "object") continue;
+      const { type, data, url } = part as Record<string, unknown>;
+      if (type === "text") continue;
+      for (const field of [data, url]) if (typeof field === "string") attached += Buffer.byteLength(field);
+    }
+  if (bytes - attached > MAX_BODY_BYTES)
+    throw new HttpError(
+      413,
+      "body_too_large",
+      `request bodies are limited to ${MAX_BODY_BYTES} bytes besides attachments (the data of image, file and audio parts)`,
+    );
 }
