@@ -171,6 +171,15 @@ export function createServer(options: ServerOptions): QuiverServer {
   mountPage(app, pageGuard);
   mountSessions(app, registry, caller);
 
+  // For a load balancer or an orchestrator's probe: no auth (it says nothing but "up"), and 503
+  // once shutting down, so traffic moves elsewhere while the runs end.
+  app.get("/api/health", () =>
+    Response.json(registry.closing ? { status: "shutting_down" } : { status: "ok" }, {
+      status: registry.closing ? 503 : 200,
+      headers: { "cache-control": "no-store" },
+    }),
+  );
+
   app.get("/api/agents", async (c) => {
     await caller(c.req.raw, c.env);
     return c.json({ agents: registry.agentKeys, default: defaultAgent });
