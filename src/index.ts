@@ -40,6 +40,7 @@ export {
 export { InProcessToolHost } from "./hosts/in-process.js";
 export { type HostedTool, isToolHost, type ToolHost, type ToolHostChange } from "./hosts/tool-host.js";
 export {
+  FALLBACK_WAIT_MS,
   type FallbackFailure,
   FallbackModel,
   type FallbackOptions,

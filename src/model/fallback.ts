@@ -1,6 +1,12 @@
 import { ProviderError, UserError } from "../errors.js";
 import type { Model, ModelRequest, ModelStreamEvent } from "./types.js";
 
+/**
+ * The longest wait a server may ask for (`Retry-After`) that a provider in a fallback chain still
+ * honours while a next model waits: past it, the turn moves on at once.
+ */
+export const FALLBACK_WAIT_MS = 2_000;
+
 /** Why a model of a fallback chain failed a turn: an error it threw, or a content-filter refusal. */
 export type FallbackFailure = { error: unknown } | { contentFilter: true };
 
@@ -86,7 +92,8 @@ export class FallbackModel implements Model {
       const held: ModelStreamEvent[] = [];
       let reason: string | undefined;
       try {
-        for await (const event of model.stream(request)) {
+        const asked = next === undefined ? request : { ...request, fallbackWaiting: true };
+        for await (const event of model.stream(asked)) {
           if (holdForFilter) {
             if (event.type === "finish" && event.reason === "content_filter") {
               reason = `${model.name} refused the request (content filter)`;

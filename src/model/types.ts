@@ -132,6 +132,12 @@ export type ModelRequest = {
   tools: ToolSpec[];
   settings: ModelSettings;
   signal?: AbortSignal;
+  /**
+   * Another model waits to take this request when this one fails (a fallback chain sets it): a
+   * provider then gives up instead of waiting long — no retry after a timed-out attempt, none
+   * after a server asks to wait more than `FALLBACK_WAIT_MS` — so the next model answers sooner.
+   */
+  fallbackWaiting?: boolean;
 };
 
 /** Tokens spent, as providers report them, summed over turns. */

@@ -6,7 +6,8 @@
 
 import { sleep } from "../abort.js";
 import { ProviderError } from "../errors.js";
-import type { ModelStreamEvent } from "../model/types.js";
+import { FALLBACK_WAIT_MS } from "../model/fallback.js";
+import type { ModelRequest, ModelStreamEvent } from "../model/types.js";
 import { abortedError } from "./http-stream.js";
 import { type RetryBackoff, requestedWaitMs, retryDelayMs } from "./retry.js";
 
@@ -20,17 +21,23 @@ export type RetrySettings = {
 /**
  * Streams `attempt()` until one succeeds or a failure is final. An attempt signals the end
  * of its output with the events it yields; any `ProviderError` it throws decides by its
- * `retryable` flag. Aborting `signal` ends everything with an `aborted` ProviderError.
+ * `retryable` flag. Aborting the request's `signal` ends everything with an `aborted`
+ * ProviderError. With another model waiting (`fallbackWaiting`), a timed-out attempt is not
+ * retried, nor one the server asks to wait more than `FALLBACK_WAIT_MS` for.
  *
  * @example
- * yield* retryingStream(settings, request.signal, () => oneAttempt(request));
+ * yield* retryingStream(settings, request, () => oneAttempt(request));
  */
 export async function* retryingStream(
   settings: RetrySettings,
-  signal: AbortSignal | undefined,
+  request: Pick<ModelRequest, "signal" | "fallbackWaiting">,
   attempt: () => AsyncIterable<ModelStreamEvent>,
 ): AsyncGenerator<ModelStreamEvent> {
   const { provider } = settings;
+  const { signal, fallbackWaiting } = request;
+  const maxRetryAfterMs = fallbackWaiting
+    ? Math.min(settings.maxRetryAfterMs, FALLBACK_WAIT_MS)
+    : settings.maxRetryAfterMs;
   for (let attemptNumber = 0; ; attemptNumber++) {
     let producedOutput = false;
     try {
@@ -49,8 +56,10 @@ export async function* retryingStream(
               cause: caught,
             });
       if (!error.retryable || attemptNumber >= settings.maxRetries) throw error;
-      const delay = retryDelayMs(error, attemptNumber, settings.retryBackoff, settings.maxRetryAfterMs);
-      if (delay === undefined) throw waitRefused(error, settings.maxRetryAfterMs);
+      // A server that hung once will likely hang again: the model waiting answers instead.
+      if (fallbackWaiting && (error.type === "timeout" || error.type === "idle_timeout")) throw error;
+      const delay = retryDelayMs(error, attemptNumber, settings.retryBackoff, maxRetryAfterMs);
+      if (delay === undefined) throw waitRefused(error, maxRetryAfterMs, fallbackWaiting === true);
       if (producedOutput) yield { type: "reset", reason: `retrying after: ${error.message}` };
       try {
         await sleep(delay, signal);
@@ -65,10 +74,13 @@ export async function* retryingStream(
  * The error of an attempt the server said to retry later than `maxRetryAfterMs` allows: it
  * says so, or the retries that did not happen would go unexplained.
  */
-function waitRefused(error: ProviderError, maxRetryAfterMs: number): ProviderError {
+function waitRefused(error: ProviderError, maxRetryAfterMs: number, fallbackWaiting: boolean): ProviderError {
   const seconds = Math.ceil((requestedWaitMs(error) ?? 0) / 1000);
+  const limit = fallbackWaiting
+    ? "and another model is waiting to answer"
+    : `longer than maxRetryAfterMs ${maxRetryAfterMs} ms`;
   return new ProviderError(
-    `${error.message} (the server asked to retry after ${seconds} s, longer than maxRetryAfterMs ${maxRetryAfterMs} ms: not retried)`,
+    `${error.message} (the server asked to retry after ${seconds} s, ${limit}: not retried)`,
     {
       provider: error.provider,
       retryable: error.retryable,

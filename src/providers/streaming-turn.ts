@@ -67,7 +67,7 @@ export async function* streamTurn(
     throw encodingError(provider, error);
   }
   for (const message of warnings) yield { type: "warning", message, code: `${provider}_degraded` };
-  yield* retryingStream(settings, request.signal, async function* () {
+  yield* retryingStream(settings, request, async function* () {
     const decoder = wire.decoder();
     const progress = { outputStarted: false, finished: false };
     const events = postServerSentEvents({

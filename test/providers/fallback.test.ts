@@ -119,8 +119,9 @@ describe("a fallback chain of real providers", () => {
     ]);
     expect(fallbacks[0]!.reason).toMatch(/503/);
     expect(fallbacks[1]!.reason).toMatch(/429/);
-    // Each provider made its own retry before the turn moved on; the 429 waited as asked.
-    expect([s1, s2, s3, s4].map((s) => s.requests.length)).toEqual([3, 2, 2, 2]);
+    // Each provider made its own retry before the turn moved on (the 429 waited the 1 s it asked
+    // for), except the one that hung: with a model waiting, a hung server is not asked again.
+    expect([s1, s2, s3, s4].map((s) => s.requests.length)).toEqual([3, 2, 1, 2]);
     // Only the call of the model that answered ran: the cut stream's half-sent call never did.
     expect(ran).toEqual(["toolu_01T1x1fJ34qAmk2tNTrN7Up6:Paris"]);
     const turns = events.filter((e) => e.type === "turn_completed");
@@ -133,6 +134,31 @@ describe("a fallback chain of real providers", () => {
     // The text the cut stream sent before it failed is not in the transcript.
     expect(result.messages.filter((m) => m.role === "assistant")).toHaveLength(2);
   }, 30_000);
+
+  it("a server asking to wait longer than a moment is not waited for while another model can answer", async () => {
+    const limited = errorReply(
+      429,
+      { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+      { "retry-after": "20" },
+    );
+    const s1 = await openaiServer([limited, limited]);
+    const s2 = await openaiServer([streamFixture(fixture("openai-chat/text.jsonl"))]);
+    const agent = weatherAgent([chat(s1.url, "gpt-4.1"), chat(s2.url, "gpt-4.1-mini")], []);
+    const started = performance.now();
+    const handle = Runner.stream(agent, "Hi");
+    const fallbacks: string[] = [];
+    for await (const event of handle) if (event.type === "model_fallback") fallbacks.push(event.reason);
+    expect((await handle.result()).output).toBe("Hello! How can I help?");
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(s1.requests).toHaveLength(1);
+    expect(fallbacks[0]).toMatch(/retry after 20 s, and another model is waiting to answer: not retried/);
+
+    // The last model of a chain has nobody to hand over to: it waits as asked (up to maxRetryAfterMs).
+    const s3 = await openaiServer([limited]);
+    const alone = weatherAgent([chat(s3.url, "gpt-4.1", { maxRetryAfterMs: 5_000 })], []);
+    const error = await Runner.run(alone, "Hi").catch((e: unknown) => e);
+    expect(String(error)).toMatch(/longer than maxRetryAfterMs 5000 ms: not retried/);
+  });
 
   it("a turn parked for approval after a fallback closes on resume naming the model that answered", async () => {
     const unavailable = errorReply(503, { error: { message: "overloaded", type: "server_error" } });

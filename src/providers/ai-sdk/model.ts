@@ -86,7 +86,7 @@ export function fromAiSdk(aiSdkModel: AiSdkLanguageModel, options: FromAiSdkOpti
         await refuseUnsupportedUrls(model, request);
         for (const message of warnings.splice(0))
           yield { type: "warning", message, code: `${provider}_degraded` };
-        yield* retryingStream(retry, request.signal, () =>
+        yield* retryingStream(retry, request, () =>
           attempt(model, base, version, request.signal, limits, warn),
         );
       })();
