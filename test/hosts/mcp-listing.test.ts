@@ -89,6 +89,39 @@ describe("a listing that does not end", () => {
   });
 });
 
+describe("names that clash", () => {
+  it("names alike once made safe go to the same tools at every listing; a name listed twice is offered once", async () => {
+    const host = mcpServer(hostileServer("--clash"), { prefix: "h" });
+    try {
+      const describeOf = async () =>
+        Object.fromEntries(
+          (await host.listTools())
+            .filter((t) => t.name.startsWith("h__a_b") || t.name === "h__dup")
+            .map((t) => [t.name, t.description]),
+        );
+      const first = await describeOf();
+      const second = await describeOf(); // the server swapped the order of a.b and a_b
+      expect(second).toEqual(first);
+      expect(first.h__a_b).toBe("Reads a file.");
+      expect(Object.keys(first)).toHaveLength(3);
+      expect(first.h__dup).toBe("Listed twice.");
+
+      // Mid-run, the duplicate is reported once.
+      const { result, events } = await runWith(host, [
+        { toolCalls: [{ name: "h__a_b", args: {} }] },
+        { text: "done" },
+      ]);
+      expect(result.output).toBe("done");
+      const notes = events.filter((e) => e.type === "warning" && e.code === "tool_host_tool_dropped");
+      expect(notes).toEqual([
+        expect.objectContaining({ message: expect.stringMatching(/"dup" more than once/) }),
+      ]);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 describe("listing again mid-run", () => {
   it("a listing that fails keeps the last good tools, with a warning, and the run finishes", async () => {
     // The server does not announce changes, so it is listed before every model request.

@@ -103,6 +103,7 @@ export class McpToolHost implements ToolHost {
       if (!warn) throw new UserError(listing.problems[0]!);
       for (const problem of listing.problems) warn(problem);
     }
+    if (warn) for (const notice of listing.notices) warn(notice);
     return listing.tools;
   }
 

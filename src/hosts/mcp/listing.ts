@@ -32,7 +32,13 @@ export type ListedTool = {
  * A server's tools as offered, by model-facing name. `problems` says, per tool left out
  * because its definition is broken, why (a message naming the server and the tool).
  */
-export type Listing = { tools: HostedTool[]; byName: Map<string, ListedTool>; problems: string[] };
+export type Listing = {
+  tools: HostedTool[];
+  byName: Map<string, ListedTool>;
+  problems: string[];
+  /** Entries left out that are no fault of a tool's definition (a name listed twice). */
+  notices: string[];
+};
 
 /** Checks one entry of a `tools/list` answer against MCP's tool schema (the SDK's). */
 export type ToolShapeCheck = (
@@ -62,14 +68,36 @@ export function buildListing(
 ): Listing {
   const byName = new Map<string, ListedTool>();
   const problems: string[] = [];
+  const notices: string[] = [];
+  // The answer is read leniently, entry by entry: one broken tool must not make the whole
+  // server unusable, and `exclude` must be able to leave it out. An entry without a name
+  // cannot be called, nor named in a message: it is skipped.
+  const selected: Array<[unknown, string]> = [];
   for (const entry of entries) {
-    // The answer is read leniently, entry by entry: one broken tool must not make the whole
-    // server unusable, and `exclude` must be able to leave it out. An entry without a name
-    // cannot be called, nor named in a message: it is skipped.
     const mcpName = (entry as { name?: unknown } | null)?.name;
     if (typeof mcpName !== "string") continue;
     if (options.include !== undefined && !matches(options.include, mcpName)) continue;
     if (matches(options.exclude, mcpName)) continue;
+    selected.push([entry, mcpName]);
+  }
+  // Names that become alike once made safe (`a.b`, `a_b`) are told apart by each tool's own
+  // name, never by list order: a name must not move to another tool between listings.
+  const claimants = new Map<string, Set<string>>();
+  for (const [, mcpName] of selected) {
+    const base = modelFacingName(mcpName, options.prefix);
+    const set = claimants.get(base) ?? new Set<string>();
+    set.add(mcpName);
+    claimants.set(base, set);
+  }
+  const seen = new Set<string>();
+  for (const [entry, mcpName] of selected) {
+    if (seen.has(mcpName)) {
+      notices.push(
+        `MCP server ${server} lists the tool ${JSON.stringify(cleanPeerLine(mcpName, 128))} more than once; only the first is offered`,
+      );
+      continue;
+    }
+    seen.add(mcpName);
     const parsed = check(entry);
     if (!parsed.success) {
       const issues = parsed.error.issues
@@ -83,7 +111,12 @@ export function buildListing(
     // Such a tool answers plain tools/call with an error: offering it would only fail.
     if (tool.execution?.taskSupport === "required") continue;
     let name = modelFacingName(tool.name, options.prefix);
-    if (byName.has(name)) name = withHash(name, tool.name);
+    const exact = options.prefix ? `${options.prefix}__${tool.name}` : tool.name;
+    if ((claimants.get(name)?.size ?? 0) > 1 && name !== exact) name = withHash(name, tool.name);
+    if (byName.has(name)) {
+      notices.push(`MCP server ${server}: two tools would be named ${name}; only the first is offered`);
+      continue;
+    }
     // A tool the server describes exactly as before is not cleaned and checked again (a
     // digest, not the text: a server's JSON may be megabytes, and the listing lives long).
     const raw = createHash("sha256").update(JSON.stringify(tool)).digest("base64");
@@ -112,7 +145,7 @@ export function buildListing(
       kept && kept.json === json && kept.mcpName === tool.name ? { ...listed, hosted: kept.hosted } : listed,
     );
   }
-  return { tools: [...byName.values()].map((t) => t.hosted), byName, problems };
+  return { tools: [...byName.values()].map((t) => t.hosted), byName, problems, notices };
 }
 
 /** A tool left out for a broken definition: what to do about it is `exclude`. */
