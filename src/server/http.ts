@@ -97,7 +97,14 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let read: ReadableStreamReadResult<Uint8Array>;
+    try {
+      read = await reader.read();
+    } catch {
+      // The client went away (or its proxy cut it off) mid-body: its failure, not the server's.
+      throw new HttpError(400, "incomplete_body", "the request body was not received in full");
+    }
+    const { done, value } = read;
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {

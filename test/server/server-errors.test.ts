@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { createServer, type ServerErrorContext, serve } from "quiver-agents/server";
 import { MemoryStore } from "quiver-agents/store";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -118,6 +119,37 @@ describe("server errors", () => {
       });
       expect(allowed.status).toBe(200);
       expect(seen).toHaveLength(1);
+    } finally {
+      await serving.close();
+    }
+  });
+
+  it("a client that goes away mid-body is not a server failure: nothing is reported", async () => {
+    const seen: unknown[] = [];
+    let reached!: () => void;
+    const authenticated = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const server = createServer({
+      agent: agentWith([{ text: "hi" }]),
+      auth: () => {
+        reached();
+        return "alice";
+      },
+      onError: (error) => void seen.push(error),
+    });
+    const serving = await serve(server, { port: 0 });
+    try {
+      const socket = connect(serving.port, "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+      socket.write(
+        "POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n" +
+          'content-length: 1000\r\n\r\n{"message": "a half',
+      );
+      await authenticated; // the body is being read now
+      socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(seen).toEqual([]);
     } finally {
       await serving.close();
     }
