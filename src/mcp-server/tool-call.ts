@@ -63,9 +63,17 @@ export async function runToolCall(
   settings: CallSettings,
 ): Promise<McpToolResult> {
   const callId = `mcp_${String(scope.requestId).replace(/[^a-zA-Z0-9_-]/g, "_")}`;
+  let argsJson: string;
+  try {
+    argsJson = JSON.stringify(args ?? {});
+  } catch {
+    // Nested past what JSON.stringify can recurse through (thousands of levels): invalid
+    // arguments for any tool, answered as a result rather than a protocol error.
+    return errorResult(`Invalid arguments for ${name}: they are nested too deeply to read`);
+  }
   const approvals = new ClientApprovals(scope.approvals, undefined);
   const agent = base.clone({
-    model: new ClientRequest(callId, name, JSON.stringify(args ?? {})),
+    model: new ClientRequest(callId, name, argsJson),
     approvalHandler: approvals.handler,
   });
   const input = `${scope.clientName ? `MCP client ${scope.clientName}` : "An MCP client"} called ${name}`;

@@ -89,6 +89,34 @@ describe("a listing that does not end", () => {
   });
 });
 
+describe("deeply nested JSON", () => {
+  it("a tool definition nested too deep is a UserError naming it, and exclude leaves it out", async () => {
+    const strict = mcpServer(hostileServer("--deep"), { prefix: "h" });
+    const host = mcpServer(hostileServer("--deep"), { prefix: "h", exclude: ["deep_schema"] });
+    try {
+      const error = await strict.listTools().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UserError);
+      expect((error as Error).message).toMatch(
+        /tool "deep_schema" has a definition nested more than 100 levels deep/,
+      );
+      expect((await host.listTools()).map((t) => t.name)).toContain("h__deep_result");
+
+      // A structured result nested 200,000 deep: a host_error naming the server, not a stack overflow.
+      const { result } = await runWith(host, [
+        { toolCalls: [{ name: "h__deep_result", args: {} }] },
+        { text: "done" },
+      ]);
+      expect(result.output).toBe("done");
+      expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "host_error" } });
+      expect(result.toolCalls[0]!.output).toMatch(
+        /MCP server h answered the call to deep_result with structured content nested more than 1000 levels deep/,
+      );
+    } finally {
+      await Promise.all([strict.close(), host.close()]);
+    }
+  });
+});
+
 describe("names that clash", () => {
   it("names alike once made safe go to the same tools at every listing; a name listed twice is offered once", async () => {
     const host = mcpServer(hostileServer("--clash"), { prefix: "h" });

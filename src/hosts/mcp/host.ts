@@ -10,6 +10,7 @@ import type { HostedTool, ToolHost, ToolHostChange } from "../tool-host.js";
 import { checkConfig, type McpServerConfig, type McpServerOptions } from "./config.js";
 import { Connection, type Session } from "./connection.js";
 import { NotDelivered } from "./delivery.js";
+import { nestedDeeperThan } from "./depth.js";
 import { buildListing, diffListings, type ListedTool, type Listing } from "./listing.js";
 import { oversizeOf } from "./oversize.js";
 import { cleanPeerLine, cleanPeerText } from "./peer-text.js";
@@ -22,6 +23,8 @@ const MAX_LIST_PAGES = 100;
 /** Output-schema validators, by the schema's JSON (each distinct schema is compiled once). */
 const outputValidators = new Map<string, ReturnType<typeof compileJsonSchema> | Error>();
 const MAX_OUTPUT_VALIDATORS = 1_000;
+/** Deepest structured result accepted (deeper JSON overflows the stack of what reads it). */
+const MAX_RESULT_DEPTH = 1_000;
 /**
  * The least time between two listings a server's change notifications cause. The first
  * change after a quiet spell is listed at once; a server that keeps announcing changes is
@@ -254,12 +257,20 @@ export class McpToolHost implements ToolHost {
 
   /**
    * A tool with an `outputSchema` must answer with structured content that matches it (the
-   * MCP spec: clients should validate). Checked here for every listed tool, on any page.
+   * MCP spec: clients should validate). Checked here for every listed tool, on any page. Any
+   * structured content must also be of a depth the rest of the process can read.
    */
   #checkStructured(result: CallToolResult, listed: ListedTool): void {
+    const tool = cleanPeerLine(listed.mcpName);
+    // Before anything recursive (validation, JSON for the model, the run's events) reads it.
+    if (nestedDeeperThan(result.structuredContent, MAX_RESULT_DEPTH)) {
+      throw new McpHostFailure(
+        `MCP server ${this.name} answered the call to ${tool} with structured content nested more than ${MAX_RESULT_DEPTH} levels deep; the call ran on the server`,
+        { cause: undefined },
+      );
+    }
     const schema = listed.outputSchema;
     if (!schema || result.isError) return;
-    const tool = cleanPeerLine(listed.mcpName);
     if (result.structuredContent === undefined || result.structuredContent === null) {
       throw new McpHostFailure(
         `MCP server ${this.name} answered the call to ${tool} without structured content, though the tool has an output schema`,

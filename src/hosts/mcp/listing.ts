@@ -6,6 +6,7 @@ import type { JSONSchema } from "../../model/types.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
 import type { HostedTool, ToolHostChange } from "../tool-host.js";
 import { type McpServerOptions, matches } from "./config.js";
+import { nestedDeeperThan } from "./depth.js";
 import {
   cleanPeerLine,
   cleanPeerText,
@@ -50,6 +51,8 @@ type ToolShapeIssue = { path: PropertyKey[]; message: string };
 const checkedSchemas = new Map<string, string | null>();
 /** Bounds the cache above: a server that changes its schemas on every listing must not grow it for ever. */
 const MAX_CHECKED_SCHEMAS = 1_000;
+/** Deepest tool definition read (a JSON Schema rarely nests beyond twenty levels). */
+const MAX_DEFINITION_DEPTH = 100;
 /** Largest input schema offered to a model (its JSON, in characters). */
 const MAX_SCHEMA_CHARS = 64 * 1024;
 
@@ -98,6 +101,12 @@ export function buildListing(
       continue;
     }
     seen.add(mcpName);
+    if (nestedDeeperThan(entry, MAX_DEFINITION_DEPTH)) {
+      problems.push(
+        refusal(server, mcpName, `a definition nested more than ${MAX_DEFINITION_DEPTH} levels deep`),
+      );
+      continue;
+    }
     const parsed = check(entry);
     if (!parsed.success) {
       const issues = parsed.error.issues
