@@ -172,6 +172,27 @@ describe("listing again mid-run", () => {
     }
   });
 
+  it("a host closed mid-run: its calls fail as host errors and the run still finishes", async () => {
+    const host = mcpServer(hostileServer(), { prefix: "h" });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: "h__delete_all", args: {} }] },
+      { toolCalls: [{ name: "h__delete_all", args: {} }] },
+      { text: "done" },
+    ]);
+    const agent = new Agent({ name: "a", model, tools: host, approvalHandler: () => true });
+    const handle = Runner.stream(agent, "go");
+    const warnings: string[] = [];
+    for await (const ev of handle) {
+      if (ev.type === "tool_call_completed") await host.close();
+      if (ev.type === "warning") warnings.push(ev.code ?? "");
+    }
+    const result = await handle.result();
+    expect(result.output).toBe("done");
+    expect(result.toolCalls.map((c) => c.ok)).toEqual([true, false]);
+    expect(result.toolCalls[1]!.output).toMatch(/is closed/);
+    expect(warnings).toContain("tool_host_unavailable");
+  });
+
   it("a tool newly listed with a broken schema is left out with a warning; the run goes on", async () => {
     const host = mcpServer(hostileServer("--late-broken"), { prefix: "h" });
     try {
