@@ -97,7 +97,7 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    let read: ReadableStreamReadResult<Uint8Array>;
+    let read: Awaited<ReturnType<typeof reader.read>>;
     try {
       read = await reader.read();
     } catch {
