@@ -288,7 +288,7 @@ export function createServer(options: ServerOptions): QuiverServer {
     app,
     hasAuth: auth !== undefined,
     fetch: async (request, env) => app.fetch(request, env),
-    close: (reason = "the server is shutting down", closing = {}) =>
+    close: async (reason = "the server is shutting down", closing = {}) =>
       registry.closeAll(reason, closeTimeout(closing.timeoutMs)),
   };
 }

@@ -101,7 +101,7 @@ export function serve(server: QuiverServer, options: ServeOptions): Promise<Serv
           url: `http://${host}:${info.port}`,
           port: info.port,
           hostname,
-          close: (closing = {}) =>
+          close: async (closing = {}) =>
             shutDown(server, http as Server, responses, closeTimeout(closing.timeoutMs)),
         });
       },
