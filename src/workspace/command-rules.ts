@@ -1,14 +1,23 @@
 import type { PermissionDecision } from "../contract/permissions.js";
 import { loadedBashParser, withBashTree } from "./bash-parser.js";
 import { commandEffect } from "./command-effects.js";
-import { type DenyRule, denyRule, findDenied } from "./deny-rules.js";
+import { type DenyFinding, denyRule, findDenied } from "./deny-rules.js";
 import { type PlainCommand, plainCommands } from "./plain-commands.js";
 
 /** The shell's rule for one call's arguments, with what it needs known. */
 export type ShellRule = ((args: unknown) => PermissionDecision | undefined) & {
   /** Whether the rule reads the command at all (it has allow or deny prefixes): then it needs the parser. */
   readonly parses: boolean;
+  /** The deny rules alone (a "deny" decision, or `undefined`): checked again before a command runs. */
+  readonly denies: (command: string) => PermissionDecision | undefined;
 };
+
+/**
+ * The longest command the rules read. Parsing is linear but not cheap (about 0.3 s for 120 KB
+ * on a slow machine, on the event loop), and a longer line is no command a person types: it
+ * asks, or is refused when there are deny rules (which cannot vouch for what they did not read).
+ */
+export const MAX_RULED_COMMAND_CHARS = 65_536;
 
 /**
  * The shell's own permission rule, decided from a parse of the command by a Bash grammar
@@ -35,10 +44,32 @@ export function shellRule(allow: readonly string[], deny: readonly string[]): Sh
   const allowRules = allow.map((prefix) => prefix.trim().split(/\s+/)).filter((words) => words[0] !== "");
   const denyRules = deny.flatMap((prefix) => denyRule(prefix) ?? []);
   const parses = allowRules.length > 0 || denyRules.length > 0;
+  const tooLong = (command: string): PermissionDecision | undefined => {
+    if (command.length <= MAX_RULED_COMMAND_CHARS) return undefined;
+    const why = `the command is ${command.length.toLocaleString("en-US")} characters long, more than the ${MAX_RULED_COMMAND_CHARS.toLocaleString("en-US")} the shell's rules read`;
+    return denyRules.length > 0
+      ? {
+          behavior: "deny",
+          reason: `${why}, so its deny rules cannot be checked (write long content with write_file)`,
+        }
+      : { behavior: "ask", reason: why };
+  };
+  const denies = (command: string): PermissionDecision | undefined => {
+    if (denyRules.length === 0) return undefined;
+    const long = tooLong(command);
+    if (long) return long;
+    const parser = loadedBashParser();
+    if (!parser)
+      return { behavior: "deny", reason: "the deny rules cannot be checked: the Bash parser has not loaded" };
+    const found = withBashTree(parser, command, (root) => findDenied(parser, root, denyRules));
+    return found ? denial(found) : undefined;
+  };
   const rule = (args: unknown): PermissionDecision | undefined => {
     const command = (args as { command?: unknown } | null)?.command;
     if (typeof command !== "string") return undefined;
     if (!parses) return { behavior: "ask", reason: "shell is destructive" };
+    const long = tooLong(command);
+    if (long) return long;
     const parser = loadedBashParser();
     if (!parser) {
       return {
@@ -47,7 +78,7 @@ export function shellRule(allow: readonly string[], deny: readonly string[]): Sh
       };
     }
     const decision = withBashTree(parser, command, (root): PermissionDecision => {
-      const denied = findDenied(parser, root, denyRules);
+      const denied = denyRules.length > 0 ? findDenied(parser, root, denyRules) : undefined;
       if (denied) return denial(denied);
       const plain = plainCommands(root, command);
       if ("problem" in plain) {
@@ -57,14 +88,21 @@ export function shellRule(allow: readonly string[], deny: readonly string[]): Sh
     });
     return decision ?? { behavior: "ask", reason: "the command could not be parsed" };
   };
-  return Object.assign(rule, { parses });
+  return Object.assign(rule, { parses, denies });
 }
 
-function denial({ rule, command }: { rule: DenyRule; command: string }): PermissionDecision {
-  const shown = command.length > 120 ? `${command.slice(0, 117)}...` : command;
+function denial(found: DenyFinding): PermissionDecision {
+  const shown = found.command.length > 120 ? `${found.command.slice(0, 117)}...` : found.command;
+  const command = shown.replace(/[ \t\n]+/g, " ");
+  if ("unchecked" in found) {
+    return {
+      behavior: "deny",
+      reason: `the deny rules cannot check the shell command "${command}": ${found.unchecked}`,
+    };
+  }
   return {
     behavior: "deny",
-    reason: `the shell command "${shown.replace(/[ \t\n]+/g, " ")}" matches the deny rule "${rule.source}"`,
+    reason: `the shell command "${command}" matches the deny rule "${found.rule.source}"`,
   };
 }
 

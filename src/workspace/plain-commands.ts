@@ -153,16 +153,24 @@ function clip(text: string): string {
  */
 function skippedText(root: SyntaxNode, text: string): string | undefined {
   let at = 0;
-  const stack: SyntaxNode[] = [root];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    if (node.childCount > 0 && node.type !== "comment") {
-      for (let i = node.childCount - 1; i >= 0; i--) stack.push(node.child(i)!);
-      continue;
+  // A cursor walks the leaves without making an object of each node (a long line has many).
+  const cursor = root.walk();
+  try {
+    for (let more = true; more; ) {
+      if (cursor.nodeType === "comment" || !cursor.gotoFirstChild()) {
+        const gap = text.slice(at, cursor.startIndex);
+        if (!/^(?:[ \t\n]|\\\n)*$/.test(gap)) return gap;
+        at = Math.max(at, cursor.endIndex);
+        while (!cursor.gotoNextSibling()) {
+          if (!cursor.gotoParent()) {
+            more = false;
+            break;
+          }
+        }
+      }
     }
-    const gap = text.slice(at, node.startIndex);
-    if (!/^(?:[ \t\n]|\\\n)*$/.test(gap)) return gap;
-    at = Math.max(at, node.endIndex);
+  } finally {
+    cursor.delete();
   }
   const tail = text.slice(at);
   return /^(?:[ \t\n]|\\\n)*$/.test(tail) ? undefined : tail;

@@ -227,7 +227,7 @@ class ShellTool extends Tool<ShellArgs> {
         );
       }
     }
-    const verdict = this.rule({ command });
+    const verdict = this.rule.denies(command);
     if (verdict?.behavior === "deny") throw new ToolError(`refused: ${verdict.reason}`);
   }
 

@@ -43,7 +43,8 @@ describe("shell allow rules, decided from a Bash parse", () => {
 
   it("a very long chain of allowed commands is decided, not crashed on", async () => {
     // `a && b && …` nests one level per operator: a recursive walk overflowed the stack here.
-    const long = `${"ls -la | grep x && ".repeat(10_000)}ls`;
+    // (Just under the 65,536 characters the rules read: 3,400 levels of nesting.)
+    const long = `${"ls -la | grep x && ".repeat(3_400)}ls`;
     const [verdict] = await decide([long], { allow: ALLOW, deny: ["rm -rf"] });
     expect(verdict!.decision).toBe("allow");
   });
@@ -187,5 +188,48 @@ describe("shell deny rules look through wrappers and spellings", () => {
       "echo 'rm -rf is dangerous'": "allow",
       "ls rm": "allow",
     });
+  });
+});
+
+describe("the rules' work is bounded (security audit 2, finding 4)", () => {
+  it("long lines full of a denied program's name are decided in linear time, and still match", async () => {
+    // Quadratic before: a 30 KB `echo rm rm …` held the event loop for 26 s, 60 KB for minutes.
+    const words = " rm".repeat(20_000);
+    const options = " -x git".repeat(8_000);
+    const lines = [
+      `echo${words}`,
+      `echo${words}; rm -rf x`,
+      `git${options} status`,
+      `git${options} push`,
+      `bash -c 'echo${words.slice(0, 30_000)}'`,
+    ];
+    const started = Date.now();
+    const verdicts = await decide(lines, { allow: ["echo", "git status"], deny: ["rm -rf", "git push"] });
+    const took = Date.now() - started;
+    expect(verdicts.map((v) => v.decision)).toEqual(["allow", "deny", "ask", "deny", "ask"]);
+    expect(verdicts[1]!.reason).toContain('matches the deny rule "rm -rf"');
+    expect(verdicts[3]!.reason).toContain('matches the deny rule "git push"');
+    // Generous for a loaded 2-core machine: what it proves is that nothing hung.
+    expect(took).toBeLessThan(8_000);
+  }, 30_000);
+
+  it("a command longer than the rules read asks, or is refused where deny rules hold", async () => {
+    const huge = `echo${" rm".repeat(70_000)}`; // 210 KB
+    const started = Date.now();
+    const [asked] = await decide([huge], { allow: ["echo"] });
+    const [refused] = await decide([huge], { deny: ["rm -rf"] }, new StandardPermissions({ mode: "bypass" }));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(asked!.decision).toBe("ask");
+    expect(asked!.reason).toContain("more than the 65,536 the shell's rules read");
+    expect(refused!.decision).toBe("deny");
+    expect(refused!.reason).toContain("its deny rules cannot be checked");
+  }, 30_000);
+
+  it("a line that hands more command lines to shells than the rules read is refused, not read in part", async () => {
+    const padding = Array.from({ length: 32 }, (_, i) => `bash -c 'echo ${i}'`).join("; ");
+    const line = `${padding}; bash -c 'rm -rf x'`;
+    const [verdict] = await decide([line], { deny: ["rm -rf"] }, new StandardPermissions({ mode: "bypass" }));
+    expect(verdict!.decision).toBe("deny");
+    expect(verdict!.reason).toContain("more than 32 command lines");
   });
 });
