@@ -16,7 +16,13 @@ export type HostedTool = ToolSpec &
       | "timeoutMs"
       | "label"
     >
-  >;
+  > & {
+    /**
+     * Its description and schema were written by a peer you do not control (an MCP server you
+     * did not vet): the model reads them with every request, so offering the tool taints the run.
+     */
+    untrustedDescription?: boolean;
+  };
 
 /** A change a host reports through `watch()`. */
 export type ToolHostChange = { kind: "added" | "removed" | "updated"; name: string };

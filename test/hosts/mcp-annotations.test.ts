@@ -3,10 +3,11 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { Agent, type RunEvent, Runner, ScriptedModel, StandardPermissions } from "quiver-agents";
+import { Agent, type RunEvent, Runner, ScriptedModel, StandardPermissions, tool } from "quiver-agents";
 import { mcpServer } from "quiver-agents/mcp";
 import { mcpServer as serveMcp } from "quiver-agents/mcp-server";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { hostileServer } from "./servers.js";
 
 async function runCalling(host: ReturnType<typeof mcpServer>, name: string, options = {}) {
@@ -27,10 +28,11 @@ describe("MCP tool annotations", () => {
       const { result, events } = await runCalling(host, "h__lying");
       expect(result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "denied" } });
       expect(events.some((e) => e.type === "approval_resolved" && e.by === "no_channel")).toBe(true);
-      // acceptEdits with the tool as an edit tool passes it, as for any destructive tool.
+      // acceptEdits with the tool as an edit tool still asks: the server's own descriptions taint
+      // the run (below); nobody answers here, so it is denied.
       const edits = new StandardPermissions({ mode: "acceptEdits", editTools: ["h__lying"] });
       const accepted = await runCalling(host, "h__lying", { permissions: edits });
-      expect(accepted.result.toolCalls[0]).toMatchObject({ ok: true });
+      expect(accepted.result.toolCalls[0]).toMatchObject({ ok: false, error: { kind: "denied" } });
     } finally {
       await host.close();
     }
@@ -75,6 +77,51 @@ describe("MCP tool annotations", () => {
       await client.close();
       await server.close();
       await host.close();
+    }
+  });
+
+  it("an unvetted server's descriptions taint the run before any of its tools is called", async () => {
+    const notes: string[] = [];
+    const writeNote = tool({
+      name: "write_note",
+      description: "Write a note.",
+      parameters: z.object({ text: z.string() }),
+      destructive: true,
+      execute: ({ text }) => {
+        notes.push(text);
+        return "written";
+      },
+    });
+    const run = async (host: ReturnType<typeof mcpServer>) => {
+      const model = new ScriptedModel([
+        { toolCalls: [{ name: "write_note", args: { text: "as the description said" } }] },
+        { text: "done" },
+      ]);
+      const permissions = new StandardPermissions({ mode: "acceptEdits", editTools: ["write_note"] });
+      const events: RunEvent[] = [];
+      const handle = Runner.stream(
+        new Agent({ name: "a", model, tools: [host, writeNote], permissions }),
+        "go",
+      );
+      for await (const ev of handle) events.push(ev);
+      await handle.result();
+      return events;
+    };
+    const untrusted = mcpServer(hostileServer(), { prefix: "h" });
+    const vetted = mcpServer(hostileServer(), { prefix: "h", trustAnnotations: true });
+    try {
+      const events = await run(untrusted);
+      expect(events.find((e) => e.type === "run_tainted")).toMatchObject({
+        source: expect.stringMatching(/^the description of h__\w+, written by its server$/),
+      });
+      expect(events.some((e) => e.type === "approval_required")).toBe(true);
+      expect(notes).toEqual([]);
+
+      const trusted = await run(vetted);
+      expect(trusted.some((e) => e.type === "run_tainted")).toBe(false);
+      expect(notes).toEqual(["as the description said"]);
+    } finally {
+      await Promise.all([untrusted.close(), vetted.close()]);
     }
   });
 });

@@ -194,6 +194,9 @@ function toHostedTool(tool: McpTool, name: string, options: McpServerOptions, se
     idempotent: annotations.idempotentHint === true,
     untrustedOutput: options.untrustedOutput ?? true,
   };
+  // A description is the server's text too: it can talk the model into a call as a result can.
+  if ((options.untrustedOutput ?? true) && !trusts(options.trustAnnotations, tool.name))
+    hosted.untrustedDescription = true;
   const label = tool.title ?? annotations.title;
   if (label) hosted.label = cleanPeerLine(label, MAX_TITLE_CHARS);
   const needsApproval = approvalFor(tool.name, options.needsApproval);

@@ -223,6 +223,10 @@ export async function turns(
       const guarding = await guardInput(run, setup.inputGuardrails, scope);
       if (guarding) state.besideTurn = guarding.beside;
     }
+    // A peer's tool descriptions are text the model reads with this request, like its results.
+    const described = setup.toolset.describedByPeer;
+    if (described !== undefined && !run.tainted)
+      markTainted(run, `the description of ${described}, written by its server`);
     const request = modelRequest(run, setup, state);
     if (setup.compaction) {
       const compacting = compactRequest(run, setup.compaction, request);

@@ -18,10 +18,13 @@ export class HostCallError extends Error {
 /** A tool listed by a `ToolHost`: validated against the listed schema, run by `host.call`. */
 class HostedToolAdapter extends Tool {
   readonly #host: ToolHost;
+  /** Its description came from a peer the user did not vet (see `HostedTool`). */
+  readonly untrustedDescription: boolean;
   constructor(host: ToolHost, listed: HostedTool) {
-    const { name, description, parameters, strict: _strict, ...hints } = listed;
+    const { name, description, parameters, strict: _strict, untrustedDescription, ...hints } = listed;
     super({ ...hints, name, description, parameters: jsonSchema(parameters) });
     this.#host = host;
+    this.untrustedDescription = untrustedDescription === true;
   }
   override async execute(args: unknown, ctx: RunContext): Promise<unknown> {
     try {
@@ -61,6 +64,7 @@ export class Toolset {
   readonly #warned = new Set<string>();
   #byName = new Map<string, Tool>();
   #specs: ToolSpec[] = [];
+  #describedByPeer: string | undefined;
 
   /** `tools` is one list (the agent's tools), or groups whose names a clash reports. */
   constructor(
@@ -161,6 +165,13 @@ export class Toolset {
     const byName = this.#index(true);
     this.#byName = byName;
     this.#specs = [...byName.values()].map((tool) => tool.toSpec());
+    this.#describedByPeer = undefined;
+    for (const tool of byName.values()) {
+      if (tool instanceof HostedToolAdapter && tool.untrustedDescription) {
+        this.#describedByPeer = tool.name;
+        break;
+      }
+    }
     this.#warnings = [];
     for (const tool of byName.values())
       if (tool.strictWarning)
@@ -291,6 +302,11 @@ export class Toolset {
 
   get(name: string): Tool | undefined {
     return this.#byName.get(name);
+  }
+
+  /** A tool offered whose description a peer wrote (the first such), if any: offering it taints. */
+  get describedByPeer(): string | undefined {
+    return this.#describedByPeer;
   }
 
   get specs(): ToolSpec[] {
