@@ -52,6 +52,17 @@ export function assertGuardrails(guardrails: unknown, owner: string): void {
   if (guardrails === undefined) return;
   if (guardrails === null || typeof guardrails !== "object")
     throw new UserError(`${owner}: guardrails must be { input?: [...], output?: [...] }`);
+  // Without these checks a list or a misspelt stage (`inputs`) was no guardrail at all, silently.
+  if (Array.isArray(guardrails))
+    throw new UserError(
+      `${owner}: guardrails is a list; say which stage each checks: { input: [...] } (before) or { output: [...] } (after)`,
+    );
+  for (const key of Object.keys(guardrails)) {
+    if (key !== "input" && key !== "output")
+      throw new UserError(
+        `${owner}: guardrails has no stage named ${JSON.stringify(key)}: use input and output`,
+      );
+  }
   for (const stage of ["input", "output"] as const) {
     const list = (guardrails as Record<string, unknown>)[stage];
     if (list === undefined) continue;

@@ -23,6 +23,7 @@ import {
   Runner,
   ScriptedModel,
   tool,
+  UserError,
 } from "quiver-agents";
 import { MemoryStore } from "quiver-agents/store";
 import { describe, expect, it } from "vitest";
@@ -569,5 +570,28 @@ describe("tracing", () => {
     ]);
     const run = exporter.getFinishedSpans().find((s) => s.name === "invoke_agent support")!;
     expect(spans.every((s) => s.parentSpanContext?.spanId === run.spanContext().spanId)).toBe(true);
+  });
+});
+
+describe("guardrails given in the wrong shape", () => {
+  it("a list or a misspelt stage is a UserError at definition, not silently no guardrail", () => {
+    const g = noSsn();
+    const shapes: unknown[] = [[g], { inputs: [g] }, { input: g }];
+    for (const guardrails of shapes) {
+      expect(() =>
+        tool({
+          name: "t",
+          description: "T.",
+          parameters: z.object({}),
+          execute: () => "x",
+          guardrails: guardrails as never,
+        }),
+      ).toThrow(UserError);
+      expect(() => new Agent({ name: "a", guardrails: guardrails as never })).toThrow(UserError);
+    }
+    expect(() => new Agent({ name: "a", guardrails: [g] as never })).toThrow(/say which stage each checks/);
+    expect(() => new Agent({ name: "a", guardrails: { inputs: [g] } as never })).toThrow(
+      /no stage named "inputs"/,
+    );
   });
 });
