@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import type { PermissionDecision } from "../contract/permissions.js";
@@ -10,7 +10,9 @@ import { isWithin, toPosix } from "./paths.js";
  * so that writing one turns the next allowed command (`git status`, `npm test`, `make`) into
  * whatever the file says.
  */
-const DEFAULT_GROUPS: ReadonlyArray<readonly [why: string, patterns: readonly string[]]> = [
+const DEFAULT_GROUPS: ReadonlyArray<
+  readonly [why: string, patterns: readonly string[], writtenByCommands?: "written by installs and builds"]
+> = [
   [
     "git runs what its config, hooks and attributes name (core.fsmonitor, core.hooksPath, filter and diff drivers), even for git status or git diff; a .gitconfig in a project is often included by the repository's config, and a HEAD at the root makes the root a repository",
     [".git", "/HEAD", ".gitattributes", ".gitmodules", ".gitconfig", ".lfsconfig"],
@@ -86,6 +88,7 @@ const DEFAULT_GROUPS: ReadonlyArray<readonly [why: string, patterns: readonly st
       "mix.exs",
       "Package.swift",
     ],
+    "written by installs and builds",
   ],
   [
     "build files and task runners are the commands make, just, task, cmake and their kind run",
@@ -121,10 +124,12 @@ const DEFAULT_GROUPS: ReadonlyArray<readonly [why: string, patterns: readonly st
       "docker-compose*.yml",
       "docker-compose*.yaml",
     ],
+    "written by installs and builds",
   ],
   [
     "installed packages are the programs npx, npm test, pytest and their kind run (node_modules/.bin, a virtualenv's bin)",
     ["node_modules", ".venv", "venv"],
+    "written by installs and builds",
   ],
   [
     "environment files and dev shells are loaded into commands' environment (NODE_OPTIONS, LD_PRELOAD, PATH decide what runs) or run on entering the directory",
@@ -166,6 +171,11 @@ export const PROTECTED_PATHS: readonly string[] = Object.freeze(
 );
 
 const DEFAULT_REASONS = new Map(DEFAULT_GROUPS.flatMap(([why, patterns]) => patterns.map((p) => [p, why])));
+
+/** Protected patterns the sandbox leaves writable: installs and builds write manifests, lock steps and packages. */
+const WRITABLE_IN_SANDBOX = new Set(
+  DEFAULT_GROUPS.flatMap(([, patterns, written]) => (written ? patterns : [])),
+);
 
 type Rule = { pattern: string; matches: (relative: string) => boolean };
 
@@ -239,6 +249,37 @@ export class ProtectedPaths {
         `${tool} to ${relative}: ${relative} is a protected file (${this.why(pattern)}). ` +
         "Approving it lets commands that run without asking do what it says.",
     };
+  }
+
+  /**
+   * What the shell's sandbox mounts read-only, as absolute paths under `realRoot`: the entries at
+   * the top of the root that a protected pattern matches, and protected paths a pattern names
+   * literally (`.config/mise`) — those that exist now (bubblewrap can only mount what exists).
+   * Package manifests, build files and installed packages stay writable: installs and builds
+   * write them. What stays is `.git`, hook managers, environment files and editor settings: what
+   * the user's own git, shell or editor runs later, outside any sandbox.
+   */
+  readOnlyInSandbox(realRoot: string): string[] {
+    if (this.#rules.length === 0) return [];
+    const paths: string[] = [];
+    let names: string[] = [];
+    try {
+      names = readdirSync(realRoot);
+    } catch {
+      return []; // the root is gone: the command will say so
+    }
+    for (const name of names) {
+      const pattern = this.match(name);
+      if (pattern !== undefined && !WRITABLE_IN_SANDBOX.has(pattern)) paths.push(path.join(realRoot, name));
+    }
+    for (const { pattern } of this.#rules) {
+      const literal = pattern.replace(/^\.?\/+/, "").replace(/\/+$/, "");
+      if (!literal.includes("/") || /[*?[\]{}()!+@]/.test(literal) || WRITABLE_IN_SANDBOX.has(pattern))
+        continue;
+      const full = path.join(realRoot, literal);
+      if (!paths.includes(full) && existsSync(full)) paths.push(full);
+    }
+    return paths;
   }
 
   /** Why a pattern is protected, for a person deciding. */

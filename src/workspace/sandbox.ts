@@ -19,10 +19,18 @@ const ROOT_CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_F
  * (empty, discarded after the call; `/run` hides the sockets of system daemons and of the
  * user's session), a minimal `/dev`, no network unless `network` (a namespace of its own
  * holding only a loopback interface, not the host's), all capabilities dropped (root keeps
- * only those that act on files it may write), and `--die-with-parent`.
+ * only those that act on files it may write), and `--die-with-parent`. `readOnly` paths inside
+ * the root (its `.git`, hooks, environment and editor settings) are mounted read-only over the
+ * writable root: a command must not plant what the user's own git or editor runs later,
+ * outside the sandbox. A path gone by the time bwrap starts is skipped (`--ro-bind-try`).
  */
-export function bwrapArguments(request: { root: string; command: string; network: boolean }): string[] {
-  const { root, command, network } = request;
+export function bwrapArguments(request: {
+  root: string;
+  command: string;
+  network: boolean;
+  readOnly?: readonly string[];
+}): string[] {
+  const { root, command, network, readOnly = [] } = request;
   const args = [
     "--ro-bind",
     "/",
@@ -42,7 +50,9 @@ export function bwrapArguments(request: { root: string; command: string; network
     const resolver = resolverDirectory();
     if (network && resolver) args.push("--ro-bind", resolver, resolver);
   }
-  args.push("--bind", root, root, "--unshare-pid", "--unshare-ipc");
+  args.push("--bind", root, root);
+  for (const inside of readOnly) args.push("--ro-bind-try", inside, inside);
+  args.push("--unshare-pid", "--unshare-ipc");
   if (!network) args.push("--unshare-net");
   args.push("--die-with-parent", "--cap-drop", "ALL");
   if (process.getuid?.() === 0) for (const cap of ROOT_CAPABILITIES) args.push("--cap-add", cap);

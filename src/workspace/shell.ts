@@ -9,6 +9,7 @@ import { type ShellRule, shellRule } from "./command-rules.js";
 import { OutputStreamer } from "./output-streamer.js";
 import { realRoot } from "./paths.js";
 import { type CommandOutcome, runCommand } from "./process-group.js";
+import type { ProtectedPaths } from "./protected-paths.js";
 import { bwrapArguments, planSandbox, type SandboxMode } from "./sandbox.js";
 import { type ShellEnvironmentOption, shellEnvironment } from "./shell-environment.js";
 
@@ -64,7 +65,8 @@ export type ShellOptions = {
   maxOutputChars?: number;
   /**
    * Run each command in bubblewrap (`bwrap` on the command's PATH, Linux): its own PID namespace
-   * (nothing outlives the call), the root writable, the rest of the file system read-only, a
+   * (nothing outlives the call), the root writable but for its protected `.git`, hooks,
+   * environment and editor settings, the rest of the file system read-only, a
    * private `/tmp`, no network unless `network`. `"auto"` (the default) falls back to running
    * without it when bwrap is missing or cannot work here; `"required"` refuses to run then;
    * `"off"` never uses it. The result's first line says which. An `executor` replaces it.
@@ -82,7 +84,12 @@ type Launch =
   | { sandbox: "none"; reason: string }
   | { sandbox: "executor" };
 
-export function shellTool(root: string, options: ShellOptions, executor?: ShellExecutor): Tool<ShellArgs> {
+export function shellTool(
+  root: string,
+  options: ShellOptions,
+  executor?: ShellExecutor,
+  protectedPaths?: ProtectedPaths,
+): Tool<ShellArgs> {
   const defaultTimeout = options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS;
   if (!Number.isFinite(defaultTimeout) || defaultTimeout <= 0 || defaultTimeout > MAX_SHELL_TIMEOUT_MS) {
     throw new UserError(
@@ -100,7 +107,7 @@ export function shellTool(root: string, options: ShellOptions, executor?: ShellE
       `workspace shell network must be true or false, got ${JSON.stringify(options.network)}`,
     );
   }
-  return new ShellTool(root, options, sandbox, defaultTimeout, executor);
+  return new ShellTool(root, options, sandbox, defaultTimeout, executor, protectedPaths);
 }
 
 class ShellTool extends Tool<ShellArgs> {
@@ -113,6 +120,7 @@ class ShellTool extends Tool<ShellArgs> {
     readonly sandbox: SandboxMode,
     readonly defaultTimeout: number,
     readonly executor: ShellExecutor | undefined,
+    readonly protectedPaths: ProtectedPaths | undefined,
   ) {
     const rule = shellRule(options.allow ?? [], options.deny ?? []);
     super({
@@ -123,7 +131,8 @@ class ShellTool extends Tool<ShellArgs> {
         "interactive prompts fail instead of waiting: pass flags such as --yes. Processes left running in the " +
         `background are stopped when the command exits. Default timeout ${defaultTimeout.toLocaleString("en-US")} ms ` +
         `(at most ${MAX_SHELL_TIMEOUT_MS.toLocaleString("en-US")}). The result starts with the exit code and whether ` +
-        "the command ran in a sandbox (there only the workspace and a private /tmp are writable, and the network " +
+        "the command ran in a sandbox (there only the workspace, not its .git, and a private /tmp are writable, so git " +
+        "commit fails, and the network " +
         "may be off); long output keeps its head and tail.",
       parameters: jsonSchema<ShellArgs>({
         type: "object",
@@ -244,7 +253,15 @@ class ShellTool extends Tool<ShellArgs> {
     if ("bwrap" in plan) {
       const network = this.options.network ?? false;
       return {
-        spec: { file: plan.bwrap, args: bwrapArguments({ root: cwd, command, network }) },
+        spec: {
+          file: plan.bwrap,
+          args: bwrapArguments({
+            root: cwd,
+            command,
+            network,
+            readOnly: this.protectedPaths?.readOnlyInSandbox(cwd),
+          }),
+        },
         launch: { sandbox: "bwrap", network },
       };
     }

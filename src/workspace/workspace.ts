@@ -72,7 +72,7 @@ export function workspace(options: WorkspaceOptions): Workspace {
   if (!options.readOnly) {
     const editor = new FileEditor(root, ledger, protectedPaths);
     tools.push(writeFileTool(editor), editFileTool(editor));
-    if (shellOptions) tools.push(shellTool(root, shellOptions, options.executor));
+    if (shellOptions) tools.push(shellTool(root, shellOptions, options.executor, protectedPaths));
   } else if (shellOptions) {
     throw new UserError("workspace({ readOnly: true }) cannot have a shell: a shell can write anything");
   }

