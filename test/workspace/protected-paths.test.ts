@@ -126,6 +126,28 @@ describe("acceptEdits never writes a file that decides what a command runs witho
     expect(existsSync(join(root, "build/rules.mk"))).toBe(false);
   });
 
+  it("linter and formatter configs, which an allowed lint command loads as code", async () => {
+    const root = tempDir("quiver-prot-lint-");
+    const configs = [
+      "eslint.config.js",
+      ".eslintrc.json",
+      "packages/web/prettier.config.mjs",
+      ".prettierrc.json",
+      "pylintrc",
+      ".rubocop.yml",
+    ];
+    const { asked, askedFor, records } = await run(
+      root,
+      "acceptEdits",
+      configs.map((path) => write(path, "export default [];\n")),
+      { shell: { allow: ["npm run lint"] } },
+    );
+    expect(askedFor).toEqual(configs.map((path) => `write_file ${path}`));
+    expect(asked[0]!.reason).toContain("linters and formatters load their configuration as code");
+    expect(records.every((r) => !r.ok)).toBe(true);
+    for (const path of configs) expect(existsSync(join(root, path))).toBe(false);
+  });
+
   it("an existing executable .git/hooks/pre-commit with an allowed git commit", async () => {
     const root = repo("quiver-prot-hook-");
     writeFileSync(join(root, ".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n");
