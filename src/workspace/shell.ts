@@ -52,7 +52,9 @@ export type ShellOptions = {
   /**
    * Command prefixes that run without asking (`["git status", "npm test", "ls"]`): a command
    * line runs without asking only when a parse proves it is plain commands (no expansions, no
-   * redirection to a file) and every one of them starts with one of these, word by word.
+   * redirection to a file) and every one of them starts with one of these, word by word. Options
+   * through which a known program writes a file or runs another still ask (`git diff --output=…`,
+   * `sed -i`, `sort -o`, `find -exec`; `make` and `xargs` always do): see docs/permissions.md.
    */
   allow?: string[];
   /**

@@ -96,7 +96,7 @@ function instructionsFor(root: string, readOnly: boolean, shell: boolean, protec
     );
     if (protectedFiles) {
       lines.push(
-        "Changing a file that decides what commands run (.git/, package manifests, Makefiles, task and editor settings) needs a person's approval: do it only when the task needs it.",
+        "Changing a file that decides what commands run (.git/, package manifests, Makefiles, linter, task and editor settings) needs a person's approval: do it only when the task needs it.",
       );
     }
   }
