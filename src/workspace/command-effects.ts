@@ -39,8 +39,8 @@ const EFFECTS: Record<string, Check> = {
   gsed: sedEffect,
   sort: sortEffect,
   uniq: uniqEffect,
-  make: () => "make runs a makefile's commands, and even make -n runs its $(shell …)",
-  gmake: () => "make runs a makefile's commands, and even make -n runs its $(shell …)",
+  make: makeEffect,
+  gmake: makeEffect,
   find: findEffect,
   rg: rgEffect,
   fd: fdEffect,
@@ -173,6 +173,33 @@ function gitEffect(args: string[]): string | undefined {
 }
 
 // sort, uniq, tee ---------------------------------------------------------------------------
+
+// make --------------------------------------------------------------------------------------
+
+/**
+ * make runs the project's makefiles, which are protected (an edit to one asks); what asks is
+ * whatever makes it read another one or run text of the command line's own: `-f`, `-C`, `-I`,
+ * `--eval`, `-e` (the environment over the makefile) and `VAR=value` operands (`SHELL=…`). Even
+ * `make -n` runs `$(shell …)`, so a makefile of the model's choosing is never plain.
+ */
+function makeEffect(args: string[]): string | undefined {
+  const why = (word: string) =>
+    `${JSON.stringify(word)} makes make run commands from outside the project's makefiles`;
+  for (const word of args) {
+    if (word === "--") continue;
+    if (word.startsWith("--")) {
+      if (longOption(word, ["file", "makefile", "directory", "include-dir", "eval", "environment-overrides"]))
+        return why(word);
+    } else if (word.startsWith("-")) {
+      for (const letter of word.slice(1)) {
+        if ("fCIEe".includes(letter)) return why(word);
+        // -j, -l and -o/-W take a value; what follows is that value, not more letters.
+        if ("jloW".includes(letter)) break;
+      }
+    } else if (word.includes("=")) return why(word);
+  }
+  return undefined;
+}
 
 function sortEffect(args: string[]): string | undefined {
   for (const word of args) {

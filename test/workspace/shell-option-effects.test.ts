@@ -76,7 +76,11 @@ describe("an allow prefix does not vouch for options that write files or run pro
       reason: "makes git run a program",
     },
     { allow: "sed -n", commands: ["sed -n '1e touch PWNED' README.md"], reason: "e command runs" },
-    { allow: "make -n", commands: ["make -n -f notes.txt"], reason: "make runs a makefile's commands" },
+    {
+      allow: "make -n",
+      commands: ["make -n -f notes.txt"],
+      reason: '"-f" makes make run commands from outside the project\'s makefiles',
+    },
     {
       allow: "sort",
       commands: ["sort -o .git/config cfg.txt", "git status"],
@@ -147,8 +151,13 @@ describe("an allow prefix does not vouch for options that write files or run pro
       "sort --compress-program=sh cfg.txt": "makes sort run a program",
       "uniq -c cfg.txt out": 'uniq writes its second file operand ("out")',
       "uniq -f 1 a b": 'second file operand ("b")',
-      make: "make runs a makefile's commands",
-      "make -n": "make runs a makefile's commands",
+      "make -f notes.txt": '"-f" makes make run commands from outside',
+      "make -n --file=notes.txt": "makes make run commands from outside",
+      "make -C /tmp/elsewhere": '"-C" makes make run commands from outside',
+      "make --eval='x: ; id'": "makes make run commands from outside",
+      "make SHELL=/tmp/evil test": '"SHELL=/tmp/evil" makes make run commands from outside',
+      "make -ke all": '"-ke" makes make run commands from outside',
+      "make -I inc all": '"-I" makes make run commands from outside',
       "find . -exec id ;": '"-exec" makes find run a program',
       "find . -execdir id {} +": "makes find run a program",
       "find . -ok id ;": "makes find run a program",
@@ -233,8 +242,12 @@ describe("an allow prefix does not vouch for options that write files or run pro
       "env",
       "env -u HOME",
       "ls *.md",
+      "make",
+      "make test",
+      "make -j4 -k build",
+      "make -n all",
     ];
-    const allow = ["git", "sed", "sort", "uniq", "find", "rg", "awk", "tee", "env", "ls"];
+    const allow = ["git", "sed", "sort", "uniq", "find", "rg", "awk", "tee", "env", "ls", "make"];
     expect(decisions(await decideShell(scratch, harmless, { allow }))).toEqual(
       Object.fromEntries(harmless.map((c) => [c, "allow"])),
     );
