@@ -51,7 +51,7 @@ export async function runChild(
   if (sink?.failure) throw sink.failure;
   if (child.tainted) {
     markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
-    (parent.untrustedCalls ??= new Set()).add(ctx.toolCallId);
+    parent.untrustedCalls = (parent.untrustedCalls ?? new Set()).add(ctx.toolCallId);
   }
   switch (result.stopReason) {
     case "completed":
