@@ -1,13 +1,14 @@
 import type { RunEvent, RunFailedKind } from "../contract/events.js";
 import { ProviderError, UserError } from "../errors.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
-import { type Lease, LeaseConflict, type RunStore, StoreError } from "../store/types.js";
+import { type Lease, LeaseConflict, type RunStore, type RunSummary, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
 import { runChild } from "./child-run.js";
 import type { Agent } from "./config/agent.js";
 import { GuardrailTripped } from "./config/guardrail.js";
 import { assertRunInput, inputMessages, isTranscript, type RunInput } from "./config/run-input.js";
 import type { RunOptions } from "./config/run-options.js";
+import { closeStoredRun } from "./durability/close-run.js";
 import { EventWriter, leaseOwner } from "./durability/event-writer.js";
 import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
 import {
@@ -98,9 +99,16 @@ export const Runner = {
     // would refuse the process that is about to start that very run.
     const lease: DriveLease = {
       waitMs: waitForLeaseMs ?? 0,
-      mustExist: async () => {
-        if ((await options.store.getRun(runId)) === undefined)
-          throw new UserError(`the store has no run ${runId}`);
+      mustExist: async (run) => {
+        const summary = await options.store.getRun(runId);
+        if (summary === undefined) throw new UserError(`the store has no run ${runId}`);
+        const unfinished = summary.status !== "completed" && summary.status !== "failed";
+        if (
+          summary.sessionId !== undefined &&
+          !summary.parentRunId &&
+          (unfinished || summary.failureKind === STORE_UNAVAILABLE)
+        )
+          await holdSession(run, summary.sessionId);
       },
     };
     const started = start(
@@ -290,7 +298,58 @@ async function continueSession(
   }
   // Given back with the run's own lease, in the same breath (see `releaseLeases`).
   sessionLeases.set(run, key);
-  return continueFromHistory(run, store, sessionId, input);
+  const runs = await closeAbandoned(store, sessionId, run.runId);
+  return continueFromHistory(run, store, sessionId, input, runs);
+}
+
+/**
+ * The session's latest run, unfinished although nobody holds its session (its process died, or
+ * its store stopped it), is closed before the session goes on: resumed later (`Runner.recover`),
+ * it would run on beside the new run and add to a conversation that had moved past it. Its calls
+ * without a result get one (`interrupted` if they had started), which the new run's model reads;
+ * its sub-agents' runs, left unfinished with it, are closed too. A parked run stays parked: it
+ * does not hold its session, and its approval can still be decided.
+ */
+async function closeAbandoned(
+  store: RunStore,
+  sessionId: string,
+  runId: string,
+): Promise<readonly RunSummary[] | undefined> {
+  const runs = await store.listRuns({ sessionId });
+  const latest = runs.findLast((r) => !r.parentRunId && r.runId !== runId);
+  // Nothing closed: the listing is still the session's, and its history is read from it.
+  if (!latest || !(latest.status === "running" || latest.failureKind === STORE_UNAVAILABLE)) return runs;
+  const why = "its process stopped, and a new message in its session went on without it";
+  try {
+    for (const child of runs) {
+      if (child.parentRunId === latest.runId && child.status === "running")
+        await closeStoredRun(store, child.runId, why);
+    }
+    await closeStoredRun(store, latest.runId, why);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof LeaseConflict)) throw error;
+    throw new UserError(
+      `session ${sessionId} has a run in progress (${latest.runId}, being resumed elsewhere): wait for it to end before starting another`,
+    );
+  }
+}
+
+/**
+ * A resumed run of a session holds its session as a fresh one does: a new run of the session
+ * meanwhile would fork the conversation, and one already running refuses this resume.
+ */
+async function holdSession(run: ActiveRun, sessionId: string): Promise<void> {
+  const key = sessionLeaseKey(sessionId);
+  try {
+    await run.events.sink!.acquire(key);
+  } catch (error) {
+    if (!(error instanceof LeaseConflict)) throw error;
+    throw new UserError(
+      `session ${sessionId} has another run in progress: run ${run.runId} can be resumed once it ends`,
+    );
+  }
+  sessionLeases.set(run, key);
 }
 
 /** The session lease a run holds, given back when its own is. */
@@ -315,8 +374,9 @@ async function continueFromHistory(
   store: RunStore,
   sessionId: string,
   input: RunInput,
+  runs?: readonly RunSummary[],
 ): Promise<RunResult<any>> {
-  const { messages: history, started, userId, state } = await sessionHistory(store, sessionId);
+  const { messages: history, started, userId, state } = await sessionHistory(store, sessionId, runs);
   if (!started) return runLoop(run, input);
   // One user's conversation never reaches another user's run (nor one started without a user).
   if (userId !== run.userId)
@@ -421,7 +481,8 @@ function storeStalled(run: ActiveRun): Error {
 
 /** Holds the run's lease (with a store) while the body runs; a failure becomes `run_failed`. */
 /** How a run waits for its lease, and (for a resume) what must hold before it takes one. */
-type DriveLease = LeaseWait & { mustExist?: () => Promise<void> };
+/** `mustExist` runs before the run's own lease is taken (a refusal there stores nothing). */
+type DriveLease = LeaseWait & { mustExist?: (run: ActiveRun) => Promise<void> };
 
 function drive(run: ActiveRun, body: Body, lease: DriveLease): Promise<RunResult<any>> {
   if (run.events.store) return driveLeased(run, body, lease);
@@ -441,7 +502,7 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
   const sink = run.events.sink!;
   let leased = false;
   try {
-    if (lease.mustExist) await lease.mustExist();
+    if (lease.mustExist) await lease.mustExist(run);
     const taken = await sink.acquire(run.runId, lease);
     leased = true;
     const outcome = unwrap(await body(run, taken));
@@ -455,6 +516,12 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
     throw runFailed(run, error);
   } finally {
     if (leased) await releaseLeases(run);
+    else {
+      // Its session was taken, its own lease not: the session is given back alone.
+      const session = sessionLeases.get(run);
+      sessionLeases.delete(run);
+      if (session !== undefined) await sink.release(session).catch(() => {});
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { UserError } from "../../errors.js";
 import type { Message } from "../../model/types.js";
 import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
-import type { RunStore } from "../../store/types.js";
+import type { RunStore, RunSummary } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { Handoff } from "../config/agent.js";
 import { rememberView, restoreView } from "../conversation/compaction.js";
@@ -213,8 +213,9 @@ export async function loadSession(store: RunStore, sessionId: string): Promise<M
 export async function sessionHistory(
   store: RunStore,
   sessionId: string,
+  listed?: readonly RunSummary[],
 ): Promise<{ messages: Message[]; started: boolean; userId?: string; state?: unknown }> {
-  const runs = await store.listRuns({ sessionId });
+  const runs = listed ?? (await store.listRuns({ sessionId }));
   let started = false;
   let owner: string | undefined;
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
