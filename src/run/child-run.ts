@@ -1,9 +1,12 @@
 import type { RunContext } from "../contract/run-context.js";
 import { BudgetExceeded, ToolError } from "../errors.js";
 import { toJsonText } from "../plain-json.js";
+import type { RunStore } from "../store/types.js";
 import { asError } from "../thrown.js";
 import type { ChildRunRequest } from "./config/agent.js";
 import { DEFAULT_MAX_TURNS } from "./config/run-options.js";
+import { type RunState, replay } from "./durability/replay.js";
+import { resumeLoop, resumesAfterFailure } from "./durability/resume.js";
 import { runLoop } from "./engine/loop.js";
 import { markTainted } from "./engine/taint.js";
 import { ActiveRun } from "./state/active-run.js";
@@ -21,6 +24,15 @@ export async function runChild(
   ctx: RunContext,
 ): Promise<string> {
   const { agent, input, budget, maxTurns } = request;
+  const sink = parent.events.sink;
+  const store = sink?.store;
+  // Stored, a child run's id follows from its call: a parent resumed after a crash that runs the
+  // call again (an idempotent agent tool) finds the child's log and goes on from it — the
+  // child's completed calls are not run again, and their idempotency keys stay the same.
+  const stored = store
+    ? await storedChild(store, `${parent.runId}.${ctx.toolCallId}`, ctx.attempt)
+    : undefined;
+  if (stored?.finished !== undefined) return stored.finished;
   const options = {
     deps: parent.options.deps,
     ...(parent.options.sessionId !== undefined && { sessionId: parent.options.sessionId }),
@@ -28,18 +40,18 @@ export async function runChild(
     maxTurns: maxTurns ?? DEFAULT_MAX_TURNS,
     ...(budget && { budget }),
     signal: ctx.signal,
+    ...(stored && { runId: stored.runId }),
   };
   const child = new ActiveRun(
     agent,
     options,
-    { queue: parent.events.queue, sink: parent.events.sink, trace: openTracing, childRuns: parent.childRuns },
+    { queue: parent.events.queue, sink, trace: openTracing, childRuns: parent.childRuns },
     { run: parent, callId: ctx.toolCallId },
   );
-  const sink = child.events.sink;
   let result: Awaited<ReturnType<typeof runLoop>>;
-  if (sink?.store) await sink.acquire(child.runId);
+  if (store) await sink!.acquire(child.runId);
   try {
-    result = await runLoop(child, input);
+    result = stored?.state ? await resumeLoop(child, stored.state) : await runLoop(child, input);
   } catch (error) {
     const failure = asError(error);
     child.events.emit({ type: "run_failed", name: failure.name, message: failure.message, kind: "internal" });
@@ -75,5 +87,30 @@ export async function runChild(
       // "cancelled" (a child never parks: it waits for its approvals like a run without a store).
       if (ctx.signal.aborted) throw ctx.signal.reason;
       throw new ToolError(`${agent.name} was cancelled before it finished`);
+  }
+}
+
+/**
+ * The stored child run of this call: its id (`<parent>.<call>`, `.<attempt>` after the first
+ * attempt), and, when the store holds it, its state to go on from — or, when it had completed,
+ * the answer it gave. A child that ended otherwise (failed, cancelled) starts over under the next
+ * free id.
+ */
+async function storedChild(
+  store: RunStore,
+  base: string,
+  attempt: number,
+): Promise<{ runId: string; state?: RunState; finished?: string }> {
+  for (let n = attempt; ; n++) {
+    const runId = n === 1 ? base : `${base}.${n}`;
+    const events = await store.read(runId);
+    if (events.length === 0) return { runId };
+    const state = replay(events);
+    if (state.status === "running" || resumesAfterFailure(state)) return { runId, state };
+    if (
+      state.status === "completed" &&
+      (state.stopReason === "completed" || state.stopReason === "ends_turn")
+    )
+      return { runId, finished: typeof state.output === "string" ? state.output : toJsonText(state.output) };
   }
 }
