@@ -30,6 +30,7 @@ import {
 } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountedAt, mountPage, servePage } from "./page.js";
+import type { RunLog } from "./run-log.js";
 import { RunRegistry } from "./runs.js";
 import { internalError, type ServerErrorHandler } from "./server-errors.js";
 import { mountSessions } from "./sessions-api.js";
@@ -223,6 +224,7 @@ export function createServer(options: ServerOptions): QuiverServer {
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
     const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
+    if (registry.store) await startStored(log);
     return c.json({ runId: log.runId, sessionId }, 201);
   });
 
@@ -305,4 +307,16 @@ export function closeTimeout(timeoutMs: number | undefined): number {
 function remoteAddressOf(env: unknown): string | undefined {
   const incoming = (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
   return incoming?.socket?.remoteAddress;
+}
+
+/**
+ * With a store, a new run's id is handed out once its start (the user's message) is stored, or
+ * it ended first: a crash right after the answer must not leave the caller an id the store has
+ * never heard of. Bounded: a store that does not answer in time gets the answer anyway (the run
+ * goes on, and its events say what happened).
+ */
+async function startStored(log: RunLog, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (log.all.length === 0 && log.status === "running" && Date.now() < deadline)
+    await log.changed(deadline - Date.now());
 }

@@ -190,3 +190,33 @@ describe("with a SqliteStore, a parked run survives a restart", () => {
     },
   );
 });
+
+describe("a new run's id", () => {
+  it("is answered once the run's start is stored: the store knows every id the server hands out", async () => {
+    const inner = new SqliteStore({ path: dbPath() });
+    // A store that takes 300 ms to store anything (like a remote database: it does not apply calls
+    // in the order they were made): the 201 waits for the run's first append.
+    const slow = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key === Symbol.for("quiver.appendsInCallOrder")) return false;
+        const value = Reflect.get(target, key, receiver);
+        if (key === "append")
+          return async (...args: Parameters<typeof inner.append>) => {
+            await new Promise((r) => setTimeout(r, 300));
+            return inner.append(...args);
+          };
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const server = createServer({ agent: agentWith([{ text: "hello" }], []), store: slow });
+    try {
+      const response = await server.fetch(post("/api/runs", { message: "hi" }));
+      expect(response.status).toBe(201);
+      const { runId } = (await response.json()) as { runId: string };
+      const stored = await inner.read(runId);
+      expect(stored[0]).toMatchObject({ type: "run_started", input: [{ role: "user", content: "hi" }] });
+    } finally {
+      await inner.close();
+    }
+  });
+});
