@@ -12,6 +12,7 @@ import {
   UserError,
 } from "../index.js";
 import { undecidedIn } from "../run/durability/replay.js";
+import { ownerIsGone } from "../store/lease-owner.js";
 import { LeaseConflict, type RunStore } from "../store/types.js";
 import { askingAgent } from "./asking-agent.js";
 import { HttpError, notFound } from "./http.js";
@@ -428,8 +429,22 @@ export class RunRegistry {
     const raced = this.#logs.get(runId);
     if (raced) return raced;
     this.#logs.set(runId, log);
+    if (log.status === "detached" && (await this.#abandoned(runId))) this.#resume(log);
     this.#evict();
     return log;
+  }
+
+  /**
+   * A running run nobody drives any more — its server was killed, or its process died — is
+   * picked up here (as `Runner.recover` would), so its client's stream goes on to its end; one a
+   * live process holds stays `detached`.
+   */
+  async #abandoned(runId: string): Promise<boolean> {
+    if (this.#closing) return false;
+    const summary = await this.store!.getRun(runId);
+    if (summary?.status !== "running") return false;
+    const owner = summary.leaseOwner;
+    return owner === undefined || (summary.leaseExpiresAt ?? 0) <= Date.now() || ownerIsGone(owner);
   }
 
   /** Keeps at most `retainFinishedRuns` finished runs in memory, dropping the least recently used. */

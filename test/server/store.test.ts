@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { jsonSchema, tool } from "quiver-agents";
 import { createServer, type QuiverServer } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { afterEach, describe, expect, it } from "vitest";
@@ -219,4 +220,58 @@ describe("a new run's id", () => {
       await inner.close();
     }
   });
+});
+
+describe("a run whose process died", () => {
+  it("is picked up when a client asks for it after a restart, and its stream goes on to the end", async () => {
+    const { execFile } = await import("node:child_process");
+    const { resolve: resolvePath } = await import("node:path");
+    const { writeFileSync } = await import("node:fs");
+    const root = resolvePath(import.meta.dirname, "../..");
+    const db = dbPath();
+    const effects = `${db}.effects`;
+    writeFileSync(effects, "");
+    // A process that starts run r-crashed and dies inside its first tool call.
+    const signal = await new Promise<NodeJS.Signals | null>((done) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", join(root, "test/fixtures/durability/session-crash-agent.ts")],
+        { cwd: root, env: { ...process.env, DB: db, EFFECTS: effects }, timeout: 60_000 },
+        (error) => done((error as { signal?: NodeJS.Signals } | null)?.signal ?? null),
+      ),
+    );
+    expect(signal).toBe("SIGKILL");
+    const store = new SqliteStore({ path: db });
+    const charge = tool({
+      name: "charge",
+      description: "Charge the card.",
+      parameters: jsonSchema<{ cents: number }>({
+        type: "object",
+        properties: { cents: { type: "number" } },
+      }),
+      execute: () => "charged",
+    });
+    const server = createServer({
+      agent: agentWith([{ text: "The charge was interrupted; please check it." }], [charge], "shop"),
+      store,
+    });
+    try {
+      const frames = await readSse(
+        await server.fetch(new Request(`${BASE}/api/runs/r-crashed/events`)),
+        (fs) => events(fs).some((e) => e.type === "run_completed" || e.type === "run_failed"),
+      );
+      const seen = events(frames);
+      expect(seen.find((e) => e.type === "run_resumed")).toBeDefined();
+      expect(seen.find((e) => e.type === "tool_call_completed")).toMatchObject({
+        error: { kind: "interrupted" },
+      });
+      expect(seen.at(-1)).toMatchObject({
+        type: "run_completed",
+        output: "The charge was interrupted; please check it.",
+      });
+      expect((await store.getRun("r-crashed"))?.status).toBe("completed");
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
