@@ -55,4 +55,28 @@ describe("a sub-agent cut off by a crash", () => {
       await store.close();
     }
   }, 60_000);
+
+  it("under an agent tool that is not idempotent, is closed when its parent's call is interrupted", async () => {
+    const env = { DB: join(dir, "bill-once.db"), EFFECTS: join(dir, "effects-once.log"), IDEMPOTENT: "0" };
+    writeFileSync(env.EFFECTS, "");
+    expect((await child({ ...env, MODE: "start", KILL: "1" })).signal).toBe("SIGKILL");
+    const resumed = await child({ ...env, MODE: "resume" });
+    expect(JSON.parse(resumed.stdout).calls[0]).toMatch(/biller was interrupted by a restart/);
+    expect(readFileSync(env.EFFECTS, "utf8").trim().split("\n")).toEqual([
+      "r-parent.p1:b1:500",
+      "r-parent.p1:b2:700",
+    ]);
+    const store = new SqliteStore({ path: env.DB });
+    try {
+      // Not left running for a later resume to act for a parent that moved on.
+      expect((await store.listRuns()).map((r) => [r.runId, r.status])).toEqual([
+        ["r-parent", "completed"],
+        ["r-parent.p1", "completed"],
+      ]);
+      const end = (await store.read("r-parent.p1")).at(-1);
+      expect(end).toMatchObject({ type: "run_completed", stopReason: "cancelled" });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });

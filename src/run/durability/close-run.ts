@@ -1,11 +1,11 @@
 import type { RunEvent } from "../../contract/events.js";
 import { UserError } from "../../errors.js";
 import type { Message } from "../../model/types.js";
+import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
 import type { RunStore } from "../../store/types.js";
 import { errorResult } from "../engine/tool-result.js";
 import { leaseOwner } from "./event-writer.js";
 import { replay } from "./replay.js";
-import { resumesAfterFailure } from "./resume.js";
 
 /**
  * Ends a stored run that nobody drives — parked, left behind by a process that died, or stopped
@@ -30,7 +30,7 @@ export async function closeStoredRun(
     const events = await store.read(runId);
     if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
     const state = replay(events);
-    const stoppedByStore = resumesAfterFailure(state);
+    const stoppedByStore = state.status === "failed" && state.error?.kind === STORE_UNAVAILABLE;
     if (state.status !== "running" && !stoppedByStore)
       throw new UserError(`run ${runId} has already ${state.status}; there is nothing to cancel`);
     let seq = state.lastSeq;

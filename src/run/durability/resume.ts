@@ -11,7 +11,8 @@ import { type AgentSetup, endRun, finishWithOutput, prepareAgent, turns } from "
 import type { CallResult } from "../engine/tool-result.js";
 import type { ActiveRun } from "../state/active-run.js";
 import type { RunResult } from "../state/result.js";
-import { type RunState, replay } from "./replay.js";
+import { closeStoredRun } from "./close-run.js";
+import { type OpenTurn, type RunState, replay } from "./replay.js";
 
 /** Reads a stored run and rebuilds its state; a run the store does not know is a `UserError`. */
 export async function loadRun(store: RunStore, runId: string): Promise<RunState> {
@@ -119,6 +120,7 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
     run.turn = open.turn - 1;
     return turns(run, setup);
   }
+  await closeInterruptedChildren(run, open, setup);
   const assistantAt = state.messages.lastIndexOf(open.assistant);
   const appended = new Set(
     state.messages.slice(assistantAt + 1).flatMap((m) => (m.role === "tool" ? [m.toolCallId] : [])),
@@ -255,4 +257,25 @@ function conversationOf(state: RunState): Message[] | undefined {
   if (tripped?.stage !== "output") return state.messages;
   const answer = state.messages.findLastIndex((m) => m.role === "assistant");
   return answer < 0 ? state.messages : state.messages.slice(0, answer);
+}
+
+/**
+ * The sub-agent runs of calls the restart interrupted for good (an agent tool that is not
+ * idempotent: its call gets an `interrupted` result and is not run again) are closed with it:
+ * left `running`, a resume of one would act for a parent that had moved on.
+ */
+async function closeInterruptedChildren(run: ActiveRun, open: OpenTurn, setup: AgentSetup): Promise<void> {
+  const store = run.events.store;
+  if (!store) return;
+  for (const call of open.calls) {
+    if (!open.started.has(call.id) || open.completed.has(call.id)) continue;
+    if (setup.toolset.get(call.name)?.idempotent) continue;
+    const childId = `${run.runId}.${call.id}`;
+    if ((await store.getRun(childId))?.status !== "running") continue;
+    await closeStoredRun(
+      store,
+      childId,
+      "its parent's call was interrupted by a restart and is not run again",
+    ).catch(() => {});
+  }
 }
