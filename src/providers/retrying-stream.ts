@@ -61,6 +61,13 @@ export async function* retryingStream(
       const delay = retryDelayMs(error, attemptNumber, settings.retryBackoff, maxRetryAfterMs);
       if (delay === undefined) throw waitRefused(error, maxRetryAfterMs, fallbackWaiting === true);
       if (producedOutput) yield { type: "reset", reason: `retrying after: ${error.message}` };
+      // Said as it happens: a turn that takes a minute because a server asked for patience shows
+      // why (an event, a span event), not only in its duration.
+      yield {
+        type: "warning",
+        code: "provider_retry",
+        message: `${error.message}: retrying in ${delay} ms (retry ${attemptNumber + 1} of ${settings.maxRetries})`,
+      };
       try {
         await sleep(delay, signal);
       } catch {

@@ -313,6 +313,14 @@ describe("anthropic() — Messages API", () => {
     ]);
     const events = await collect(model(server).stream(ask()));
     expect(ofType(events, "reset")).toEqual([]);
+    // The retry is said as it happens (a run's warning event, a span event), not only in the time it took.
+    expect(ofType(events, "warning")).toEqual([
+      {
+        type: "warning",
+        code: "provider_retry",
+        message: expect.stringMatching(/429.*per-minute rate limit.*: retrying in 0 ms \(retry 1 of \d+\)$/),
+      },
+    ]);
     expect(text(events)).toBe("Hello! How can I help?");
     expect(server.requests).toHaveLength(2);
   });
