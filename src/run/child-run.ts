@@ -32,7 +32,11 @@ export async function runChild(
   const stored = store
     ? await storedChild(store, `${parent.runId}.${ctx.toolCallId}`, ctx.attempt)
     : undefined;
-  if (stored?.finished !== undefined) return stored.finished;
+  if (stored?.finished !== undefined) {
+    if (stored.tainted)
+      taintedByChild(parent, ctx.toolCallId, `${agent.name} (a sub-agent) read ${stored.tainted}`);
+    return stored.finished;
+  }
   const options = {
     deps: parent.options.deps,
     ...(parent.options.sessionId !== undefined && { sessionId: parent.options.sessionId }),
@@ -61,10 +65,8 @@ export async function runChild(
   }
   // The store failed under the child: the parent's run fails with it (its writer is the same).
   if (sink?.failure) throw sink.failure;
-  if (child.tainted) {
-    markTainted(parent, `${agent.name} (a sub-agent) read ${child.tainted}`);
-    parent.untrustedCalls = (parent.untrustedCalls ?? new Set()).add(ctx.toolCallId);
-  }
+  if (child.tainted)
+    taintedByChild(parent, ctx.toolCallId, `${agent.name} (a sub-agent) read ${child.tainted}`);
   switch (result.stopReason) {
     case "completed":
     case "ends_turn":
@@ -91,6 +93,15 @@ export async function runChild(
 }
 
 /**
+ * A sub-agent read untrusted text: its caller is tainted, and the call's result (the sub-agent's
+ * answer, which may repeat it) is marked untrusted in the caller's transcript.
+ */
+function taintedByChild(parent: ActiveRun, callId: string, source: string): void {
+  markTainted(parent, source);
+  parent.untrustedCalls = (parent.untrustedCalls ?? new Set()).add(callId);
+}
+
+/**
  * The stored child run of this call: its id (`<parent>.<call>`, `.<attempt>` after the first
  * attempt), and, when the store holds it, its state to go on from — or, when it had completed,
  * the answer it gave. A child that ended otherwise (failed, cancelled) starts over under the next
@@ -100,7 +111,7 @@ async function storedChild(
   store: RunStore,
   base: string,
   attempt: number,
-): Promise<{ runId: string; state?: RunState; finished?: string }> {
+): Promise<{ runId: string; state?: RunState; finished?: string; tainted?: string }> {
   for (let n = attempt; ; n++) {
     const runId = n === 1 ? base : `${base}.${n}`;
     const events = await store.read(runId);
@@ -111,6 +122,10 @@ async function storedChild(
       state.status === "completed" &&
       (state.stopReason === "completed" || state.stopReason === "ends_turn")
     )
-      return { runId, finished: typeof state.output === "string" ? state.output : toJsonText(state.output) };
+      return {
+        runId,
+        finished: typeof state.output === "string" ? state.output : toJsonText(state.output),
+        ...(state.tainted !== undefined && { tainted: state.tainted }),
+      };
   }
 }
