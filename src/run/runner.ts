@@ -190,7 +190,6 @@ export const Runner = {
   },
 };
 
-/** What `Runner.resume` accepts: run options with the run's store, and how long to wait for its lease. */
 /**
  * `deps` required, when the agent says its tools need them (`new Agent<Deps>`, with a `Deps`
  * that does not admit `undefined`): a run without them would fail in the first tool that reads
@@ -210,6 +209,7 @@ export type RunArgs<Deps> = undefined extends Deps
   ? [options?: RunOptions<Deps>]
   : [options: RunOptions<Deps> & DepsRequired<Deps>];
 
+/** What `Runner.resume` accepts: run options with the run's store, and how long to wait for its lease. */
 export type ResumeOptions<Deps = unknown> = RunOptions<Deps> & {
   store: RunStore;
   /** How long to wait while another live process holds the run's lease. Default 0: `LeaseConflict` at once. */
