@@ -10,26 +10,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { PDF_2_PAGES, PNG_1PX, wav } from "./media.js";
-import {
-  closedAfterEach,
-  fixture,
-  type Reply,
-  startReplayServer,
-  streamFixture,
-  typedFrame,
-} from "./replay-server.js";
+import { fixture, replayServers, streamFixture, typedFrame } from "./replay-server.js";
 
-const servers = closedAfterEach();
-
-async function serve(replies: Reply[]) {
-  const server = await startReplayServer({
-    replies,
-    validate: validateMessagesRequest,
-    reject: rejectLikeAnthropic,
-  });
-  servers.push(server);
-  return server;
-}
+const serve = replayServers({ validate: validateMessagesRequest, reject: rejectLikeAnthropic });
 
 const replay = (name: string) => streamFixture(fixture(`anthropic/${name}.jsonl`), { frame: typedFrame });
 

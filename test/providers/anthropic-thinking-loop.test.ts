@@ -12,29 +12,11 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
-import {
-  closedAfterEach,
-  collect,
-  errorReply,
-  fixture,
-  type Reply,
-  startReplayServer,
-  streamFixture,
-  typedFrame,
-} from "./replay-server.js";
+import { collect, errorReply, fixture, replayServers, streamFixture, typedFrame } from "./replay-server.js";
 import { weatherTool } from "./transcripts.js";
 
-const servers = closedAfterEach();
-
-async function anthropicServer(replies: Reply[]) {
-  const server = await startReplayServer({
-    replies,
-    validate: validateMessagesRequest,
-    reject: rejectLikeAnthropic,
-  });
-  servers.push(server);
-  return server;
-}
+const openaiServer = replayServers({ validate: (req) => validateChatRequest(req), reject: rejectLikeOpenAI });
+const anthropicServer = replayServers({ validate: validateMessagesRequest, reject: rejectLikeAnthropic });
 
 const answer = () => streamFixture(fixture("anthropic/text.jsonl"), { frame: typedFrame });
 const claude = (url: string) =>
@@ -55,12 +37,7 @@ describe("anthropic() with extended thinking, continuing a tool loop", () => {
       errorReply(529, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
       answer(),
     ]);
-    const gpt = await startReplayServer({
-      replies: [streamFixture(fixture("openai-chat/tool-call.jsonl"))],
-      validate: (req) => validateChatRequest(req),
-      reject: rejectLikeOpenAI,
-    });
-    servers.push(gpt);
+    const gpt = await openaiServer([streamFixture(fixture("openai-chat/tool-call.jsonl"))]);
     const ran: string[] = [];
     const getWeather = tool({
       name: "get_weather",

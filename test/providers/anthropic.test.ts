@@ -5,31 +5,19 @@ import { anthropic } from "../../src/providers/index.js";
 import type { ProviderWarning } from "../../src/providers/warnings.js";
 import { rejectLikeAnthropic, validateMessagesRequest } from "./anthropic-api.js";
 import {
-  closedAfterEach,
   collect,
   collectUntilError,
   errorReply,
   fixture,
   type ReplayServer,
-  type Reply,
+  replayServers,
   type StreamOptions,
-  startReplayServer,
   streamFixture,
   typedFrame,
 } from "./replay-server.js";
 import { ask, ofType, PNG_1PX, text, timeTool, toolRoundTrip, userAsks, weatherTool } from "./transcripts.js";
 
-const servers = closedAfterEach();
-
-async function serve(replies: Reply[]) {
-  const server = await startReplayServer({
-    replies,
-    validate: validateMessagesRequest,
-    reject: rejectLikeAnthropic,
-  });
-  servers.push(server);
-  return server;
-}
+const serve = replayServers({ validate: validateMessagesRequest, reject: rejectLikeAnthropic });
 const replay = (name: string, options: StreamOptions = {}) =>
   streamFixture(fixture(`anthropic/${name}.jsonl`), { frame: typedFrame, ...options });
 

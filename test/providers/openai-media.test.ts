@@ -10,19 +10,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PDF_2_PAGES, PNG_1PX, wav } from "./media.js";
 import { rejectLikeOpenAI, validateChatRequest } from "./openai-chat-api.js";
-import { closedAfterEach, fixture, type Reply, startReplayServer, streamFixture } from "./replay-server.js";
+import { fixture, replayServers, streamFixture } from "./replay-server.js";
 
-const servers = closedAfterEach();
-
-async function serve(replies: Reply[]) {
-  const server = await startReplayServer({
-    replies,
-    validate: (req) => validateChatRequest(req),
-    reject: rejectLikeOpenAI,
-  });
-  servers.push(server);
-  return server;
-}
+const serve = replayServers({ validate: (req) => validateChatRequest(req), reject: rejectLikeOpenAI });
 
 const text = () => streamFixture(fixture("openai-chat/text.jsonl"));
 

@@ -10,26 +10,9 @@ import { z } from "zod";
 import { PDF_2_PAGES, PNG_1PX, wav } from "./media.js";
 import { rejectLikeOpenAI } from "./openai-chat-api.js";
 import { validateResponsesRequest } from "./openai-responses-api.js";
-import {
-  closedAfterEach,
-  fixture,
-  type Reply,
-  startReplayServer,
-  streamFixture,
-  typedFrame,
-} from "./replay-server.js";
+import { fixture, replayServers, streamFixture, typedFrame } from "./replay-server.js";
 
-const servers = closedAfterEach();
-
-async function serve(replies: Reply[]) {
-  const server = await startReplayServer({
-    replies,
-    validate: validateResponsesRequest,
-    reject: rejectLikeOpenAI,
-  });
-  servers.push(server);
-  return server;
-}
+const serve = replayServers({ validate: validateResponsesRequest, reject: rejectLikeOpenAI });
 
 const replay = (name: string) =>
   streamFixture(fixture(`openai-responses/${name}.jsonl`), { frame: typedFrame });

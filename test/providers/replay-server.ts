@@ -192,3 +192,22 @@ export function closedAfterEach(): ReplayServer[] {
   });
   return servers;
 }
+
+/**
+ * Starts replay servers that check requests the way one API does, each closed after its test.
+ *
+ * @example
+ * const serve = replayServers({ validate: validateMessagesRequest, reject: rejectLikeAnthropic });
+ * const server = await serve([streamFixture(fixture("anthropic/text.jsonl"), { frame: typedFrame })]);
+ */
+export function replayServers(api: {
+  validate: Validator;
+  reject: RejectWith;
+}): (replies: Reply[]) => Promise<ReplayServer> {
+  const servers = closedAfterEach();
+  return async (replies) => {
+    const server = await startReplayServer({ replies, ...api });
+    servers.push(server);
+    return server;
+  };
+}
