@@ -22,6 +22,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
 
 export const repo = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const BUILD_TIMEOUT_MS = 120_000;
@@ -163,6 +164,46 @@ export function project(pkgRoot: string, fixtures: string[] = []): string {
   symlinkSync(pkgRoot, join(dir, "node_modules/quiver-agents"), "dir");
   for (const name of fixtures) cpSync(join(repo, "test/cli/fixtures", name), join(dir, name));
   return dir;
+}
+
+/**
+ * Registers a test file's hooks (the built `quiver` binary; its projects removed after the file)
+ * and returns `bin`, the built package's `root`, and `project()`, a fresh project with the built package and `fixtures` (or
+ * the ones given).
+ *
+ * @example
+ * const cli = cliProjects(["chatty-agent.mjs"]);
+ * it("runs", async () => expect((await quiver(cli.bin, ["--help"], cli.project())).code).toBe(0));
+ */
+export function cliProjects(fixtures: string[] = []): {
+  readonly bin: string;
+  readonly root: string;
+  project(given?: string[]): string;
+  removeAfter(dir: string): string;
+} {
+  let bin = "";
+  let pkgRoot = "";
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    ({ bin, root: pkgRoot } = await builtPackage());
+  }, 150_000);
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const removeAfter = (dir: string) => {
+    dirs.push(dir);
+    return dir;
+  };
+  return {
+    get bin() {
+      return bin;
+    },
+    get root() {
+      return pkgRoot;
+    },
+    project: (given = fixtures) => removeAfter(project(pkgRoot, given)),
+    removeAfter,
+  };
 }
 
 export type Ran = { code: number | null; stdout: string; stderr: string };

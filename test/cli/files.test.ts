@@ -3,24 +3,14 @@
  * their extension — checked in the request the real binary sends to a local server replaying
  * Chat Completions; an unknown kind or a missing file is a usage error before anything runs.
  */
-import { rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { rejectLikeOpenAI, validateChatRequest } from "../providers/openai-chat-api.js";
 import { closedAfterEach, fixture, startReplayServer, streamFixture } from "../providers/replay-server.js";
-import { builtPackage, project, quiver } from "./binary.js";
+import { cliProjects, quiver } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const cli = cliProjects(["chatty-agent.mjs"]);
 
 const servers = closedAfterEach();
 
@@ -29,8 +19,7 @@ const PNG_1PX =
 const PDF = Buffer.from("%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF");
 
 function projectWithFiles(): string {
-  const dir = project(pkgRoot, ["chatty-agent.mjs"]);
-  dirs.push(dir);
+  const dir = cli.project(["chatty-agent.mjs"]);
   writeFileSync(join(dir, "pixel.png"), Buffer.from(PNG_1PX, "base64"));
   writeFileSync(join(dir, "q3.pdf"), PDF);
   writeFileSync(join(dir, "notes.md"), "# Notes\nship on Friday");
@@ -53,7 +42,7 @@ describe("quiver run --file", () => {
     const cwd = projectWithFiles();
     const { server, env } = await openAiServer();
     const ran = await quiver(
-      bin,
+      cli.bin,
       [
         "run",
         "chatty-agent.mjs#chatty",
@@ -88,14 +77,14 @@ describe("quiver run --file", () => {
   it("an unknown kind of file or a missing one is a usage error before anything runs", async () => {
     const cwd = projectWithFiles();
     const { server, env } = await openAiServer();
-    const unknown = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi", "--file", "data.xyz"], {
+    const unknown = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hi", "--file", "data.xyz"], {
       cwd,
       env,
     });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("--file data.xyz: cannot tell what kind of file it is (known: png, jpg");
     const missing = await quiver(
-      bin,
+      cli.bin,
       ["run", "chatty-agent.mjs#chatty", "hi", "--file", "nope.png", "--model", "openai:gpt-4.1-mini"],
       { cwd, env },
     );
@@ -110,7 +99,7 @@ describe("quiver chat --file and /file", () => {
     const cwd = projectWithFiles();
     const { server, env } = await openAiServer(3);
     const ran = await quiver(
-      bin,
+      cli.bin,
       [
         "chat",
         "chatty-agent.mjs#chatty",

@@ -1,38 +1,22 @@
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project, quiver } from "./binary.js";
+import { describe, expect, it } from "vitest";
+import { cliProjects, quiver } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function freshProject(): string {
-  const dir = project(pkgRoot, ["gated-agent.mjs"]);
-  dirs.push(dir);
-  return dir;
-}
+const cli = cliProjects(["gated-agent.mjs"]);
 
 describe("commands about stored runs, on a store that is not there", () => {
   it("say so and exit 1, creating no file and no folder (default store, --store, QUIVER_STORE)", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const before = readdirSync(cwd).sort();
 
-    const byDefault = await quiver(bin, ["runs", "list"], { cwd });
+    const byDefault = await quiver(cli.bin, ["runs", "list"], { cwd });
     expect(byDefault.code).toBe(1);
     expect(byDefault.stdout).toBe("");
     expect(byDefault.stderr).toContain(`no store at ${join(cwd, ".quiver/quiver.db")}`);
     expect(byDefault.stderr).toContain("the default store");
 
-    const typo = await quiver(bin, ["runs", "list", "--store", "sqlite:typo.db"], { cwd });
+    const typo = await quiver(cli.bin, ["runs", "list", "--store", "sqlite:typo.db"], { cwd });
     expect(typo.code).toBe(1);
     expect(typo.stderr).toContain(`no store at ${join(cwd, "typo.db")} (from --store sqlite:typo.db)`);
 
@@ -47,12 +31,12 @@ describe("commands about stored runs, on a store that is not there", () => {
       ["sessions", "list"],
       ["sessions", "clear", "s1"],
     ]) {
-      const ran = await quiver(bin, [...args, "--store", `sqlite:${deep}`], { cwd });
+      const ran = await quiver(cli.bin, [...args, "--store", `sqlite:${deep}`], { cwd });
       expect(ran.code, args.join(" ")).toBe(1);
       expect(ran.stderr, args.join(" ")).toContain(`no store at ${deep}`);
     }
 
-    const fromEnv = await quiver(bin, ["runs", "list"], {
+    const fromEnv = await quiver(cli.bin, ["runs", "list"], {
       cwd,
       env: { QUIVER_STORE: "sqlite:elsewhere.db" },
     });
@@ -64,12 +48,16 @@ describe("commands about stored runs, on a store that is not there", () => {
   });
 
   it("a store that exists is read as before, empty or not", async () => {
-    const cwd = freshProject();
-    const parked = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--store", "sqlite:runs.db"], {
-      cwd,
-    });
+    const cwd = cli.project();
+    const parked = await quiver(
+      cli.bin,
+      ["run", "gated-agent.mjs", "charge it", "--store", "sqlite:runs.db"],
+      {
+        cwd,
+      },
+    );
     expect(parked.code, parked.stderr).toBe(3);
-    const listed = await quiver(bin, ["runs", "list", "--json", "--store", "sqlite:runs.db"], { cwd });
+    const listed = await quiver(cli.bin, ["runs", "list", "--json", "--store", "sqlite:runs.db"], { cwd });
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ status: "parked" })]);
   });

@@ -1,7 +1,7 @@
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { rejectLikeOpenAI, validateChatRequest } from "../providers/openai-chat-api.js";
 import {
   closedAfterEach,
@@ -10,25 +10,9 @@ import {
   startReplayServer,
   streamFixture,
 } from "../providers/replay-server.js";
-import { builtPackage, project, quiver } from "./binary.js";
+import { cliProjects, project, quiver } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function freshProject(): string {
-  const dir = project(pkgRoot, ["gated-agent.mjs", "chatty-agent.mjs", "typed-agent.ts"]);
-  dirs.push(dir);
-  return dir;
-}
+const cli = cliProjects(["gated-agent.mjs", "chatty-agent.mjs", "typed-agent.ts"]);
 
 const lines = (text: string) => text.split("\n").filter((l) => l.trim());
 
@@ -36,8 +20,8 @@ const servers = closedAfterEach();
 
 describe("quiver run", () => {
   it("--json prints one parseable event per line, ending with run_completed", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi there", "--json"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hi there", "--json"], { cwd });
     expect(ran.code, ran.stderr).toBe(0);
     const events = lines(ran.stdout).map((line) => JSON.parse(line));
     expect(events.length).toBeGreaterThan(4);
@@ -51,9 +35,9 @@ describe("quiver run", () => {
   });
 
   it("streams the assistant's text to stdout and the calls to stderr", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const ran = await quiver(
-      bin,
+      cli.bin,
       ["run", "chatty-agent.mjs#chatty", "please charge it", "--mode", "bypass"],
       {
         cwd,
@@ -65,8 +49,8 @@ describe("quiver run", () => {
   });
 
   it("shows each change of the run's shared state under the call that made it", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "plan it"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "plan it"], { cwd });
     expect(ran.code, ran.stderr).toBe(0);
     // The result names its call again: a line came between them.
     expect(ran.stderr).toMatch(
@@ -75,8 +59,10 @@ describe("quiver run", () => {
   });
 
   it("shows an edit tool's diff from its result's details", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "edit it", "--mode", "bypass"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "edit it", "--mode", "bypass"], {
+      cwd,
+    });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stderr).toContain(
       "  ⎿ edited notes.md (1 line · 0 ms)\n".replace("0 ms", ran.stderr.match(/\d+ ms/)![0]),
@@ -87,8 +73,8 @@ describe("quiver run", () => {
   });
 
   it("chat reads messages from a pipe too, one per line", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["chat", "chatty-agent.mjs#chatty", "--store", "memory"], {
       cwd,
       input: "first message\nsecond message\n/exit\n",
     });
@@ -99,24 +85,29 @@ describe("quiver run", () => {
   });
 
   it("reads the prompt from stdin with -", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "-"], { cwd, input: "from a pipe\n" });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "-"], {
+      cwd,
+      input: "from a pipe\n",
+    });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toContain("You said: from a pipe");
   });
 
   it("hides reasoning unless --show-reasoning", async () => {
-    const cwd = freshProject();
-    const hidden = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello"], { cwd });
+    const cwd = cli.project();
+    const hidden = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hello"], { cwd });
     expect(hidden.stdout + hidden.stderr).not.toContain("The user greeted me.");
-    const shown = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello", "--show-reasoning"], { cwd });
+    const shown = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hello", "--show-reasoning"], {
+      cwd,
+    });
     expect(shown.stderr).toContain("The user greeted me.");
   });
 
   it("with no terminal and no store, an approval is denied, never allowed", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const effects = join(cwd, "effects.txt");
-    const ran = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--json"], {
+    const ran = await quiver(cli.bin, ["run", "gated-agent.mjs", "charge it", "--json"], {
       cwd,
       env: { SIDE_EFFECTS_FILE: effects },
     });
@@ -131,36 +122,44 @@ describe("quiver run", () => {
   });
 
   it("parks with a store, then runs decide and runs resume finish it in other processes, charging once", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const effects = join(cwd, "effects.txt");
     const env = { SIDE_EFFECTS_FILE: effects };
     const store = ["--store", "sqlite:runs.db"];
 
-    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd, env });
+    const first = await quiver(cli.bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd, env });
     expect(first.code, first.stderr).toBe(3);
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)?.[1];
     expect(runId).toBeDefined();
     expect(first.stderr).toContain(`quiver runs decide ${runId} call_1 --approve --store sqlite:runs.db`);
     expect(first.stderr).toContain(`quiver runs resume ${runId} gated-agent.mjs --store sqlite:runs.db`);
 
-    const parked = await quiver(bin, ["runs", "list", "--status", "parked", "--json", ...store], { cwd });
+    const parked = await quiver(cli.bin, ["runs", "list", "--status", "parked", "--json", ...store], { cwd });
     expect(JSON.parse(parked.stdout).map((r: { runId: string }) => r.runId)).toEqual([runId]);
 
-    const decided = await quiver(bin, ["runs", "decide", runId!, "call_1", "--approve", ...store], { cwd });
+    const decided = await quiver(cli.bin, ["runs", "decide", runId!, "call_1", "--approve", ...store], {
+      cwd,
+    });
     expect(decided.code, decided.stderr).toBe(0);
     expect(() => readFileSync(effects, "utf8")).toThrow(); // deciding runs nothing
 
-    const resumed = await quiver(bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], { cwd, env });
+    const resumed = await quiver(cli.bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], {
+      cwd,
+      env,
+    });
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain("Result: charged 42");
     expect(readFileSync(effects, "utf8")).toBe("charged 42\n");
 
     // Resuming a finished run does nothing again.
-    const again = await quiver(bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], { cwd, env });
+    const again = await quiver(cli.bin, ["runs", "resume", runId!, "gated-agent.mjs", ...store], {
+      cwd,
+      env,
+    });
     expect(again.code).toBe(0);
     expect(readFileSync(effects, "utf8")).toBe("charged 42\n");
 
-    const shown = await quiver(bin, ["runs", "show", runId!, "--json", ...store], { cwd });
+    const shown = await quiver(cli.bin, ["runs", "show", runId!, "--json", ...store], { cwd });
     const report = JSON.parse(shown.stdout);
     expect(report).toMatchObject({ runId, status: "completed", stopReason: "completed" });
     expect(report.calls).toEqual([
@@ -170,7 +169,7 @@ describe("quiver run", () => {
         approval: { asked: true, decision: "approved", by: "decide" },
       }),
     ]);
-    const text = await quiver(bin, ["runs", "show", runId!, ...store], { cwd });
+    const text = await quiver(cli.bin, ["runs", "show", runId!, ...store], { cwd });
     expect(text.stdout).toContain("✓ approved by decide");
     expect(text.stdout).toMatch(/⎿ charged 42 \(\d+ ms\)/);
     expect(text.stdout).toContain("user: charge it");
@@ -181,42 +180,46 @@ describe("quiver run", () => {
   });
 
   it("a denial from runs decide reaches the model with its reason", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const store = ["--store", "sqlite:runs.db"];
-    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
+    const first = await quiver(cli.bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
     const denied = await quiver(
-      bin,
+      cli.bin,
       ["runs", "decide", runId, "call_1", "--deny", "--reason", "over the limit", ...store],
       { cwd },
     );
     expect(denied.code, denied.stderr).toBe(0);
-    const resumed = await quiver(bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
+    const resumed = await quiver(cli.bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain("over the limit");
   });
 
   it("runs cancel ends a parked run as cancelled, and sessions list / clear work on the store", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const store = ["--store", "sqlite:runs.db"];
-    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", "--session", "s1", ...store], {
-      cwd,
-    });
+    const first = await quiver(
+      cli.bin,
+      ["run", "gated-agent.mjs", "charge it", "--session", "s1", ...store],
+      {
+        cwd,
+      },
+    );
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
-    const cancelled = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
+    const cancelled = await quiver(cli.bin, ["runs", "cancel", runId, ...store], { cwd });
     expect(cancelled.code, cancelled.stderr).toBe(0);
     const report = JSON.parse(
-      (await quiver(bin, ["runs", "show", runId, "--json", ...store], { cwd })).stdout,
+      (await quiver(cli.bin, ["runs", "show", runId, "--json", ...store], { cwd })).stdout,
     );
     expect(report).toMatchObject({ status: "completed", stopReason: "cancelled" });
     expect(report.calls[0]).toMatchObject({ ok: false, error: { kind: "cancelled" } });
-    const twice = await quiver(bin, ["runs", "cancel", runId, ...store], { cwd });
+    const twice = await quiver(cli.bin, ["runs", "cancel", runId, ...store], { cwd });
     expect(twice.code).toBe(1);
     expect(twice.stderr).toContain("nothing to cancel");
 
     // The session's transcript stays valid: its next run continues it.
     const next = await quiver(
-      bin,
+      cli.bin,
       ["run", "chatty-agent.mjs#chatty", "hello again", "--session", "s1", "--json", ...store],
       { cwd },
     );
@@ -225,21 +228,21 @@ describe("quiver run", () => {
     expect(started.type).toBe("run_started");
 
     const sessions = JSON.parse(
-      (await quiver(bin, ["sessions", "list", "--json", ...store], { cwd })).stdout,
+      (await quiver(cli.bin, ["sessions", "list", "--json", ...store], { cwd })).stdout,
     );
     expect(sessions).toEqual([expect.objectContaining({ sessionId: "s1", runs: 2 })]);
-    const cleared = await quiver(bin, ["sessions", "clear", "s1", ...store], { cwd });
+    const cleared = await quiver(cli.bin, ["sessions", "clear", "s1", ...store], { cwd });
     expect(cleared.stdout).toContain("cleared session s1 (2 runs)");
-    expect((await quiver(bin, ["runs", "list", ...store], { cwd })).stdout).toBe("no runs stored\n");
+    expect((await quiver(cli.bin, ["runs", "list", ...store], { cwd })).stdout).toBe("no runs stored\n");
   });
 
   it("runs tail follows a parked run as another process decides and resumes it", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const store = ["--store", "sqlite:runs.db"];
-    const first = await quiver(bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
+    const first = await quiver(cli.bin, ["run", "gated-agent.mjs", "charge it", ...store], { cwd });
     const runId = /run (run_[\w-]+) is parked/.exec(first.stderr)![1]!;
     const { spawn } = await import("node:child_process");
-    const tail = spawn(process.execPath, [bin, "runs", "tail", runId, ...store], {
+    const tail = spawn(process.execPath, [cli.bin, "runs", "tail", runId, ...store], {
       cwd,
       env: { ...process.env, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -254,8 +257,8 @@ describe("quiver run", () => {
       await new Promise((ok) => setTimeout(ok, 50));
     expect(out).toContain("● charge_card(amount: 42)");
     expect(out).not.toContain("Result: charged 42");
-    await quiver(bin, ["runs", "decide", runId, "call_1", "--approve", ...store], { cwd });
-    await quiver(bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
+    await quiver(cli.bin, ["runs", "decide", runId, "call_1", "--approve", ...store], { cwd });
+    await quiver(cli.bin, ["runs", "resume", runId, "gated-agent.mjs", ...store], { cwd });
     const code = await Promise.race([
       exited,
       new Promise((ok) => setTimeout(() => ok("still running"), 10_000)),
@@ -267,11 +270,13 @@ describe("quiver run", () => {
   });
 
   it("runs tail prints a stored run's events and stops when it has ended", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const store = ["--store", "sqlite:runs.db"];
-    const done = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hello", "--json", ...store], { cwd });
+    const done = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hello", "--json", ...store], {
+      cwd,
+    });
     const runId = JSON.parse(lines(done.stdout)[0]!).runId;
-    const tailed = await quiver(bin, ["runs", "tail", runId, "--json", ...store], { cwd });
+    const tailed = await quiver(cli.bin, ["runs", "tail", runId, "--json", ...store], { cwd });
     expect(tailed.code).toBe(0);
     expect(lines(tailed.stdout)).toEqual(lines(done.stdout));
   });
@@ -279,8 +284,8 @@ describe("quiver run", () => {
 
 describe("exit codes and errors", () => {
   it("an unknown command is a usage error (2) with help on stderr", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["launch"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["launch"], { cwd });
     expect(ran.code).toBe(2);
     expect(ran.stderr).toContain('unknown command "launch"');
     expect(ran.stderr).toContain("Usage:");
@@ -288,7 +293,7 @@ describe("exit codes and errors", () => {
   });
 
   it("usage errors: missing agent file, unknown option, bad --mode, bad --status, decide without a decision", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     for (const args of [
       ["run"],
       ["run", "chatty-agent.mjs", "hi", "--frobnicate"],
@@ -298,38 +303,40 @@ describe("exit codes and errors", () => {
       ["runs", "frob"],
       [],
     ]) {
-      const ran = await quiver(bin, args, { cwd });
+      const ran = await quiver(cli.bin, args, { cwd });
       expect(ran.code, args.join(" ")).toBe(2);
       expect(ran.stderr, args.join(" ")).toContain("Usage:");
     }
   });
 
   it("a run that fails exits 1; a missing file, a wrong export and a bad store say what is wrong", async () => {
-    const cwd = freshProject();
-    const failed = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "please fail", "--json"], { cwd });
+    const cwd = cli.project();
+    const failed = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "please fail", "--json"], {
+      cwd,
+    });
     expect(failed.code).toBe(1);
     expect(JSON.parse(lines(failed.stdout).at(-1)!)).toMatchObject({ type: "run_failed" });
 
-    const missing = await quiver(bin, ["run", "nope.mjs", "hi"], { cwd });
+    const missing = await quiver(cli.bin, ["run", "nope.mjs", "hi"], { cwd });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("no agent file at");
 
-    const wrongExport = await quiver(bin, ["run", "chatty-agent.mjs#nope", "hi"], { cwd });
+    const wrongExport = await quiver(cli.bin, ["run", "chatty-agent.mjs#nope", "hi"], { cwd });
     expect(wrongExport.code).toBe(1);
     expect(wrongExport.stderr).toContain('has no export "nope"; it exports these agents: #chatty');
 
-    const notAgent = await quiver(bin, ["run", "chatty-agent.mjs#notAnAgent", "hi"], { cwd });
+    const notAgent = await quiver(cli.bin, ["run", "chatty-agent.mjs#notAnAgent", "hi"], { cwd });
     expect(notAgent.stderr).toContain("is not an Agent");
 
-    const badStore = await quiver(bin, ["runs", "list", "--store", "mysql://x"], { cwd });
+    const badStore = await quiver(cli.bin, ["runs", "list", "--store", "mysql://x"], { cwd });
     expect(badStore.code).toBe(1);
     expect(badStore.stderr).toContain("use sqlite:PATH");
   });
 
   it("SIGINT while streaming cancels the run, which ends by SIGINT (130 in a shell) after its last event says cancelled", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const { spawn } = await import("node:child_process");
-    const child = spawn(process.execPath, [bin, "run", "chatty-agent.mjs#chatty", "go slow", "--json"], {
+    const child = spawn(process.execPath, [cli.bin, "run", "chatty-agent.mjs#chatty", "go slow", "--json"], {
       cwd,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -358,8 +365,8 @@ describe("exit codes and errors", () => {
   });
 
   it("loads a .ts agent file through tsx", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "typed-agent.ts", "hi"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "typed-agent.ts", "hi"], { cwd });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toBe("typed hello\n");
   });
@@ -367,27 +374,29 @@ describe("exit codes and errors", () => {
   it("a .ts agent file without tsx installed says to npm i -D tsx", async () => {
     // The same package, installed beside every dependency but tsx.
     const bare = mkdtempSync(join(tmpdir(), "quiver-cli-no-tsx-"));
-    dirs.push(bare);
-    cpSync(join(pkgRoot, "dist"), join(bare, "dist"), { recursive: true });
-    cpSync(join(pkgRoot, "package.json"), join(bare, "package.json"));
+    cli.removeAfter(bare);
+    cpSync(join(cli.root, "dist"), join(bare, "dist"), { recursive: true });
+    cpSync(join(cli.root, "package.json"), join(bare, "package.json"));
     mkdirSync(join(bare, "node_modules"));
-    const deps = join(pkgRoot, "node_modules");
+    const deps = join(cli.root, "node_modules");
     for (const name of readdirSync(deps)) {
       if (name !== "tsx" && name !== ".bin") symlinkSync(join(deps, name), join(bare, "node_modules", name));
     }
     const cwd = project(bare, ["typed-agent.ts", "chatty-agent.mjs"]);
-    dirs.push(cwd);
-    const ran = await quiver(bin.replace(pkgRoot, bare), ["run", "typed-agent.ts", "hi"], { cwd });
+    cli.removeAfter(cwd);
+    const ran = await quiver(cli.bin.replace(cli.root, bare), ["run", "typed-agent.ts", "hi"], { cwd });
     expect(ran.code).toBe(1);
     expect(ran.stderr).toContain("typed-agent.ts is TypeScript, and loading it needs tsx: npm i -D tsx");
     // A .mjs agent file runs from the same install.
-    const js = await quiver(bin.replace(pkgRoot, bare), ["run", "chatty-agent.mjs#chatty", "hi"], { cwd });
+    const js = await quiver(cli.bin.replace(cli.root, bare), ["run", "chatty-agent.mjs#chatty", "hi"], {
+      cwd,
+    });
     expect(js.code, js.stderr).toBe(0);
   });
 
   it("--model replaces the agent's model through the provider registry", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], {
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["run", "chatty-agent.mjs#chatty", "hi", "--model", "nosuch:model"], {
       cwd,
     });
     expect(ran.code).toBe(1);
@@ -395,7 +404,7 @@ describe("exit codes and errors", () => {
   });
 
   it("--model openai:ID talks to the server at OPENAI_BASE_URL instead of the agent's scripted model", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     // A Chat Completions server on 127.0.0.1 replaying a recorded stream, checking each request
     // as the real API would (unknown fields, message order, tool shapes, the key).
     const server = await startReplayServer({
@@ -405,7 +414,7 @@ describe("exit codes and errors", () => {
     });
     servers.push(server);
     const ran = await quiver(
-      bin,
+      cli.bin,
       ["run", "chatty-agent.mjs#chatty", "hi there", "--model", "openai:gpt-override-test"],
       {
         cwd,
@@ -431,7 +440,7 @@ describe("exit codes and errors", () => {
   });
 
   it("--model a,b is a fallback chain: a 503 from the first moves the turn to the second", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const down = await startReplayServer({
       replies: [0, 1, 2].map(() =>
         errorReply(503, { error: { message: "overloaded", type: "server_error" } }),
@@ -446,7 +455,7 @@ describe("exit codes and errors", () => {
     });
     servers.push(down, up);
     const ran = await quiver(
-      bin,
+      cli.bin,
       ["run", "chatty-agent.mjs#chatty", "hi there", "--model", "lmstudio:first,llamacpp:second", "--json"],
       {
         cwd,

@@ -1,31 +1,15 @@
 import { spawn } from "node:child_process";
-import { cpSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project, quiver, repo } from "./binary.js";
+import { describe, expect, it } from "vitest";
+import { cliProjects, quiver, repo } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function freshProject(fixtures: string[] = ["chatty-agent.mjs"]): string {
-  const dir = project(pkgRoot, fixtures);
-  dirs.push(dir);
-  return dir;
-}
+const cli = cliProjects(["chatty-agent.mjs"]);
 
 describe("quiver serve", () => {
   it("serves the agent with the default SQLite store until SIGINT (it then ends by SIGINT: 130 in a shell)", async () => {
-    const cwd = freshProject();
-    const child = spawn(process.execPath, [bin, "serve", "chatty-agent.mjs#chatty", "--port", "0"], {
+    const cwd = cli.project();
+    const child = spawn(process.execPath, [cli.bin, "serve", "chatty-agent.mjs#chatty", "--port", "0"], {
       cwd,
       env: { ...process.env, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -62,12 +46,16 @@ describe("quiver serve", () => {
   });
 
   it("--a2a also serves the agent over A2A: its card names it and the JSON-RPC endpoint", async () => {
-    const cwd = freshProject();
-    const child = spawn(process.execPath, [bin, "serve", "chatty-agent.mjs#chatty", "--port", "0", "--a2a"], {
-      cwd,
-      env: { ...process.env, NO_COLOR: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const cwd = cli.project();
+    const child = spawn(
+      process.execPath,
+      [cli.bin, "serve", "chatty-agent.mjs#chatty", "--port", "0", "--a2a"],
+      {
+        cwd,
+        env: { ...process.env, NO_COLOR: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
       child.on("close", (code, signal) => resolve(signal ?? code)),
@@ -96,9 +84,9 @@ describe("quiver serve", () => {
   });
 
   it("refuses to listen beyond loopback without --token", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const ran = await quiver(
-      bin,
+      cli.bin,
       ["serve", "chatty-agent.mjs#chatty", "--port", "0", "--hostname", "0.0.0.0"],
       {
         cwd,
@@ -110,16 +98,16 @@ describe("quiver serve", () => {
   });
 
   it("rejects a bad --port as a usage error", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["serve", "chatty-agent.mjs#chatty", "--port", "http"], { cwd });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["serve", "chatty-agent.mjs#chatty", "--port", "http"], { cwd });
     expect(ran.code).toBe(2);
   });
 });
 
 describe("quiver demo and the shipped example", () => {
   it("the demo says it is scripted, shows its calls, and without a terminal the gated write is denied", async () => {
-    const cwd = freshProject();
-    const ran = await quiver(bin, ["demo"], { cwd, timeoutMs: 20_000 });
+    const cwd = cli.project();
+    const ran = await quiver(cli.bin, ["demo"], { cwd, timeoutMs: 20_000 });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stderr).toContain("a ScriptedModel plays a fixed script — it is not a language model");
     expect(ran.stderr).toContain("● build_status()");
@@ -133,19 +121,19 @@ describe("quiver demo and the shipped example", () => {
   });
 
   it("examples/agents/hello.mjs runs as shipped", async () => {
-    const cwd = freshProject([]);
+    const cwd = cli.project([]);
     cpSync(join(repo, "examples/agents/hello.mjs"), join(cwd, "hello.mjs"));
-    const ran = await quiver(bin, ["run", "hello.mjs", "what time is it?"], { cwd });
+    const ran = await quiver(cli.bin, ["run", "hello.mjs", "what time is it?"], { cwd });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toMatch(/^Let me check the clock\.\nDone — \d{4}-\d\d-\d\dT/);
-    const hi = await quiver(bin, ["run", "hello.mjs", "hi"], { cwd });
+    const hi = await quiver(cli.bin, ["run", "hello.mjs", "hi"], { cwd });
     expect(hi.stdout).toContain("not a language model");
   });
 });
 
 describe("the CLI stays out of the library", () => {
   it('import "quiver-agents" never loads the CLI or its prompt packages', async () => {
-    const cwd = freshProject([]);
+    const cwd = cli.project([]);
     // A loader hook records every module the import pulls in.
     const script = `
       import { register } from "node:module";
@@ -184,6 +172,6 @@ describe("the CLI stays out of the library", () => {
     expect(urls.some((u) => u.endsWith("/dist/index.js"))).toBe(true);
     expect(urls.filter((u) => u.includes("/dist/cli/"))).toEqual([]);
     expect(urls.filter((u) => u.includes("@clack") || u.includes("picocolors"))).toEqual([]);
-    expect(readFileSync(join(pkgRoot, "package.json"), "utf8")).toContain('"quiver": "./dist/cli/main.js"');
+    expect(readFileSync(join(cli.root, "package.json"), "utf8")).toContain('"quiver": "./dist/cli/main.js"');
   });
 });

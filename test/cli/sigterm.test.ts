@@ -2,29 +2,12 @@
 // Ctrl+C: the run is cancelled, its end is stored, and the command exits 143 (128 + 15). A
 // stored run is never left `running` by it.
 import { type ChildProcess, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { SqliteStore } from "quiver-agents/store";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project } from "./binary.js";
+import { describe, expect, it } from "vitest";
+import { cliProjects } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function freshProject(): string {
-  const dir = project(pkgRoot, ["chatty-agent.mjs"]);
-  dirs.push(dir);
-  return dir;
-}
+const cli = cliProjects(["chatty-agent.mjs"]);
 
 type Started = {
   child: ChildProcess;
@@ -34,7 +17,7 @@ type Started = {
 };
 
 function start(args: string[], cwd: string, env: Record<string, string> = {}): Started {
-  const child = spawn(process.execPath, [bin, ...args], {
+  const child = spawn(process.execPath, [cli.bin, ...args], {
     cwd,
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["pipe", "pipe", "pipe"],
@@ -93,7 +76,7 @@ async function storedRun(file: string) {
 
 describe("SIGTERM", () => {
   it("quiver run: cancels the run, stores its end, exits 143", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const run = start(
       ["run", "chatty-agent.mjs#chatty", "go slow", "--json", "--store", "sqlite:runs.db"],
       cwd,
@@ -114,7 +97,7 @@ describe("SIGTERM", () => {
   });
 
   it("quiver run: a second SIGTERM exits 143 at once while the cancelled run is still ending", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const run = start(["run", "chatty-agent.mjs#lingering", "go slow", "--json"], cwd);
     run.child.stdin!.end();
     await run.printed(/"tool_call_update"/);
@@ -130,7 +113,7 @@ describe("SIGTERM", () => {
   });
 
   it("quiver chat: cancels the reply being written, stores its end, exits 143", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const chat = start(["chat", "chatty-agent.mjs#chatty"], cwd);
     chat.child.stdin!.write("go slow\n");
     await chat.printed(/Starting the slow task/);
@@ -144,7 +127,7 @@ describe("SIGTERM", () => {
   });
 
   it("quiver chat: waiting for a message, exits 143 and says how to continue", async () => {
-    const cwd = freshProject();
+    const cwd = cli.project();
     const chat = start(["chat", "chatty-agent.mjs#chatty"], cwd);
     chat.child.stdin!.write("hello\n");
     await chat.printed(/Hello from the script/);
@@ -158,7 +141,7 @@ describe("SIGTERM", () => {
   it("quiver serve: cancels the runs it drives, stores their end, sends it to watchers, exits 143", async () => {
     // The agent with a plugin: its cancelled run's last events reach the store some milliseconds
     // after the server stopped, so a store closed at once never gets them.
-    const cwd = freshProject();
+    const cwd = cli.project();
     const serve = start(
       ["serve", "chatty-agent.mjs#lingering", "--port", "0", "--store", "sqlite:runs.db"],
       cwd,

@@ -1,31 +1,14 @@
-/**
- * `quiver runs` on a run its store stopped (a full disk, a lost connection): the log ends with
- * `run_failed` of kind `store_unavailable`. The commands say it failed, that the store stopped
- * it and that it can be resumed; resume continues it, cancel ends it as cancelled.
- */
-import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { RunEvent } from "quiver-agents";
 import { SqliteStore } from "quiver-agents/store";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { builtPackage, project, quiver } from "./binary.js";
+import { describe, expect, it } from "vitest";
+import { cliProjects, quiver } from "./binary.js";
 
-let bin: string;
-let pkgRoot: string;
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  ({ bin, root: pkgRoot } = await builtPackage());
-}, 150_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const cli = cliProjects(["chatty-agent.mjs"]);
 
 /** A project whose store holds run `stopped`: the user said hello, then the disk filled up. */
 async function projectWithStoppedRun(): Promise<{ cwd: string; store: string[] }> {
-  const cwd = project(pkgRoot, ["chatty-agent.mjs"]);
-  dirs.push(cwd);
+  const cwd = cli.project(["chatty-agent.mjs"]);
   const store = new SqliteStore({ path: join(cwd, "runs.db") });
   const base = { runId: "stopped", agent: "chatty", at: Date.now() };
   const events: RunEvent[] = [
@@ -50,41 +33,47 @@ describe("quiver runs on a run its store stopped", () => {
   it("list and show say it failed for the store and can be resumed; cancel ends it as cancelled", async () => {
     const { cwd, store } = await projectWithStoppedRun();
 
-    const listed = await quiver(bin, ["runs", "list", ...store], { cwd });
+    const listed = await quiver(cli.bin, ["runs", "list", ...store], { cwd });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/^stopped\s+failed \(store unavailable, resumable\)\s+chatty/m);
     expect(listed.stdout).toContain("quiver runs resume <runId> <agent-file>");
-    const json = JSON.parse((await quiver(bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
+    const json = JSON.parse((await quiver(cli.bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
     expect(json).toMatchObject([{ runId: "stopped", status: "failed", failureKind: "store_unavailable" }]);
-    const failedOnes = await quiver(bin, ["runs", "list", "--status", "failed", "--json", ...store], { cwd });
+    const failedOnes = await quiver(cli.bin, ["runs", "list", "--status", "failed", "--json", ...store], {
+      cwd,
+    });
     expect(JSON.parse(failedOnes.stdout).map((r: { runId: string }) => r.runId)).toEqual(["stopped"]);
 
-    const shown = await quiver(bin, ["runs", "show", "stopped", ...store], { cwd });
+    const shown = await quiver(cli.bin, ["runs", "show", "stopped", ...store], { cwd });
     expect(shown.stdout).toContain("failed (store unavailable, resumable)");
     expect(shown.stdout).toContain("quiver runs resume stopped <agent-file>");
 
-    const cancelled = await quiver(bin, ["runs", "cancel", "stopped", ...store], { cwd });
+    const cancelled = await quiver(cli.bin, ["runs", "cancel", "stopped", ...store], { cwd });
     expect(cancelled.code, cancelled.stderr).toBe(0);
     expect(cancelled.stdout).toBe("cancelled stopped\n");
     const report = JSON.parse(
-      (await quiver(bin, ["runs", "show", "stopped", "--json", ...store], { cwd })).stdout,
+      (await quiver(cli.bin, ["runs", "show", "stopped", "--json", ...store], { cwd })).stdout,
     );
     expect(report).toMatchObject({ status: "completed", stopReason: "cancelled" });
     expect(report).not.toHaveProperty("error");
-    const after = JSON.parse((await quiver(bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
+    const after = JSON.parse((await quiver(cli.bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
     expect(after).toEqual([expect.objectContaining({ runId: "stopped", status: "completed" })]);
     expect(after[0]).not.toHaveProperty("failureKind");
   });
 
   it("resume continues it from its log", async () => {
     const { cwd, store } = await projectWithStoppedRun();
-    const resumed = await quiver(bin, ["runs", "resume", "stopped", "chatty-agent.mjs#chatty", ...store], {
-      cwd,
-    });
+    const resumed = await quiver(
+      cli.bin,
+      ["runs", "resume", "stopped", "chatty-agent.mjs#chatty", ...store],
+      {
+        cwd,
+      },
+    );
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).not.toContain("nothing to resume");
     expect(resumed.stdout).toContain("Hello from the script! You said: hello");
-    const json = JSON.parse((await quiver(bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
+    const json = JSON.parse((await quiver(cli.bin, ["runs", "list", "--json", ...store], { cwd })).stdout);
     expect(json).toMatchObject([{ runId: "stopped", status: "completed" }]);
   });
 });
