@@ -8,8 +8,9 @@ import type { Agent } from "./config/agent.js";
 import { GuardrailTripped } from "./config/guardrail.js";
 import { assertRunInput, inputMessages, isTranscript, type RunInput } from "./config/run-input.js";
 import type { RunOptions } from "./config/run-options.js";
+import { acquireBriefly } from "./durability/brief-lease.js";
 import { closeStoredRun } from "./durability/close-run.js";
-import { EventWriter, leaseOwner } from "./durability/event-writer.js";
+import { EventWriter } from "./durability/event-writer.js";
 import { type AgentsByName, recoverableRuns } from "./durability/recover.js";
 import {
   loadRun,
@@ -158,7 +159,7 @@ export const Runner = {
   ): Promise<void> {
     const { approved, reason } =
       typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
-    const lease = await store.acquireLease(runId, leaseOwner(), 10_000);
+    const lease = await acquireBriefly(store, runId);
     try {
       const state = await loadRun(store, runId);
       const open = state.openTurn;
