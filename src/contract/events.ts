@@ -64,7 +64,17 @@ type Body =
   | { type: "turn_started"; turn: number; model?: string }
   | { type: "text_delta"; delta: string }
   | { type: "reasoning_delta"; delta: string }
-  | { type: "message"; message: Message }
+  /**
+   * A message appended to the transcript. `queuedSeq`: it was sent with `inject()` or `followUp()`,
+   * stored then as the `message_queued` event of that seq, and reaches the model now.
+   */
+  | { type: "message"; message: Message; queuedSeq?: number }
+  /**
+   * `handle.inject()` (`delivery: "inject"`, before the next model request) or `handle.followUp()`
+   * (`"followUp"`, when the run would otherwise stop) accepted a message. Stored at once, so a
+   * run resumed after a crash still delivers it; its `message` event follows when it is delivered.
+   */
+  | { type: "message_queued"; message: Message; delivery: "inject" | "followUp" }
   /** `repairs`: what the provider fixed in malformed argument JSON before it could be parsed. */
   | { type: "tool_call_requested"; call: ToolCall; index: number; repairs?: string[] }
   /** `callId`: the call's run-unique id, claimed at its first delta (the id its later events carry). */

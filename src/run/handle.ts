@@ -79,7 +79,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   followUp(message: string | Message): void {
     this.#assertRunning("followUp");
     assertSteeringMessage(message, this.#run.options.maxAttachmentBytes);
-    this.#run.mailbox.followUps.push(toMessage(message));
+    this.#run.mailbox.followUp(toMessage(message));
   }
 
   #assertRunning(what: string): void {

@@ -3,6 +3,7 @@ import type { GuardrailStage } from "../../contract/guardrails.js";
 import type { AssistantMessage, ContentBlock, Message, ToolCall, Usage } from "../../model/types.js";
 import type { LoggedCompaction } from "../conversation/compaction.js";
 import { type CompactionChange, ContextView } from "../conversation/context-view.js";
+import type { QueuedMessage } from "../state/mailbox.js";
 import { addUsage, emptyUsage, type ToolCallRecord } from "../state/result.js";
 
 /** A finished call as its log records it, with the tool message content when it had images. */
@@ -69,6 +70,8 @@ export type RunState = {
   guardrails?: LoggedGuardrail[];
   /** The shared state (`ctx.state`) as of the log's end, when the run has one. */
   state?: unknown;
+  /** Messages `inject()` or `followUp()` queued (and the log stored) that the run had not delivered yet. */
+  queued: QueuedMessage[];
 };
 
 /** One guardrail outcome as the log records it. */
@@ -102,6 +105,7 @@ export function replay(events: Iterable<RunEvent>): RunState {
     status: "running",
     parked: false,
     callIds: [],
+    queued: [],
     lastSeq: 0,
   };
   let open: OpenTurn | undefined;
@@ -151,7 +155,14 @@ export function replay(events: Iterable<RunEvent>): RunState {
       case "turn_completed":
         closeTurn();
         break;
+      case "message_queued":
+        state.queued.push({ message: event.message, delivery: event.delivery, seq: event.seq });
+        break;
       case "message":
+        if (event.queuedSeq !== undefined) {
+          const at = state.queued.findIndex((q) => q.seq === event.queuedSeq);
+          if (at >= 0) state.queued.splice(at, 1);
+        }
         state.messages.push(event.message);
         if (open && event.message.role === "assistant") {
           open.assistant = event.message;

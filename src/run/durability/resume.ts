@@ -105,6 +105,10 @@ async function continueRun(run: ActiveRun, state: RunState): Promise<RunResult<a
   }
   run.tracing?.linkTo(state.traceparent, open?.decisions);
   run.events.emit({ type: "run_resumed", fromSeq: state.lastSeq });
+  // Messages injected before the crash and never delivered: the model reads them next, and calls
+  // of the open turn that had not started are skipped for them, as they would have been.
+  if (state.queued.length) run.mailbox.restore(state.queued);
+  run.mailbox.recordTo(run.events);
 
   const setup = await prepareAgent(run, run.agent);
   if (!open) {

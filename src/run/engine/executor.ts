@@ -146,9 +146,11 @@ class TurnCalls {
       results[index] = stored;
       return NEXT;
     }
-    this.skipReason = this.mustStop();
-    if (this.skipReason) return STOP;
     const resumedStart = prior?.started.has(call.id) ?? false;
+    // A call that had started before a restart was running when a message stored since arrived:
+    // it goes on, as running calls do live.
+    this.skipReason = this.mustStop(call.id);
+    if (this.skipReason) return STOP;
     const decided = prior?.decisions.get(call.id);
     const overBudget = resumedStart || decided ? undefined : run.limits.countToolCall();
     if (overBudget) {
@@ -241,7 +243,7 @@ class TurnCalls {
       return NEXT;
     }
     // An approval (or an async validation) may have taken a while: a message meanwhile skips it.
-    if (this.#stopsBeforeStart()) return STOP;
+    if (this.#stopsBeforeStart(index)) return STOP;
     if (isHandoff) this.#handoffAttempted = true;
     if (tool.parallel === false || isHandoff) return this.#startAlone(index, tool, args);
     if (this.inFlight >= (this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY))
@@ -256,7 +258,7 @@ class TurnCalls {
     // A run that stops ends its calls at once, so a wait may end idle rather than aborted.
     const calm = this.idle();
     if (calm) await calm;
-    if (this.#stopsBeforeStart()) return STOP;
+    if (this.#stopsBeforeStart(index)) return STOP;
     this.start(index, tool, args);
     // It runs alone: the turn is idle again once it has ended.
     const alone = this.idle();
@@ -271,7 +273,7 @@ class TurnCalls {
   async #startBelowLimit(index: number, tool: Tool, args: unknown): Promise<Step> {
     const limit = this.config.maxConcurrentToolCalls ?? Number.POSITIVE_INFINITY;
     while (this.inFlight >= limit) if (isAborted(await this.callEnded())) return STOP;
-    if (this.#stopsBeforeStart()) return STOP;
+    if (this.#stopsBeforeStart(index)) return STOP;
     this.start(index, tool, args);
     return NEXT;
   }
@@ -281,9 +283,9 @@ class TurnCalls {
    * all: the run stopped, or a message arrived meanwhile (steering skips every call that has
    * not started, whatever held it back).
    */
-  #stopsBeforeStart(): boolean {
+  #stopsBeforeStart(index: number): boolean {
     if (this.run.control.stopper.aborted) return true;
-    this.skipReason ??= this.mustStop();
+    this.skipReason ??= this.mustStop(this.requested[index]!.call.id);
     return this.skipReason !== undefined;
   }
 
@@ -362,12 +364,16 @@ class TurnCalls {
     return execution;
   }
 
-  /** Checked before each call's preflight: the reasons the rest of the turn must not start. */
-  mustStop(): string | undefined {
+  /**
+   * Checked before each call's preflight: the reasons the rest of the turn must not start. A
+   * message does not stop `callId` if it had started before a restart (it was running live).
+   */
+  mustStop(callId?: string): string | undefined {
     const { run } = this;
     if (run.control.stopper.aborted) return "the run stopped";
     if (this.skipReason) return this.skipReason;
-    if (run.mailbox.inbox.length > 0) return "a new user message arrived";
+    if (run.mailbox.inbox.length > 0 && !(callId !== undefined && this.prior?.started.has(callId)))
+      return "a new user message arrived";
     return undefined;
   }
 
@@ -541,7 +547,7 @@ class RunningCall implements AttemptsSink {
 
   /** Why the call must not start after all, asked when it got its tool's permit (see AttemptsSink). */
   stopsBeforeStart(): string | undefined {
-    return this.calls.mustStop();
+    return this.calls.mustStop(this.call.id);
   }
 
   /** Concluding and leaving the in-flight count happen in this one report of the outcome. */

@@ -121,6 +121,7 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
   if (run.parent) started.parentCallId = run.parent.callId;
   else if (run.state.value !== undefined) started.state = run.state.value;
   run.events.emit(started);
+  run.mailbox.recordTo(run.events);
   run.transcript.push(...messages);
   // Taint belongs to the transcript: a conversation that read untrusted text keeps asking
   // before destructive calls in every run that continues it (sessions, `result.messages`).
@@ -303,7 +304,7 @@ export async function turns(
       // A message injected during this last turn, or a queued follow-up, keeps the run going.
       if (run.mailbox.inbox.length) continue;
       if (run.mailbox.followUps.length) {
-        run.mailbox.inbox.push(...run.mailbox.followUps.splice(0));
+        run.mailbox.promoteFollowUps();
         continue;
       }
       return finishWithOutput(run, setup, "completed", run.lastText, run.lastText);
@@ -491,7 +492,7 @@ function truncatedCalls(run: ActiveRun, requested: RequestedCall[]): TurnExecuti
 /** Appends the messages injected since the last turn; true when there were any. */
 function deliverInbox(run: ActiveRun): boolean {
   if (run.mailbox.inbox.length === 0) return false;
-  for (const message of run.mailbox.inbox.splice(0)) append(run, message);
+  for (const { message, queuedSeq } of run.mailbox.takeInbox()) append(run, message, queuedSeq);
   return true;
 }
 
@@ -688,9 +689,13 @@ function warnUnpriced(run: ActiveRun, model: string): void {
   });
 }
 
-function append(run: ActiveRun, message: Message): void {
+function append(run: ActiveRun, message: Message, queuedSeq?: number): void {
   run.transcript.push(message);
-  run.events.emit({ type: "message", message, runId: "", seq: 0, at: 0, agent: "" });
+  run.events.emit(
+    queuedSeq === undefined
+      ? { type: "message", message, runId: "", seq: 0, at: 0, agent: "" }
+      : { type: "message", message, queuedSeq, runId: "", seq: 0, at: 0, agent: "" },
+  );
 }
 
 /**
