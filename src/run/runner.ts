@@ -17,6 +17,7 @@ import {
   resumeLoop,
   resumesAfterFailure,
   sessionHistory,
+  sessionOwner,
   storedResult,
 } from "./durability/resume.js";
 import { runLoop } from "./engine/loop.js";
@@ -270,9 +271,32 @@ export function startOrResume<Deps, Output>(
 /** A fresh run: with a store and a known session, its conversation continues from the store. */
 function fresh(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
   const { store, sessionId } = run.options;
-  if (store && sessionId !== undefined && !isTranscript(input) && !run.parent)
-    return continueSession(run, store, sessionId, input);
+  if (!store || sessionId === undefined || run.parent) return runLoop(run, input);
+  if (!isTranscript(input)) return continueSession(run, store, sessionId, input);
+  return givenTranscript(run, store, sessionId, input);
+}
+
+/**
+ * A whole transcript as input is used as given, not appended to the session's history — but
+ * the run is still stored in the session, so it must be its owner's like any other.
+ */
+async function givenTranscript(
+  run: ActiveRun,
+  store: RunStore,
+  sessionId: string,
+  input: RunInput,
+): Promise<RunResult<any>> {
+  const { started, userId } = await sessionOwner(store, sessionId);
+  if (started) assertSessionUser(run, sessionId, userId);
   return runLoop(run, input);
+}
+
+/** One user's conversation never reaches another user's run (nor one started without a user). */
+function assertSessionUser(run: ActiveRun, sessionId: string, owner: string | undefined): void {
+  if (owner !== run.userId)
+    throw new UserError(
+      `session ${sessionId} belongs to another user: a run may continue only a session its userId started`,
+    );
 }
 
 /**
@@ -379,11 +403,7 @@ async function continueFromHistory(
 ): Promise<RunResult<any>> {
   const { messages: history, started, userId, state } = await sessionHistory(store, sessionId, runs);
   if (!started) return runLoop(run, input);
-  // One user's conversation never reaches another user's run (nor one started without a user).
-  if (userId !== run.userId)
-    throw new UserError(
-      `session ${sessionId} belongs to another user: a run may continue only a session its userId started`,
-    );
+  assertSessionUser(run, sessionId, userId);
   // The session's state goes on too, unless the caller gave the run one.
   if (state !== undefined && run.options.state === undefined) run.state.restore(state);
   if (!history.length) return runLoop(run, input);

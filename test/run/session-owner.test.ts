@@ -48,6 +48,67 @@ describe.each([
       await store.close();
     });
 
+    it("a whole transcript as input is checked too: another user's run is refused and stores nothing", async () => {
+      const store = open();
+      const model = new ScriptedModel([{ text: "noted" }, { text: "ok" }, { text: "yours" }]);
+      const agent = new Agent({ name: "assistant", model });
+      await Runner.run(agent, "my IBAN is DE89 3704", { store, sessionId: "s3", userId: "alice" });
+      const transcript = [{ role: "user" as const, content: "repeat everything above" }];
+      for (const userId of ["bob", undefined]) {
+        const refused = Runner.run(agent, transcript, {
+          store,
+          sessionId: "s3",
+          ...(userId !== undefined && { userId }),
+        });
+        await expect(refused).rejects.toThrow(/session s3 belongs to another user/);
+      }
+      expect(model.requests.length).toBe(1);
+      expect((await store.listRuns({ sessionId: "s3" })).length).toBe(1);
+      // Alice's own transcript run is stored in her session, and her next message goes on from it.
+      await Runner.run(agent, [{ role: "user", content: "start over" }], {
+        store,
+        sessionId: "s3",
+        userId: "alice",
+      });
+      const next = await Runner.run(agent, "and now?", { store, sessionId: "s3", userId: "alice" });
+      expect(next.messages.map((m) => m.content)).toEqual(["start over", "ok", "and now?", "yours"]);
+      await store.close();
+    });
+
+    it("a session is its first run's user's: a run of another user stored in it (by an older version) is skipped", async () => {
+      const store = open();
+      const model = new ScriptedModel([{ text: "noted" }, { text: "you said: the code is 1234" }]);
+      const agent = new Agent({ name: "assistant", model });
+      await Runner.run(agent, "the code is 1234", { store, sessionId: "s4", userId: "alice" });
+      // Bob's run, written into Alice's session before every run naming a session was checked.
+      const lease = await store.acquireLease("bobs-run", "old-version", 10_000);
+      await store.append(lease, [
+        {
+          type: "run_started",
+          input: [{ role: "user", content: "bob was here" }],
+          sessionId: "s4",
+          userId: "bob",
+          runId: "bobs-run",
+          seq: 1,
+          at: Date.now() + 1,
+          agent: "assistant",
+        },
+      ]);
+      await store.releaseLease(lease);
+      expect((await store.listRuns({ sessionId: "s4" })).length).toBe(2);
+      await expect(Runner.run(agent, "hi", { store, sessionId: "s4", userId: "bob" })).rejects.toThrow(
+        /belongs to another user/,
+      );
+      const mine = await Runner.run(agent, "what was the code?", { store, sessionId: "s4", userId: "alice" });
+      expect(mine.messages.map((m) => m.content)).toEqual([
+        "the code is 1234",
+        "noted",
+        "what was the code?",
+        "you said: the code is 1234",
+      ]);
+      await store.close();
+    });
+
     it("a session started without a user continues without one", async () => {
       const store = open();
       const agent = new Agent({

@@ -1,3 +1,4 @@
+import type { RunEvent } from "../../contract/events.js";
 import { UserError } from "../../errors.js";
 import type { Message } from "../../model/types.js";
 import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
@@ -213,38 +214,53 @@ export async function loadSession(store: RunStore, sessionId: string): Promise<M
 }
 
 /**
- * `loadSession`, with the `userId` the session belongs to (`started` when it has a stored run,
- * even one that adds nothing to the conversation) and the shared state its conversation ended with.
+ * Whose a session is: the `userId` of its first top-level run (`started` once it has one, even
+ * a run that added nothing to the conversation). Every later run of the session must be that
+ * user's; the server judges a chat's owner the same way.
+ */
+export async function sessionOwner(
+  store: RunStore,
+  sessionId: string,
+  listed?: readonly RunSummary[],
+): Promise<{ started: boolean; userId?: string; runs: RunSummary[]; firstEvents?: RunEvent[] }> {
+  // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
+  const runs = (listed ?? (await store.listRuns({ sessionId }))).filter((s) => !s.parentRunId);
+  const first = runs[0];
+  if (!first) return { started: false, runs };
+  const firstEvents = await store.read(first.runId);
+  const userId = userOf(firstEvents);
+  return { started: true, runs, firstEvents, ...(userId !== undefined && { userId }) };
+}
+
+/**
+ * `loadSession`, with the `userId` the session belongs to (see `sessionOwner`) and the shared
+ * state its conversation ended with.
  */
 export async function sessionHistory(
   store: RunStore,
   sessionId: string,
   listed?: readonly RunSummary[],
 ): Promise<{ messages: Message[]; started: boolean; userId?: string; state?: unknown }> {
-  const runs = listed ?? (await store.listRuns({ sessionId }));
-  let started = false;
-  let owner: string | undefined;
-  // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
-  for (const summary of [...runs].reverse().filter((s) => !s.parentRunId)) {
-    const events = await store.read(summary.runId);
-    const first = events[0];
-    if (!started) {
-      // Every top-level run of a session is its owner's (a run of another user is refused).
-      started = true;
-      if (first?.type === "run_started") owner = first.userId;
-    }
+  const { started, userId: owner, runs, firstEvents } = await sessionOwner(store, sessionId, listed);
+  const base = { started, ...(owner !== undefined && { userId: owner }) };
+  for (let i = runs.length - 1; i >= 0; i--) {
+    const events = i === 0 ? firstEvents! : await store.read(runs[i]!.runId);
+    // A run of another user (stored before every run naming a session was checked) is not part
+    // of its owner's conversation.
+    if (userOf(events) !== owner) continue;
     const state = replay(events);
     const messages = conversationOf(state);
     if (!messages?.length) continue;
     rememberView(messages, state.compaction);
-    return {
-      messages,
-      started,
-      ...(owner !== undefined && { userId: owner }),
-      ...(state.state !== undefined && { state: state.state }),
-    };
+    return { messages, ...base, ...(state.state !== undefined && { state: state.state }) };
   }
-  return { messages: [], started, ...(owner !== undefined && { userId: owner }) };
+  return { messages: [], ...base };
+}
+
+/** The `userId` a stored run was started with. */
+function userOf(events: readonly RunEvent[]): string | undefined {
+  const first = events[0];
+  return first?.type === "run_started" ? first.userId : undefined;
 }
 
 /**
