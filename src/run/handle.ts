@@ -83,7 +83,7 @@ export class RunHandle<Output = string> implements AsyncIterable<RunEvent> {
   }
 
   #assertRunning(what: string): void {
-    if (this.#settled)
+    if (this.#settled || this.#run.mailbox.closed)
       throw new UserError(
         `cannot ${what}() into run ${this.runId}: it has ended; start a new run with its messages`,
       );

@@ -130,3 +130,31 @@ describe("message_queued", () => {
     expect(stored.queued).toEqual([]);
   });
 });
+
+describe("a message sent as the run ends", () => {
+  it("is refused once the run has emitted its end, not stored after it", async () => {
+    const { MemoryStore } = await import("quiver-agents/store");
+    const store = new MemoryStore();
+    const handle = Runner.stream(
+      new Agent({ name: "a", model: new ScriptedModel([{ text: "bye" }]) }),
+      "hi",
+      {
+        store,
+      },
+    );
+    let refused: unknown;
+    for await (const event of handle) {
+      if (event.type !== "run_completed") continue;
+      try {
+        handle.inject("one more thing");
+      } catch (error) {
+        refused = error;
+      }
+    }
+    const result = await handle.result();
+    expect(String(refused)).toMatch(/cannot inject\(\) into run .*: it has ended/);
+    const log = await store.read(result.runId);
+    expect(log.at(-1)?.type).toBe("run_completed");
+    expect(log.some((e) => e.type === "message_queued")).toBe(false);
+  });
+});

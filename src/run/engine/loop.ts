@@ -92,6 +92,8 @@ export function endRun(run: ActiveRun): Promise<void> | undefined {
 const heldEnds = new WeakMap<ActiveRun, EventOf<"run_completed"> | EventOf<"run_parked">>();
 
 function emitEnd(run: ActiveRun, end: EventOf<"run_completed"> | EventOf<"run_parked">): void {
+  // A message sent from here on would be stored after the end and never read.
+  run.mailbox.close();
   if (pluginsSetUp(run)) heldEnds.set(run, end);
   else run.events.emit(end);
 }
@@ -99,6 +101,7 @@ function emitEnd(run: ActiveRun, end: EventOf<"run_completed"> | EventOf<"run_pa
 /** The run has stopped: timers and watches go, and with no call left running the run context stops being tracked. */
 function closeRun(run: ActiveRun): void {
   run.control.close();
+  run.mailbox.close();
   runEnded();
 }
 

@@ -36,6 +36,14 @@ export class Mailbox {
   /** Where a queued message is stored (its `message_queued` event), once the run's log may take events. */
   #events: RunEvents | undefined;
 
+  /** True once the run has ended (or emitted its end): a message sent now would never be read. */
+  closed = false;
+
+  /** The run is over: `inject()` and `followUp()` are refused from now on. */
+  close(): void {
+    this.closed = true;
+  }
+
   /** A message for the run (`handle.inject`): queued for the model, and handed to tools waiting for one. */
   send(message: Message): void {
     this.inbox.push(message);
