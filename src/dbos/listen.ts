@@ -21,6 +21,9 @@ export async function listen(
   onPayload: (payload: string) => void,
 ): Promise<Listener> {
   const client = await pool.connect();
+  // A listening connection is never idle in its pool, so the pool does not catch its death
+  // (`error`, which would end the process): notices stop, and readers fall back to polling.
+  client.on("error", ignoreError);
   const onNotice = (notice: PostgresNotification) => {
     if (notice.channel === channel && notice.payload !== undefined) onPayload(notice.payload);
   };
@@ -30,6 +33,7 @@ export async function listen(
     if (closed) return;
     closed = true;
     client.off("notification", onNotice);
+    client.off("error", ignoreError);
     if (drop) return client.release(true);
     await client.query("UNLISTEN *").then(
       () => client.release(),
@@ -44,3 +48,5 @@ export async function listen(
   }
   return { close };
 }
+
+function ignoreError(): void {}

@@ -6,7 +6,9 @@ export type PostgresNotification = { channel: string; payload?: string | undefin
 /** A pooled connection that can listen: `pg`'s `PoolClient` fits it. */
 export interface ListeningClient extends PostgresClient {
   on(event: "notification", listener: (notice: PostgresNotification) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
   off(event: "notification", listener: (notice: PostgresNotification) => void): unknown;
+  off(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /**

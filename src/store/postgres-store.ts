@@ -538,9 +538,16 @@ export class PostgresStore implements RunStore {
         );
       throw this.#failure(action, runId, error);
     }
+    // A connection that dies in use (a restart, a failover, pg_terminate_backend) also fails the
+    // statement in flight: that rejection is the failure the caller gets.
+    client.on?.("error", ignoreError);
+    const release = (destroy?: boolean) => {
+      client.off?.("error", ignoreError);
+      client.release(destroy);
+    };
     try {
       const result = await withinDeadline(work(client), deadline);
-      client.release();
+      release();
       return result;
     } catch (error) {
       if (error !== TIMED_OUT && transaction) {
@@ -552,8 +559,8 @@ export class PostgresStore implements RunStore {
           () => true,
           () => false,
         );
-        client.release(rolledBack ? undefined : true);
-      } else client.release(error === TIMED_OUT || transaction ? true : undefined);
+        release(rolledBack ? undefined : true);
+      } else release(error === TIMED_OUT || transaction ? true : undefined);
       throw this.#failure(action, runId, error);
     }
   }
@@ -590,6 +597,9 @@ export class PostgresStore implements RunStore {
     }
   }
 }
+
+/** The `error` listener of a checked-out client (see `PostgresClient.on`). */
+function ignoreError(): void {}
 
 /** What `withinDeadline` rejects with when time runs out first. */
 const TIMED_OUT = Symbol("timed out");

@@ -11,6 +11,13 @@ export interface PostgresClient {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
   /** Returns the client to its pool; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
+  /**
+   * `pg`'s client emits `error` when its connection dies; while the client is checked out its
+   * pool does not listen, and an `error` nobody listens to ends the process. The store listens
+   * for as long as it holds the client.
+   */
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  off?(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /** The slice of a `pg` pool the store uses: `pg.Pool` fits it. */

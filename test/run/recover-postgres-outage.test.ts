@@ -8,6 +8,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { type RunHandle, Runner } from "quiver-agents";
 import { PostgresStore, StoreError } from "quiver-agents/store";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +65,51 @@ async function resumeAfterwards(open: () => PostgresStore, runId: string, effect
 }
 
 describe("PostgresStore when the database stops answering", () => {
+  it("a connection terminated while an append waits (pg_terminate_backend): the process lives, the append is retried, the run completes", async () => {
+    const { open, effects, ran } = setUp(5_000);
+    const store = open();
+    const schema = `outage_${count}`;
+    const admin = new pg.Client({ connectionString: cluster.connectionString });
+    await admin.connect();
+    const locker = new pg.Client({ connectionString: cluster.connectionString });
+    await locker.connect();
+    try {
+      let locked: Promise<void> = Promise.resolve();
+      const agent = paymentsAgent({
+        effects,
+        chargeGate: async (id) => {
+          // The charge is done; its result's append will wait behind this lock.
+          if (id === "c1") {
+            await locker.query("BEGIN");
+            await locker.query(`LOCK TABLE "${schema}".quiver_events IN ACCESS EXCLUSIVE MODE`);
+            locked = (async () => {
+              // The store's backend waiting on the lock: that connection dies mid-statement.
+              for (let i = 0; i < 200; i++) {
+                const { rows } = await admin.query(
+                  "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+                );
+                if (rows.length) {
+                  await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+                  break;
+                }
+                await new Promise((r) => setTimeout(r, 10));
+              }
+              await locker.query("COMMIT");
+            })();
+          }
+        },
+      });
+      const result = await Runner.run(agent, "Charge order A1", { store });
+      await locked;
+      expect(result).toMatchObject({ stopReason: "completed", output: "done" });
+      expect(ran()).toEqual(["note:n1", "charge:c1", "charge:c2"]);
+      expect((await store.getRun(result.runId))?.status).toBe("completed");
+    } finally {
+      await locker.end().catch(() => {});
+      await admin.end().catch(() => {});
+    }
+  });
+
   it("SIGSTOP while a charge completes: the run fails within a bound, then resumes after SIGCONT", async () => {
     const { open, effects, ran } = setUp(1_000);
     const agent = paymentsAgent({
