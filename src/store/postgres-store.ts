@@ -561,8 +561,25 @@ export class PostgresStore implements RunStore {
         );
         release(rolledBack ? undefined : true);
       } else release(error === TIMED_OUT || transaction ? true : undefined);
+      if (error === TIMED_OUT) this.#endBackend(client.processID);
       throw this.#failure(action, runId, error);
     }
+  }
+
+  /**
+   * Ends the server process of a connection the store gave up on. Closing the socket is not
+   * enough: the server goes on with the statement until it next writes to the client, so a
+   * COMMIT waiting for a synchronous replica would land later, after the store reported it
+   * failed — and would hold the run's lease row meanwhile, so the retry that reads what was
+   * stored could not tell. Ended, it has either committed (visible at once) or rolled back.
+   * In the background, on another connection, within a second: a frozen server cannot answer
+   * this either, and then nothing lands until it thaws.
+   */
+  #endBackend(pid: number | null | undefined): void {
+    if (typeof pid !== "number") return;
+    void withinDeadline(this.#pool.query("SELECT pg_terminate_backend($1)", [pid]), Date.now() + 1_000).catch(
+      () => {},
+    );
   }
 
   #failure(action: string, runId: string | undefined, error: unknown): StoreError {

@@ -17,6 +17,8 @@ export interface PostgresClient {
    * for as long as it holds the client.
    */
   on?(event: "error", listener: (error: Error) => void): unknown;
+  /** The server process serving this connection (`pg` sets it): ended when the store gives up on a statement. */
+  readonly processID?: number | null;
   off?(event: "error", listener: (error: Error) => void): unknown;
 }
 

@@ -65,6 +65,48 @@ async function resumeAfterwards(open: () => PostgresStore, runId: string, effect
 }
 
 describe("PostgresStore when the database stops answering", () => {
+  it("a COMMIT that waits for a synchronous replica that is gone: what the run reports is what the store holds", async () => {
+    const { open, effects, ran } = setUp(800);
+    const store = open();
+    const admin = new pg.Client({ connectionString: cluster.connectionString });
+    await admin.connect();
+    const requireReplica = async (on: boolean) => {
+      await admin.query(
+        on
+          ? "ALTER SYSTEM SET synchronous_standby_names = 'gone_replica'"
+          : "ALTER SYSTEM RESET synchronous_standby_names",
+      );
+      await admin.query("SELECT pg_reload_conf()");
+    };
+    try {
+      const agent = paymentsAgent({
+        effects,
+        chargeGate: async (id) => {
+          // From the last charge on, every COMMIT waits for a replica nobody runs.
+          if (id === "c2") await requireReplica(true);
+        },
+      });
+      const handle = Runner.stream(agent, "Charge order A1", { store, storeWaitMs: 6_000 });
+      const back = setTimeout(() => void requireReplica(false), 2_500);
+      const outcome = await settle(handle);
+      clearTimeout(back);
+      await requireReplica(false);
+      // Whatever the run reports, the store says the same: no run told "failed, resumable" that
+      // had in fact completed (a retry would charge again).
+      const stored = await open().getRun(handle.runId);
+      if (outcome.error) {
+        expect(stored?.status).not.toBe("completed");
+      } else {
+        expect(outcome.value).toMatchObject({ stopReason: "completed", output: "done" });
+        expect(stored?.status).toBe("completed");
+      }
+      expect(ran()).toEqual(["note:n1", "charge:c1", "charge:c2"]);
+    } finally {
+      await requireReplica(false).catch(() => {});
+      await admin.end().catch(() => {});
+    }
+  });
+
   it("a connection terminated while an append waits (pg_terminate_backend): the process lives, the append is retried, the run completes", async () => {
     const { open, effects, ran } = setUp(5_000);
     const store = open();
