@@ -62,11 +62,28 @@ export type SqliteStoreOptions = {
    * call that ran just before it may run again on resume. See docs/durability.md.
    */
   synchronous?: "full" | "normal";
-  /** How long a write waits for another process's transaction before failing. Default 5,000 ms. */
+  /**
+   * How long an operation waits, in all, for another connection's write transaction (the
+   * `quiver` command, a backup, another worker on the file) before it fails with a retryable
+   * `StoreError`. Default 5,000 ms. The wait never holds up the event loop: each attempt waits
+   * at most 20 ms for the lock, and the next is made on a timer, so other runs, timers, HTTP
+   * and `cancel()` go on meanwhile. Opening a new file (creating or migrating its tables) waits
+   * for the lock synchronously, in the constructor.
+   */
   busyTimeoutMs?: number;
 };
 
 const DEFAULT_PATH = ".quiver/quiver.db";
+
+/**
+ * How long one attempt waits for the write lock inside SQLite (its busy handler sleeps on the
+ * event loop's thread). Long enough for another process's commit (well under a millisecond) to
+ * end, short enough that no timer, request or `cancel()` notices; a lock held longer is waited
+ * for on a timer (`LOCK_PAUSE_MAX_MS`), up to `busyTimeoutMs` in all.
+ */
+const LOCK_STEP_MS = 20;
+/** The longest pause between two attempts at the write lock: how late a freed lock may be noticed. */
+const LOCK_PAUSE_MAX_MS = 100;
 
 /**
  * The version of the tables below, kept in SQLite's `user_version`: an older file is migrated
@@ -171,6 +188,8 @@ export class SqliteStore implements RunStore {
   #broken: StoreError | undefined;
   /** Appends queue in call order and commit in that order (see `append`). */
   readonly [APPENDS_IN_CALL_ORDER] = true;
+  /** How long, in all, an operation waits for another connection's write lock (`busyTimeoutMs`). */
+  readonly #busyTimeoutMs: number;
 
   constructor(options: SqliteStoreOptions = {}) {
     this.path = options.path ?? DEFAULT_PATH;
@@ -187,6 +206,12 @@ export class SqliteStore implements RunStore {
       "npm install better-sqlite3@12",
     );
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    if (typeof busyTimeoutMs !== "number" || !(busyTimeoutMs >= 0)) {
+      throw new UserError(
+        `SqliteStore: busyTimeoutMs must be a number of milliseconds, 0 or more (got ${String(busyTimeoutMs)})`,
+      );
+    }
+    this.#busyTimeoutMs = busyTimeoutMs;
     const inMemory = this.path === ":memory:" || this.path === "";
     // Absolute: the process may change directory while the store is open.
     const before = inMemory ? undefined : descriptorsOf(resolve(this.path));
@@ -198,6 +223,8 @@ export class SqliteStore implements RunStore {
       wal = this.#db.pragma("journal_mode = WAL", { simple: true }) === "wal";
       this.#db.pragma(`synchronous = ${level}`);
       createTables(this.#db, this.path);
+      // From now on a lock held longer than a moment is waited for on a timer (see #commitPending).
+      this.#db.pragma(`busy_timeout = ${Math.min(LOCK_STEP_MS, Math.floor(busyTimeoutMs))}`);
       this.#sql = prepare(this.#db);
       this.#guard = before && new SqliteFileGuard(resolve(this.path), before);
     } catch (error) {
@@ -230,14 +257,16 @@ export class SqliteStore implements RunStore {
   #committing: NodeJS.Immediate | undefined;
 
   /** Queues a write for the next group commit (lease writes go there too, so they do not break a group up). */
-  #enqueue(write: Omit<PendingWrite, "resolve" | "reject">): Promise<unknown> {
+  #enqueue(write: Omit<PendingWrite, "resolve" | "reject" | "lockedUntil">): Promise<unknown> {
     try {
       if (this.#closing) throw closedStore("SqliteStore");
       if (this.#broken) throw this.#broken;
-      checkRunId(write.runId);
+      // Other writes checked their run id (if they have one) before they came here.
+      if (write.body === undefined) checkRunId(write.runId);
     } catch (error) {
       return Promise.reject(error);
     }
+    this.#enqueued++;
     return new Promise((resolve, reject) => {
       // Every field written, in one order: one shape for every kind of write (a spread made
       // two, and copying them was most of an append's own cost).
@@ -247,6 +276,7 @@ export class SqliteStore implements RunStore {
         lease: write.lease,
         events: write.events,
         body: write.body,
+        lockedUntil: 0,
         resolve,
         reject,
       });
@@ -264,14 +294,18 @@ export class SqliteStore implements RunStore {
   readonly #commitPending = (): void => {
     clearImmediate(this.#committing);
     this.#committing = undefined;
+    // Writes wait for another connection's lock: the timer tries again, these writes with them.
+    if (this.#lockWait !== undefined) return;
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
     const broken = this.#fileBroken();
     if (broken) {
       for (const write of group) write.reject(broken);
+      this.#settle(group.length);
       return;
     }
+    const attemptedAt = Date.now();
     let outcomes: Outcome[];
     try {
       outcomes =
@@ -280,10 +314,16 @@ export class SqliteStore implements RunStore {
           : (this.#appendedTogether(group) ??
             (this.#sql.transaction.immediate(() => this.#applyGroup(group)) as Outcome[]));
     } catch (error) {
+      if (isBusy(error)) {
+        this.#waitForLock(group, attemptedAt, error);
+        return;
+      }
       const damaged = this.#damaged(error);
       for (const write of group) write.reject(damaged ?? storeFailure(write.action, write.runId, error));
+      this.#settle(group.length);
       return;
     }
+    this.#lockPause = LOCK_STEP_MS;
     this.#checkpointer?.committed();
     for (let i = 0; i < group.length; i++) {
       const write = group[i]!;
@@ -291,7 +331,75 @@ export class SqliteStore implements RunStore {
       if (outcome.ok) write.resolve(outcome.value);
       else write.reject(storeFailure(write.action, write.runId, outcome.error));
     }
+    this.#settle(group.length);
   };
+
+  /** Set while writes wait for another connection's write lock: the timer that tries again. */
+  #lockWait: NodeJS.Timeout | undefined;
+  /** The pause before the next attempt at the lock: doubles up to LOCK_PAUSE_MAX_MS. */
+  #lockPause = LOCK_STEP_MS;
+
+  /**
+   * Another connection holds the write lock (SQLite waited LOCK_STEP_MS for it). Each write of
+   * the group has `busyTimeoutMs` from its first attempt: those whose time is up fail
+   * (retryably: the lock is someone else's, not a fault of the data), and the others go back to
+   * the head of the queue, to be tried again on a timer, joined by the writes made meanwhile.
+   * Writes run out of time in call order (a later one was first tried no sooner), so the failed
+   * ones are the oldest, and the rest still commit in call order.
+   */
+  #waitForLock(group: PendingWrite[], attemptedAt: number, error: unknown): void {
+    const now = Date.now();
+    let expired = 0;
+    for (const write of group) {
+      if (write.lockedUntil === 0) write.lockedUntil = attemptedAt + this.#busyTimeoutMs;
+      if (write.lockedUntil <= now) expired++;
+    }
+    for (let i = 0; i < expired; i++) {
+      const write = group[i]!;
+      write.reject(lockTimedOut(write, now - (write.lockedUntil - this.#busyTimeoutMs), error));
+    }
+    this.#settle(expired);
+    if (expired === group.length) return;
+    const waiting = expired === 0 ? group : group.slice(expired);
+    // (Nothing can have been queued during the attempt, which ran without yielding.)
+    this.#pending = this.#pending.length === 0 ? waiting : waiting.concat(this.#pending);
+    const pause = Math.max(1, Math.min(this.#lockPause, this.#pending[0]!.lockedUntil - now));
+    this.#lockPause = Math.min(this.#lockPause * 2, LOCK_PAUSE_MAX_MS);
+    // Not unref'd: the writes' callers are waiting for it, as they would for the commit itself.
+    this.#lockWait = setTimeout(() => {
+      this.#lockWait = undefined;
+      this.#commitPending();
+    }, pause);
+  }
+
+  /** Writes made so far, and writes settled (committed, refused or failed); they settle in call order. */
+  #enqueued = 0;
+  #settled = 0;
+  /** Reads (and `close`) waiting for the writes made before them to settle. */
+  #settleWaiters: Array<{ until: number; resolve: () => void }> = [];
+
+  #settle(count: number): void {
+    this.#settled += count;
+    if (this.#settleWaiters.length === 0) return;
+    const waiters = this.#settleWaiters;
+    this.#settleWaiters = [];
+    for (const waiter of waiters) {
+      if (this.#settled >= waiter.until) waiter.resolve();
+      else this.#settleWaiters.push(waiter);
+    }
+  }
+
+  /**
+   * Commits the writes made so far, now if the lock is free; resolves once they have settled.
+   * Without a wait for another connection's lock (almost always) it commits at once and
+   * returns undefined, so a read pays no await.
+   */
+  #settleWritesSoFar(): Promise<void> | undefined {
+    this.#commitPending();
+    const until = this.#enqueued;
+    if (this.#settled >= until) return undefined;
+    return new Promise((resolve) => this.#settleWaiters.push({ until, resolve }));
+  }
 
   /**
    * The common group of a run going alone: its appends of the last few ticks, all under one
@@ -534,18 +642,27 @@ export class SqliteStore implements RunStore {
   }
 
   async clearSession(sessionId: string): Promise<void> {
-    this.#write("clearing the session", undefined, () => {
-      const { runKeys, deleteEvents, payloads, others } = this.#sql.clearSession;
-      for (const { run_key } of runKeys.all(sessionId) as Array<{ run_key: number }>)
-        deleteEvents.run(run_key, run_key);
-      payloads.run(sessionPayloads(sessionId));
-      for (const statement of others) statement.run(sessionId);
+    // Queued behind the appends made before it, as the caller made them.
+    await this.#enqueue({
+      action: "clearing the session",
+      runId: undefined,
+      body: () => {
+        const { runKeys, deleteEvents, payloads, others } = this.#sql.clearSession;
+        for (const { run_key } of runKeys.all(sessionId) as Array<{ run_key: number }>)
+          deleteEvents.run(run_key, run_key);
+        payloads.run(sessionPayloads(sessionId));
+        for (const statement of others) statement.run(sessionId);
+      },
     });
   }
 
   async putArtifact(runId: string, key: string, text: string): Promise<void> {
     checkArtifact(runId, key, text);
-    this.#write("storing an artifact", runId, () => this.#sql.putArtifact.run(runId, key, text));
+    await this.#enqueue({
+      action: "storing an artifact",
+      runId,
+      body: () => void this.#sql.putArtifact.run(runId, key, text),
+    });
   }
 
   async getArtifact(runId: string, key: string): Promise<string | undefined> {
@@ -557,9 +674,11 @@ export class SqliteStore implements RunStore {
 
   close(): Promise<void> {
     if (this.#closing) return this.#closing;
-    // Appends already made are committed, not dropped.
-    this.#commitPending();
+    // Appends already made are committed, not dropped (waiting for another connection's lock
+    // as long as they would have).
+    const settled = this.#settleWritesSoFar();
     this.#closing = (async () => {
+      await settled;
       // The worker's connection first: the last connection to close checkpoints the whole WAL.
       await this.#checkpointer?.close();
       this.#db.close();
@@ -574,33 +693,51 @@ export class SqliteStore implements RunStore {
     return toLease(runId, this.#sql.getLease.get(runId) as LeaseRow | undefined);
   }
 
-  /** Runs `body` in a write transaction that holds SQLite's write lock from its first statement. */
-  #write<T>(action: string, runId: string | undefined, body: () => T): T {
+  /**
+   * Runs `body` in a read transaction (one consistent snapshot in WAL mode). A read never waits
+   * for another connection's write lock, but it does wait for this store's writes made before
+   * it, which may (and then it is async).
+   */
+  #snapshot<T>(action: string, runId: string | undefined, body: () => T): T | Promise<T> {
     if (this.#closing) throw closedStore("SqliteStore");
-    // Appends made before this call come first, as the caller made them.
-    this.#commitPending();
-    const broken = this.#fileBroken();
-    if (broken) throw broken;
-    try {
-      return this.#sql.transaction.immediate(body) as T;
-    } catch (error) {
-      throw this.#damaged(error) ?? storeFailure(action, runId, error);
-    }
+    // A read sees every append made before it (not those made while it waited for them).
+    const settled = this.#settleWritesSoFar();
+    if (settled === undefined) return this.#read(action, runId, body);
+    return settled.then(() => {
+      if (this.#closing) throw closedStore("SqliteStore");
+      return this.#read(action, runId, body);
+    });
   }
 
-  /** Runs `body` in a read transaction (one consistent snapshot in WAL mode). */
-  #snapshot<T>(action: string, runId: string | undefined, body: () => T): T {
-    if (this.#closing) throw closedStore("SqliteStore");
-    // A read sees every append made before it.
-    this.#commitPending();
+  #read<T>(action: string, runId: string | undefined, body: () => T): T | Promise<T> {
     // Nor does a read answer from a file that is gone: its runs would not be there tomorrow.
     const broken = this.#fileBroken();
     if (broken) throw broken;
     try {
       return this.#sql.transaction.deferred(body) as T;
     } catch (error) {
+      // A read is kept from the file only for a moment (another connection rebuilding the
+      // shared index after a crash); it is tried again, within busyTimeoutMs, off the event loop.
+      if (isBusy(error)) return this.#readAgain(action, runId, body, error);
       throw this.#damaged(error) ?? storeFailure(action, runId, error);
     }
+  }
+
+  async #readAgain<T>(action: string, runId: string | undefined, body: () => T, first: unknown): Promise<T> {
+    const since = Date.now();
+    let error = first;
+    for (let pause = LOCK_STEP_MS; Date.now() - since < this.#busyTimeoutMs; ) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, this.#busyTimeoutMs)));
+      pause = Math.min(pause * 2, LOCK_PAUSE_MAX_MS);
+      if (this.#closing) throw closedStore("SqliteStore");
+      try {
+        return this.#sql.transaction.deferred(body) as T;
+      } catch (again) {
+        if (!isBusy(again)) throw this.#damaged(again) ?? storeFailure(action, runId, again);
+        error = again;
+      }
+    }
+    throw storeFailure(action, runId, error);
   }
 
   /**
@@ -623,6 +760,22 @@ export class SqliteStore implements RunStore {
     );
     return this.#broken;
   }
+}
+
+/** SQLite's code for a lock another connection holds (`SQLITE_BUSY`, and its extended `SQLITE_BUSY_…` codes). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
+/** A write that waited `busyTimeoutMs` for another connection's lock: retryable, as the lock is not the data's fault. */
+function lockTimedOut(write: PendingWrite, waitedMs: number, error: unknown): StoreError {
+  const subject = write.runId === undefined ? "" : ` for run ${write.runId}`;
+  return new StoreError(
+    `${write.action}${subject} failed: the database is locked by another connection (waited ${waitedMs} ms, ` +
+      "busyTimeoutMs); try again once it lets go",
+    { ...(write.runId !== undefined && { runId: write.runId }), cause: error, retryable: true },
+  );
 }
 
 /** SQLite's codes for a file that is not, or no longer, a sound database. */
@@ -650,6 +803,9 @@ function open(Database: typeof BetterSqlite3, path: string, timeout: number): Be
 }
 
 function createTables(db: BetterSqlite3.Database, path: string): void {
+  // A file that is up to date needs no write: opening it does not wait for another process's
+  // write lock (a run committing, a `quiver` command) on the event loop.
+  if (db.pragma("user_version", { simple: true }) === TABLES_VERSION && hasFailureKind(db)) return;
   // Read under the write lock: two processes opening an old file at once migrate it once.
   db.transaction(() => {
     const version = db.pragma("user_version", { simple: true }) as number;
@@ -675,10 +831,14 @@ function createTables(db: BetterSqlite3.Database, path: string): void {
  * goes on reading and writing its rows (it names the columns it writes).
  */
 function addFailureKind(db: BetterSqlite3.Database): boolean {
-  const columns = db.pragma("table_info(quiver_runs)") as Array<{ name: string }>;
-  if (columns.some((column) => column.name === "failure_kind")) return false;
+  if (hasFailureKind(db)) return false;
   db.exec("ALTER TABLE quiver_runs ADD COLUMN failure_kind TEXT");
   return true;
+}
+
+function hasFailureKind(db: BetterSqlite3.Database): boolean {
+  const columns = db.pragma("table_info(quiver_runs)") as Array<{ name: string }>;
+  return columns.some((column) => column.name === "failure_kind");
 }
 
 /**
@@ -725,10 +885,13 @@ type AppendRows = { lease: Lease; events: readonly RunEvent[] };
 /** A write waiting for the next group commit: an append (`lease`, `events`) or any other (`body`). */
 type PendingWrite = {
   action: string;
-  runId: string;
+  /** Undefined only for a write of no one run (`clearSession`). */
+  runId: string | undefined;
   lease?: Lease;
   events?: readonly RunEvent[];
   body?: () => unknown;
+  /** Until when (epoch ms) the write may wait for another connection's lock; 0 until it first met one. */
+  lockedUntil: number;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 };

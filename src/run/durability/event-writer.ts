@@ -264,10 +264,18 @@ export class EventWriter implements EventSink {
   }
 
   #leaseOf(runId: string): Lease {
-    const lease = this.#leases.get(runId);
+    // A released run's batch may still be retried (a store that was away when the run ended).
+    const lease = this.#leases.get(runId) ?? this.#released.get(runId);
     if (!lease) throw new StoreError(`run ${runId} has no lease in this process`, { runId });
     return lease;
   }
+
+  /**
+   * Leases given back (or being given back), kept for the retries of batches emitted before:
+   * a release does not take back what the run wrote under its lease. The store refuses such an
+   * append only once the release has been stored.
+   */
+  readonly #released = new Map<string, Lease>();
 
   /** This driver's identity: two drivers of one run in the same process conflict too. */
   readonly #owner = leaseOwner();
@@ -397,6 +405,8 @@ export class EventWriter implements EventSink {
 
   /** Stops renewing the run's lease (its release is under way). */
   #forget(runId: string): void {
+    const lease = this.#leases.get(runId);
+    if (lease) this.#released.set(runId, lease);
     this.#leases.delete(runId);
     this.#deadlines.delete(runId);
     if (this.#leases.size === 0) {
