@@ -5,14 +5,15 @@
  * instead of reporting runs as completed that no file holds.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import Database from "better-sqlite3";
-import { Agent, Runner, ScriptedModel } from "quiver-agents";
+import { Agent, Runner, ScriptedModel, tool } from "quiver-agents";
 import { SqliteStore, StoreError } from "quiver-agents/store";
 import { afterAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { event, started } from "./harnesses.js";
 
 const dir = mkdtempSync(join(tmpdir(), "quiver-sqlite-file-"));
@@ -91,6 +92,93 @@ describe("a SqliteStore whose file is deleted under it", () => {
     expect((failure as Error).message).toContain(path);
     expect((failure as Error).message).toMatch(/replaced by another file/);
     await expect(store.append(lease, [event("held", 2)])).rejects.toThrow(/replaced by another file/);
+    await store.close();
+  });
+});
+
+/** The run ids another process finds in the file at `path`: what a store opened there tomorrow would see. */
+function runsSeenByAnotherProcess(path: string): string[] {
+  const out = execFileSync(process.execPath, [
+    "-e",
+    `const Database = require("better-sqlite3"); const db = new Database(process.argv[1]);
+     const tables = db.prepare("SELECT name FROM sqlite_master WHERE name = 'quiver_runs'").all();
+     const runs = tables.length ? db.prepare("SELECT run_id FROM quiver_runs ORDER BY run_id").all() : [];
+     process.stdout.write(JSON.stringify(runs.map((r) => r.run_id)));
+     db.close();`,
+    path,
+  ]);
+  return JSON.parse(String(out));
+}
+
+describe("a SqliteStore whose -wal or -shm is deleted under it", () => {
+  it("fails a run in progress with a StoreError naming the -wal, never reporting it completed", async () => {
+    const path = join(dir, `runs-${++count}.db`);
+    const store = new SqliteStore({ path });
+    // A cleanup script takes the -wal and -shm for temporary files while the run is under way.
+    const cleanup = tool({
+      name: "cleanup",
+      description: "Deletes temporary files.",
+      parameters: z.object({}),
+      execute: async () => {
+        unlinkSync(`${path}-wal`);
+        unlinkSync(`${path}-shm`);
+        return "cleaned";
+      },
+    });
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: "c1", name: "cleanup", args: {} }] },
+      { text: "done" },
+    ]);
+    const agent = new Agent({ name: "janitor", model, tools: [cleanup] });
+    const failure = await Runner.run(agent, "clean up", { store }).catch((e: unknown) => e);
+
+    expect(failure).toBeInstanceOf(StoreError);
+    expect(failure).toMatchObject({ retryable: false });
+    expect((failure as Error).message).toContain(`${path}-wal`);
+    expect((failure as Error).message).toMatch(/write-ahead log .* was deleted/);
+    // The whole run was in the deleted log: no other process sees it.
+    expect(runsSeenByAnotherProcess(path)).toEqual([]);
+    await expect(store.listRuns()).rejects.toThrow(/-wal was deleted/);
+    await store.close();
+  });
+
+  it("fails the next run and append after the -wal is deleted; closing the store copies what the log held into the file", async () => {
+    const { path, store, lease } = await liveStore();
+    unlinkSync(`${path}-wal`);
+
+    const failure = await runOn(store);
+    expect(failure).toBeInstanceOf(StoreError);
+    expect(failure).toMatchObject({ retryable: false });
+    expect((failure as Error).message).toContain(`${path}-wal`);
+    await expect(store.append(lease, [event("held", 2)])).rejects.toThrow(/-wal was deleted/);
+    // Nobody else has the file open: SQLite checkpoints the log it still holds as it closes.
+    await store.close();
+    const reopened = new SqliteStore({ path });
+    expect((await reopened.listRuns()).map((run) => run.runId)).toContain("held");
+    expect(await reopened.read("held")).toHaveLength(1);
+    await reopened.close();
+  });
+
+  it("fails the same way when only the -shm is deleted (another process would not see its locks)", async () => {
+    const { path, store, lease } = await liveStore();
+    unlinkSync(`${path}-shm`);
+    const failure = await store.append(lease, [event("held", 2)]).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(StoreError);
+    expect(failure).toMatchObject({ retryable: false });
+    expect((failure as Error).message).toContain(`${path}-shm`);
+    expect((failure as Error).message).toMatch(/shared-memory index .* was deleted/);
+    await store.close();
+  });
+
+  it("fails when another file is moved over the -wal, once the path is looked up again (within 0.1 s)", async () => {
+    const { path, store, lease } = await liveStore();
+    const other = join(dir, `other-${count}.wal`);
+    writeFileSync(other, "");
+    renameSync(other, `${path}-wal`);
+    await sleep(150);
+    await expect(store.append(lease, [event("held", 2)])).rejects.toThrow(
+      /-wal was replaced by another file/,
+    );
     await store.close();
   });
 });
