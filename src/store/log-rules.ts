@@ -5,6 +5,7 @@
  */
 import type { RunEvent } from "../contract/events.js";
 import { serializeEvent } from "../contract/serialize-event.js";
+import { checkEventShape } from "./event-shapes.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   extractPayloads,
@@ -220,7 +221,9 @@ export function referencedPayloads(events: readonly RunEvent[]): string[] {
 /**
  * Puts the payloads decoded events refer to back in place, from `texts` (key → JSON text);
  * afterwards every event equals the one the run emitted. A value referred to by several
- * events is decoded once and shared, as it was shared in the run.
+ * events is decoded once and shared, as it was shared in the run. Then each event's shape is
+ * checked (`checkEventShape`): the last step of every read, so that no store hands on a row
+ * that is JSON but not an event of a type this Quiver knows.
  */
 export function withPayloads(
   runId: string,
@@ -231,6 +234,7 @@ export function withPayloads(
   for (const event of events) {
     if ((event as { $payloads?: unknown }).$payloads !== undefined)
       restorePayloads(runId, event, texts, parsed);
+    checkEventShape(runId, event);
   }
   return events;
 }

@@ -216,6 +216,37 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         await expectDamage(store, /run r: event seq 2 is damaged: it is not an event object/);
       });
 
+      it("a row that is JSON of the wrong shape for its type", async () => {
+        const { store } = await storeWithRun(3);
+        const requested = { type: "tool_call_requested", runId: "r", seq: 2, at: 1_002, agent: "assistant" };
+        await harness.damage(store, "r", 2, { body: JSON.stringify({ ...requested, call: 42, index: 0 }) });
+        await expectDamage(
+          store,
+          /run r: event seq 2 \(tool_call_requested\) is damaged: its `call` is 42, not a tool call/,
+        );
+        await harness.damage(store, "r", 2, { body: JSON.stringify({ ...requested, index: 0 }) });
+        await expectDamage(
+          store,
+          /run r: event seq 2 \(tool_call_requested\) is damaged: its `call` is missing/,
+        );
+        const message = { role: "user", content: { text: "hi" } };
+        await harness.damage(store, "r", 2, {
+          body: JSON.stringify({ ...event("r", 2), type: "message", message }),
+        });
+        await expectDamage(store, /run r: event seq 2 \(message\) is damaged: its `message` is \{"role"/);
+      });
+
+      it("an event of a type this Quiver does not know (a newer Quiver's)", async () => {
+        const { store } = await storeWithRun(3);
+        await harness.damage(store, "r", 2, {
+          body: JSON.stringify({ ...event("r", 2), type: "run_teleported" }),
+        });
+        await expectDamage(
+          store,
+          /run r: event seq 2 has type "run_teleported", which this Quiver does not know: it was written by a newer Quiver/,
+        );
+      });
+
       it("a missing row", async () => {
         const { store } = await storeWithRun(3);
         await harness.damage(store, "r", 2, { remove: true });
