@@ -43,8 +43,9 @@ describe("a SqliteStore while another process holds the write lock", () => {
       await lock.release();
       await append;
       expect((await read)?.lastSeq).toBe(2);
-      // 20 ms per attempt at the lock, 100 ms at most between attempts: nothing waits long.
-      expect(loop.maxGapMs()).toBeLessThan(150);
+      // 20 ms per attempt at the lock, 100 ms at most between attempts: nothing waits long
+      // (the margin is for a busy test machine; SQLite's own wait held it up for seconds).
+      expect(loop.maxGapMs()).toBeLessThan(250);
     } finally {
       loop.stop();
       await lock.release();
@@ -54,7 +55,7 @@ describe("a SqliteStore while another process holds the write lock", () => {
   });
 
   it("fails retryably after busyTimeoutMs in all, the event loop free meanwhile, and goes on once the lock is free", async () => {
-    const { path, store, lease } = await storeWithRun(300);
+    const { path, store, lease } = await storeWithRun(600);
     const lock = await holdWriteLock(path);
     const loop = watchEventLoop();
     const sent = performance.now();
@@ -62,14 +63,14 @@ describe("a SqliteStore while another process holds the write lock", () => {
     try {
       failure = await store.append(lease, [event("r", 2)]).catch((e: unknown) => e);
       const waited = performance.now() - sent;
+      expect(loop.maxGapMs()).toBeLessThan(250);
       expect(failure).toBeInstanceOf(StoreError);
       expect(failure).toMatchObject({ retryable: true, runId: "r" });
       expect((failure as Error).message).toMatch(
         /locked by another connection \(waited \d+ ms, busyTimeoutMs\)/,
       );
-      expect(waited).toBeGreaterThanOrEqual(290);
-      expect(waited).toBeLessThan(1_000);
-      expect(loop.maxGapMs()).toBeLessThan(150);
+      expect(waited).toBeGreaterThanOrEqual(590);
+      expect(waited).toBeLessThan(1_500);
       // Other connections read meanwhile: a store opened now answers at once.
       const reader = new SqliteStore({ path });
       expect((await reader.getRun("r"))?.lastSeq).toBe(1);
