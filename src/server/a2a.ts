@@ -1,6 +1,7 @@
 import type { AgentCard, AgentSkill } from "@a2a-js/sdk";
 import type { Hono } from "hono";
 import { type Agent, Tool, UserError } from "../index.js";
+import { guardFailures } from "./a2a-failures.js";
 import { legacyCard } from "./a2a-legacy-card.js";
 import type { PushNotifications } from "./a2a-push.js";
 import type { A2aPushOptions } from "./a2a-push-options.js";
@@ -9,6 +10,7 @@ import { A2aTasks } from "./a2a-tasks.js";
 import type { Caller } from "./auth.js";
 import { HttpError, MAX_MESSAGE_BODY_BYTES, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunRegistry } from "./runs.js";
+import { reportFailure, type ServerErrorHandler } from "./server-errors.js";
 
 /** `createServer({ a2a })`: what the agent card says besides what the server knows. */
 export type A2aOptions = {
@@ -41,6 +43,8 @@ type Mount = {
   /** How the server authenticates: nothing (loopback only), a token, or a function. */
   auth: "none" | "token" | "function";
   options: A2aOptions;
+  /** Where a failure the client is not told about goes (the server's `onError`). */
+  onError: ServerErrorHandler | undefined;
 };
 
 /**
@@ -93,7 +97,11 @@ export function mountA2a(app: Hono, mount: Mount): void {
     const requested = c.req.header(core.A2A_VERSION_HEADER) || undefined;
     const useLegacy = (requested ?? "0.3") === "0.3";
     const card = agentCard(loaded, mount, originOf(c.req.raw));
-    const tasks = new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card, await pushes());
+    const tasks = guardFailures(
+      new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card, await pushes()),
+      loaded,
+      (error) => reportFailure(error, c.req.raw, mount.onError, 500),
+    );
     const toError = useLegacy
       ? legacy.LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
       : server.JsonRpcTransportHandler.mapToJSONRPCError;

@@ -284,6 +284,7 @@ export function createServer(options: ServerOptions): QuiverServer {
       caller,
       auth: auth === undefined ? "none" : typeof auth === "string" ? "token" : "function",
       options: options.a2a === true ? {} : options.a2a,
+      onError: options.onError,
     });
 
   return {

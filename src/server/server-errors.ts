@@ -43,17 +43,9 @@ export function internalError(
   request: Request,
   onError: ServerErrorHandler | undefined,
 ): Response {
-  const requestId = requestIdOf(request);
   const auth = error instanceof AuthFailure;
   const status = auth ? 503 : 500;
-  const reported = auth ? error.cause : error;
-  try {
-    (onError ?? logToConsole)(reported, { request, requestId, status });
-  } catch (failure) {
-    // A logger that throws must not turn a 500 into a dropped connection; say both.
-    logToConsole(reported, { request, requestId, status });
-    console.error(`quiver-agents/server: onError threw for request ${requestId}:`, failure);
-  }
+  const requestId = reportFailure(auth ? error.cause : error, request, onError, status);
   const [code, message] = auth
     ? ["auth_unavailable", "the server could not check this request's credentials; try again later"]
     : ["internal", "the server failed to answer this request"];
@@ -62,6 +54,30 @@ export function internalError(
     { error: { code, message: `${message} (request ${requestId})`, requestId } },
     { status, headers: { "cache-control": "no-store", "x-request-id": requestId } },
   );
+}
+
+/**
+ * Tells the operator of a failure the client is answered without its text (`onError`, or
+ * `console.error`), and returns the request id the client is given instead.
+ *
+ * @example
+ * const requestId = reportFailure(error, request, options.onError, 500);
+ */
+export function reportFailure(
+  error: unknown,
+  request: Request,
+  onError: ServerErrorHandler | undefined,
+  status: number,
+): string {
+  const requestId = requestIdOf(request);
+  try {
+    (onError ?? logToConsole)(error, { request, requestId, status });
+  } catch (failure) {
+    // A logger that throws must not turn a 500 into a dropped connection; say both.
+    logToConsole(error, { request, requestId, status });
+    console.error(`quiver-agents/server: onError threw for request ${requestId}:`, failure);
+  }
+  return requestId;
 }
 
 /** The default `onError`: one line naming the request, then the error with its stack. */

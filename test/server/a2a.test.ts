@@ -12,7 +12,7 @@ import {
 } from "@a2a-js/sdk/client";
 import { Agent, jsonSchema, type ModelRequest, ScriptedModel, tool } from "quiver-agents";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
-import { SqliteStore } from "quiver-agents/store";
+import { MemoryStore, SqliteStore } from "quiver-agents/store";
 import { askHuman, HumanChannel } from "quiver-agents/tools";
 import { afterEach, describe, expect, it } from "vitest";
 import { agentWith, refundTool, slowTool } from "./helpers.js";
@@ -333,6 +333,50 @@ describe("A2A with createServer({ a2a: true }), with @a2a-js/sdk's client", () =
     expect((await alice.getTask({ tenant: "", id: task.id })).status?.state).toBe(
       TaskState.TASK_STATE_INPUT_REQUIRED,
     );
+  });
+
+  it("a store failure is answered -32603 with a request id, never the error's text, and reported to onError", async () => {
+    const secret = "connect ECONNREFUSED postgres://quiver:hunter2@10.0.0.5:5432/prod";
+    const working = new MemoryStore();
+    const broken = new Proxy(working, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (typeof value !== "function") return value;
+        if (["getRun", "read", "listRuns", "acquireLease", "append"].includes(String(key)))
+          return () => Promise.reject(new Error(secret));
+        return value.bind(target);
+      },
+    });
+    const reported: Array<{ error: unknown; requestId: string }> = [];
+    const url = await start({
+      agent: agentWith([{ text: "never" }]),
+      store: broken,
+      onError: (error, { requestId }) => reported.push({ error, requestId }),
+    });
+    const rpc = async (method: string, params: unknown) => {
+      const response = await fetch(`${url}/a2a`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      return response.text();
+    };
+    const message = { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hi" }] };
+    const answers = [
+      await rpc("tasks/get", { id: "run_somebody_elses" }),
+      await rpc("message/send", { message }),
+      await rpc("message/stream", { message: { ...message, messageId: "m2" } }),
+    ];
+    for (const text of answers) {
+      expect(text).not.toContain("hunter2");
+      expect(text).toContain("-32603");
+      expect(text).toMatch(/the server failed to answer this request \(request req_[\w-]+\)/);
+    }
+    expect(reported.length).toBeGreaterThanOrEqual(answers.length);
+    for (const { error, requestId } of reported) {
+      expect(String(error)).toContain("hunter2");
+      expect(answers.some((text) => text.includes(requestId))).toBe(true);
+    }
   });
 
   it("speaks A2A 0.3 JSON-RPC too (message/send, tasks/get) for clients that send no A2A-Version", async () => {
