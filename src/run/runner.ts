@@ -524,7 +524,8 @@ async function driveLeased(run: ActiveRun, body: Body, lease: DriveLease): Promi
   let leased = false;
   try {
     if (lease.mustExist) await lease.mustExist(run);
-    const taken = await sink.acquire(run.runId, lease);
+    // A cancel ends a wait for the lease (a store that fails for a while, another holder).
+    const taken = await sink.acquire(run.runId, { ...lease, signal: lease.signal ?? run.control.signal });
     leased = true;
     const outcome = unwrap(await body(run, taken));
     leased = false;

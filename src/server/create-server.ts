@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { HumanChannel } from "../builtin-tools/ask-human.js";
 import { type Agent, type RunInput, type RunOptions, UserError } from "../index.js";
-import type { RunStore } from "../store/types.js";
+import { type RunStore, StoreError } from "../store/types.js";
 import { type A2aOptions, mountA2a } from "./a2a.js";
 import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
@@ -224,7 +224,7 @@ export function createServer(options: ServerOptions): QuiverServer {
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
     const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
-    if (registry.store) await startStored(log);
+    if (registry.store) await startStored(log, registry);
     return c.json({ runId: log.runId, sessionId }, 201);
   });
 
@@ -310,14 +310,31 @@ function remoteAddressOf(env: unknown): string | undefined {
   return incoming?.socket?.remoteAddress;
 }
 
+/** A run waits 20 s for a store that fails (`storeWaitMs`'s default); its start, a little longer. */
+const START_STORED_MS = 25_000;
+
 /**
- * With a store, a new run's id is handed out once its start (the user's message) is stored, or
- * it ended first: a crash right after the answer must not leave the caller an id the store has
- * never heard of. Bounded: a store that does not answer in time gets the answer anyway (the run
- * goes on, and its events say what happened).
+ * With a store, a new run's id is handed out once its start (the user's message) is stored: a
+ * crash right after the answer must not leave the caller an id the store has never heard of.
+ * A run that failed before anything was stored is answered with why — `503 store_unavailable`
+ * when the store failed (try again), `409` for a refusal of the run (its session is busy) — and
+ * a store that has not taken the start within `timeoutMs` (the run's own wait for its store,
+ * and a margin) is a 503 too: the run is cancelled, so a client that tries again does not get
+ * two.
  */
-async function startStored(log: RunLog, timeoutMs = 10_000): Promise<void> {
+async function startStored(log: RunLog, registry: RunRegistry, timeoutMs = START_STORED_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (log.all.length === 0 && log.status === "running" && Date.now() < deadline)
     await log.changed(deadline - Date.now());
+  if (log.all.length > 0) return;
+  const failure = log.failure;
+  if (failure instanceof UserError) throw new HttpError(409, "refused", failure.message);
+  if (log.status === "running")
+    await registry.cancel(log, "its start could not be stored in time").catch(() => {});
+  else if (!(failure instanceof StoreError)) throw failure;
+  throw new HttpError(
+    503,
+    "store_unavailable",
+    "the run could not be stored, so it did not start: the store is not answering; try again shortly",
+  );
 }

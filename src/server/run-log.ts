@@ -34,6 +34,8 @@ export class RunLog {
   /** Where each own event sits in `all` (`ownIndex[i]` for `own[i]`). */
   readonly #ownIndex: number[] = [];
   status: RunStatus = "running";
+  /** What the run's `result()` rejected with, once it failed. */
+  failure: unknown;
   handle: RunHandle<any> | undefined;
   /** Calls waiting for a person's decision, keyed by `callKey()`. */
   readonly asking = new Map<string, { call: ToolCall; runId: string }>();

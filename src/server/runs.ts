@@ -291,8 +291,9 @@ export class RunRegistry {
         const result = await handle.result();
         log.status = result.stopReason === "awaiting_approval" ? "parked" : "completed";
         log.messages = result.messages;
-      } catch {
+      } catch (error) {
         log.status = "failed";
+        log.failure = error;
       }
       if (log.status !== "parked") log.parked = [];
       log.asking.clear();

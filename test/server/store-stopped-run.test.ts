@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunEvent, RunFailedKind } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
-import { SqliteStore } from "quiver-agents/store";
+import { SqliteStore, StoreError } from "quiver-agents/store";
 import { afterEach, describe, expect, it } from "vitest";
 import { agentWith, BASE } from "./helpers.js";
 
@@ -46,6 +46,73 @@ describe("a stored run that failed, as the server summarises it", () => {
     expect(await summary("stopped")).toMatchObject({ status: "failed", failureKind: "store_unavailable" });
     expect(await summary("broken")).toMatchObject({ status: "failed", failureKind: "provider_error" });
     server.close();
+    await store.close();
+  });
+});
+
+/** A real SQLite store whose lease-taking fails retryably (a database restarting) while `down()` says so. */
+function flakyStore(down: () => boolean) {
+  const dir = mkdtempSync(join(tmpdir(), "quiver-server-flaky-"));
+  dirs.push(dir);
+  const store = new SqliteStore({ path: join(dir, "runs.db") });
+  const flaky = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      if (key === "acquireLease")
+        return (...args: unknown[]) =>
+          down()
+            ? Promise.reject(
+                new StoreError("connection refused: the database is restarting", { retryable: true }),
+              )
+            : value.apply(target, args);
+      return value.bind(target);
+    },
+  });
+  return { store, flaky };
+}
+
+describe("POST /api/runs while the store is failing", () => {
+  it("answers 503 store_unavailable, never a 201 with an id the store has never heard of", async () => {
+    const { store, flaky } = flakyStore(() => true);
+    const server = createServer({
+      agent: agentWith([{ text: "hi" }]),
+      store: flaky,
+      runOptions: { storeWaitMs: 400 },
+    });
+    const response = await server.fetch(
+      new Request(`${BASE}/api/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ message: "hello" }),
+      }),
+    );
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ error: { code: "store_unavailable" } });
+    expect(await store.listRuns()).toEqual([]);
+    await server.close();
+    await store.close();
+  });
+
+  it("a store that comes back within storeWaitMs: the run waits for it, starts, and is answered 201", async () => {
+    const until = Date.now() + 300;
+    const { store, flaky } = flakyStore(() => Date.now() < until);
+    const server = createServer({
+      agent: agentWith([{ text: "hi" }]),
+      store: flaky,
+      runOptions: { storeWaitMs: 5_000 },
+    });
+    const response = await server.fetch(
+      new Request(`${BASE}/api/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ message: "hello" }),
+      }),
+    );
+    expect(response.status).toBe(201);
+    const { runId } = (await response.json()) as { runId: string };
+    expect(await store.getRun(runId)).toBeDefined();
+    await server.close();
     await store.close();
   });
 });

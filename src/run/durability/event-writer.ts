@@ -307,11 +307,22 @@ export class EventWriter implements EventSink {
   async #acquire(runId: string, { waitMs = 0, signal }: LeaseWait): Promise<Lease> {
     const store = this.store!;
     const giveUpAt = Date.now() + Math.max(0, waitMs);
+    // A store failing for a while (a database restarting) is waited for as an append waits for
+    // it: a run started in that moment starts once the store answers, within storeWaitMs.
+    let outageEndsAt: number | undefined;
     let pause = 50;
     while (true) {
       try {
         return await store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
       } catch (error) {
+        if (error instanceof StoreError && error.retryable && !(error instanceof LeaseConflict)) {
+          outageEndsAt ??= Date.now() + this.#storeWaitMs;
+          const left = outageEndsAt - Date.now();
+          if (left <= 0 || signal?.aborted) throw error;
+          await pauseFor(Math.min(pause, left), signal);
+          pause = Math.min(pause * 2, 1_000);
+          continue;
+        }
         const left = giveUpAt - Date.now();
         if (!(error instanceof LeaseConflict) || left <= 0 || signal?.aborted) throw error;
         // Wake when the lease expires, or sooner to notice a holder that died or released it.
