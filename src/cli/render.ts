@@ -1,5 +1,6 @@
 import type { RunEvent } from "../contract/events.js";
 import { type Colors, callLabel, duration, oneLine, plural } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 
 const STATUS_INTERVAL_MS = 100;
 const MAX_DIFF_LINES = 60;
@@ -65,10 +66,10 @@ export class EventRenderer {
     switch (ev.type) {
       case "text_delta":
         // A child run's words reach the parent as its tool result; streaming both would repeat them.
-        if (depth === 0) this.#write("out", ev.delta);
+        if (depth === 0) this.#write("out", terminalText(ev.delta));
         break;
       case "reasoning_delta":
-        if (this.#showReasoning && depth === 0) this.#write("err", c.dim(c.italic(ev.delta)));
+        if (this.#showReasoning && depth === 0) this.#write("err", c.dim(c.italic(terminalText(ev.delta))));
         break;
       case "message":
         if (ev.message.role === "assistant") this.#endOpen();
@@ -79,7 +80,7 @@ export class EventRenderer {
         break;
       case "approval_required": {
         this.#line(
-          `${indent}  ${c.yellow("?")} ${ev.call.name} needs approval${ev.reason ? c.dim(` — ${ev.reason}`) : ""}`,
+          `${indent}  ${c.yellow("?")} ${terminalText(ev.call.name)} needs approval${ev.reason ? c.dim(` — ${oneLine(ev.reason, 300)}`) : ""}`,
         );
         // What the call will do, before anyone decides: the tool's description and its diff.
         if (ev.description) this.#line(`${indent}    ${oneLine(ev.description, 200)}`);
@@ -95,8 +96,8 @@ export class EventRenderer {
         const why = ev.reason ? `: ${oneLine(ev.reason, 200)}` : "";
         this.#line(
           ev.decision === "approved"
-            ? `${indent}  ${c.green("✓")} ${ev.call.name} approved${by}`
-            : `${indent}  ${c.red("✗")} ${ev.call.name} denied${why}${by}`,
+            ? `${indent}  ${c.green("✓")} ${terminalText(ev.call.name)} approved${by}`
+            : `${indent}  ${c.red("✗")} ${terminalText(ev.call.name)} denied${why}${by}`,
         );
         break;
       }
@@ -105,7 +106,7 @@ export class EventRenderer {
         break;
       case "tool_call_retry":
         this.#line(
-          `${indent}  ${c.yellow("↻")} ${ev.call.name} failed (${oneLine(ev.error.message, 120)}); retry ${ev.attempt} in ${duration(ev.delayMs)}`,
+          `${indent}  ${c.yellow("↻")} ${terminalText(ev.call.name)} failed (${oneLine(ev.error.message, 120)}); retry ${ev.attempt} in ${duration(ev.delayMs)}`,
         );
         break;
       case "tool_call_update":
@@ -113,7 +114,7 @@ export class EventRenderer {
           // One physical line, or clearing it would leave the wrapped part behind.
           const room = (this.#err.columns || 100) - indent.length - ev.call.name.length - 8;
           this.#statusUpdate(
-            `${indent}  ${c.dim(`⋯ ${ev.call.name}: ${oneLine(partialText(ev.partial), Math.max(10, room))}`)}`,
+            `${indent}  ${c.dim(`⋯ ${terminalText(ev.call.name)}: ${oneLine(partialText(ev.partial), Math.max(10, room))}`)}`,
           );
         }
         break;
@@ -136,7 +137,7 @@ export class EventRenderer {
         break;
       case "run_failed":
         this.#line(
-          `${indent}${c.red(`✗ ${depth ? `${ev.agent} failed` : "the run failed"}: ${ev.name}: ${ev.message}`)}`,
+          `${indent}${c.red(`✗ ${depth ? `${terminalText(ev.agent)} failed` : "the run failed"}: ${terminalText(`${ev.name}: ${ev.message}`)}`)}`,
         );
         break;
       case "run_completed":
@@ -156,7 +157,8 @@ export class EventRenderer {
 
   #completed(ev: Extract<RunEvent, { type: "tool_call_completed" }>, indent: string): void {
     const c = this.#c;
-    const head = this.#lastCallLine === ev.call.id ? `${indent}  ⎿ ` : `${indent}  ⎿ ${ev.call.name}: `;
+    const head =
+      this.#lastCallLine === ev.call.id ? `${indent}  ⎿ ` : `${indent}  ⎿ ${terminalText(ev.call.name)}: `;
     if (ev.ok) {
       const lines = ev.output === "" ? 0 : ev.output.split("\n").length;
       const facts = [plural(lines, "line"), duration(ev.durationMs)];
@@ -177,7 +179,7 @@ export class EventRenderer {
 
   #diff(diff: string, indent: string): void {
     const c = this.#c;
-    const lines = diff.replace(/\n$/, "").split("\n");
+    const lines = terminalText(diff.replace(/\n$/, "")).split("\n");
     for (const line of lines.slice(0, MAX_DIFF_LINES)) {
       const colored =
         line.startsWith("+++") || line.startsWith("---")

@@ -13,6 +13,7 @@ import { showRun } from "./show-run.js";
 import { type OpenedStore, openExistingStore, storeArgument } from "./store-option.js";
 import { tailRun } from "./tail-run.js";
 import { colorsFor, isInteractive } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 import { EXIT, RUNS_HELP, UsageError } from "./usage.js";
 
 const RUNS_OPTIONS = {
@@ -179,10 +180,10 @@ function decision(parsed: Parsed): { approved: boolean; reason: string | undefin
 function printTable(runs: RunSummary[]): void {
   const c = colorsFor(process.stdout);
   const rows = runs.map((run) => [
-    run.parentRunId ? `↳ ${run.runId}` : run.runId,
+    terminalText(run.parentRunId ? `↳ ${run.runId}` : run.runId),
     failedForStore(run) ? RESUMABLE : run.status,
-    run.agent,
-    run.sessionId ?? "-",
+    terminalText(run.agent),
+    terminalText(run.sessionId ?? "-"),
     new Date(run.startedAt).toISOString().replace("T", " ").slice(0, 19),
     String(run.lastSeq),
   ]);

@@ -1,6 +1,7 @@
 import { flag, parseCommand, text } from "./options.js";
 import { openExistingStore } from "./store-option.js";
 import { colorsFor } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 import { EXIT, SESSIONS_HELP, UsageError } from "./usage.js";
 
 /** `quiver sessions list | clear <id>` over a store. */
@@ -48,7 +49,12 @@ export async function sessionsCommand(args: string[]): Promise<number> {
     }
     const c = colorsFor(process.stdout);
     const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-    const rows = sessions.map((s) => [s.sessionId, String(s.runs), when(s.startedAt), when(s.updatedAt)]);
+    const rows = sessions.map((s) => [
+      terminalText(s.sessionId),
+      String(s.runs),
+      when(s.startedAt),
+      when(s.updatedAt),
+    ]);
     const header = ["SESSION", "RUNS", "STARTED (UTC)", "UPDATED (UTC)"];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (cells: string[]) =>

@@ -7,6 +7,7 @@ import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import type { RunStore } from "../store/types.js";
 import { stopText } from "./render.js";
 import { type Colors, callLabel, duration, oneLine } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 
 /** What the log says about one call: how it ended, how long it took, who approved it. */
 export type CallReport = {
@@ -151,7 +152,9 @@ export function renderReport(report: RunReport, c: Colors): string[] {
       ),
     );
   if (report.error)
-    out.push(c.red(`error: ${report.error.name}: ${report.error.message} (${report.error.kind})`));
+    out.push(
+      c.red(terminalText(`error: ${report.error.name}: ${report.error.message} (${report.error.kind})`)),
+    );
   if (report.status === "failed" && report.error?.kind === STORE_UNAVAILABLE)
     out.push(
       c.dim(
@@ -165,10 +168,10 @@ export function renderReport(report: RunReport, c: Colors): string[] {
     if (message.role === "system") {
       out.push(`${c.dim("system:")} ${oneLine(textOf(message.content), 200)}`);
     } else if (message.role === "user") {
-      out.push(`${c.bold(c.blue("user:"))} ${textOf(message.content)}`);
+      out.push(`${c.bold(c.blue("user:"))} ${terminalText(textOf(message.content))}`);
     } else {
       const said = textOf(message.content);
-      if (said) out.push(`${c.bold(c.magenta("assistant:"))} ${said}`);
+      if (said) out.push(`${c.bold(c.magenta("assistant:"))} ${terminalText(said)}`);
       for (const call of message.toolCalls ?? [])
         out.push(...renderCall(byId.get(call.id) ?? { call, attempts: 0 }, c));
     }
@@ -196,14 +199,14 @@ export function renderReport(report: RunReport, c: Colors): string[] {
 
 function renderCall(report: CallReport, c: Colors): string[] {
   const lines = [
-    `  ${c.cyan("●")} ${callLabel(report.call.name, report.call.args)}  ${c.dim(report.call.id)}`,
+    `  ${c.cyan("●")} ${callLabel(report.call.name, report.call.args)}  ${c.dim(terminalText(report.call.id))}`,
   ];
   const approval = report.approval;
   if (approval) {
     lines.push(
       approval.decision === undefined
         ? `    ${c.yellow("? approval asked, not decided")}`
-        : `    ${approval.decision === "approved" ? c.green("✓ approved") : c.red("✗ denied")} by ${approval.by}${approval.reason ? `: ${approval.reason}` : ""}`,
+        : `    ${approval.decision === "approved" ? c.green("✓ approved") : c.red("✗ denied")} by ${terminalText(String(approval.by))}${approval.reason ? `: ${oneLine(approval.reason, 300)}` : ""}`,
     );
   }
   if (report.ok === undefined) {

@@ -1,4 +1,5 @@
 import pc from "picocolors";
+import { terminalText } from "./terminal-text.js";
 
 export type Colors = ReturnType<typeof pc.createColors>;
 
@@ -18,21 +19,25 @@ export function isInteractive(): boolean {
   return Boolean(process.stdin.isTTY && process.stderr.isTTY);
 }
 
-/** One line of `text`, at most `max` characters, whitespace folded. */
+/** One line of `text`, at most `max` characters, whitespace folded, safe to print (see `terminalText`). */
 export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  const flat = terminalText(text.replace(/\s+/g, " ").trim());
   return flat.length > max ? `${flat.slice(0, Math.max(1, max - 1))}…` : flat;
 }
 
-/** `name(key: value, …)` for a call line: values as JSON, the whole thing cut to `max`. */
+/**
+ * `name(key: value, …)` for a call line: values as JSON, a key that is not a plain word quoted
+ * (a model writes the keys too), the whole thing cut to `max` and safe to print.
+ */
 export function callLabel(name: string, args: unknown, max = 100): string {
   let inner: string;
   if (args && typeof args === "object" && !Array.isArray(args)) {
     inner = Object.entries(args as Record<string, unknown>)
-      .map(([key, value]) => `${key}: ${jsonText(value)}`)
+      .map(([key, value]) => `${/^[\w$-]+$/.test(key) ? key : JSON.stringify(key)}: ${jsonText(value)}`)
       .join(", ");
   } else inner = args === undefined ? "" : jsonText(args);
-  return `${name}(${oneLine(inner, Math.max(10, max - name.length - 2))})`;
+  const shownName = terminalText(name);
+  return `${shownName}(${oneLine(inner, Math.max(10, max - shownName.length - 2))})`;
 }
 
 function jsonText(value: unknown): string {
