@@ -47,9 +47,9 @@ export async function postChat(
     throw new HttpError(400, "bad_request", "the last message must be an object with a parts array");
   const agentKey = body.agent === undefined ? defaultAgent : body.agent;
   if (typeof agentKey !== "string") throw new HttpError(400, "bad_request", '"agent" must be a string');
-  // Another caller's chat looks like one that does not exist; a new one becomes this caller's.
-  if ((await registry.sessions.access(chatId, userId, true)) === "theirs")
-    throw notFound(`no chat ${chatId}`);
+  // Another caller's chat looks like one that does not exist; a new one becomes this caller's
+  // with the run that starts it (below), not with a request refused before that.
+  if ((await registry.sessions.access(chatId, userId)) === "theirs") throw notFound(`no chat ${chatId}`);
 
   if (last.role === "assistant" && typeof last.id === "string") {
     const log = await registry.get(last.id, userId);
@@ -77,7 +77,9 @@ export async function postChat(
     const history = previous?.messages ?? historyOf(messages.slice(0, -1) as UIMessage[]);
     input = [...history, { role: "user", content }];
   }
-  const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId }));
+  const log = await startClaimed(registry, chatId, userId, `no chat ${chatId}`, () =>
+    refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId })),
+  );
   return chatStream(log, 0);
 }
 
@@ -225,4 +227,26 @@ function historyOf(messages: UIMessage[]): Message[] {
     if (!isEmptyContent(content)) history.push({ role: message.role, content } as Message);
   }
   return history;
+}
+
+/**
+ * Starts the run that makes `sessionId` this caller's: the claim is made right before the start
+ * and forgotten when the start throws, so a refused request leaves the id nobody's.
+ */
+export async function startClaimed<T>(
+  registry: RunRegistry,
+  sessionId: string,
+  userId: string | undefined,
+  notFoundText: string,
+  start: () => T,
+): Promise<T> {
+  const access = await registry.sessions.access(sessionId, userId, true);
+  if (access === "theirs") throw notFound(notFoundText);
+  try {
+    return start();
+  } catch (error) {
+    if (access === "yours" && !(await registry.latestOfSession(sessionId, userId)))
+      registry.sessions.unclaim(sessionId);
+    throw error;
+  }
 }

@@ -6,7 +6,7 @@ import { type RunStore, StoreError } from "../store/types.js";
 import { type A2aOptions, mountA2a } from "./a2a.js";
 import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
-import { postChat, resumeChat } from "./chat.js";
+import { postChat, resumeChat, startClaimed } from "./chat.js";
 import { directTarget } from "./direct-stream.js";
 import {
   errorResponse,
@@ -209,8 +209,7 @@ export function createServer(options: ServerOptions): QuiverServer {
     const given = optionalString(body, "sessionId");
     const sessionId = given ?? `session_${randomUUID()}`;
     const agentKey = optionalString(body, "agent") ?? defaultAgent;
-    if (given === undefined) registry.sessions.claim(sessionId, userId);
-    else if ((await registry.sessions.access(sessionId, userId, true)) === "theirs")
+    if (given !== undefined && (await registry.sessions.access(sessionId, userId)) === "theirs")
       throw notFound(`no session ${sessionId}`);
     let input: RunInput = message;
     if (!registry.store) {
@@ -223,7 +222,9 @@ export function createServer(options: ServerOptions): QuiverServer {
         );
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
-    const log = refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
+    const log = await startClaimed(registry, sessionId, userId, `no session ${sessionId}`, () =>
+      refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId })),
+    );
     if (registry.store) await startStored(log, registry);
     return c.json({ runId: log.runId, sessionId }, 201);
   });

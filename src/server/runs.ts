@@ -142,8 +142,15 @@ export class RunRegistry {
     // A child run (an agent used as a tool) is reached through its root run, never by its own id.
     const log = this.#logs.get(runId) ?? (this.#roots.has(runId) ? undefined : await this.#load(runId));
     if (!log || log.userId !== userId) return undefined;
+    // Only its owner's asking picks up a run nobody drives: anyone else who knows its id gets
+    // the same 404 as for an unknown one, and sets nothing going.
+    if (this.#unchecked.delete(log) && log.status === "detached" && (await this.#abandoned(runId)))
+      this.#resume(log);
     return log;
   }
+
+  /** Runs loaded from the store as `detached` whose pickup waits for their owner's first request. */
+  readonly #unchecked = new WeakSet<RunLog>();
 
   /** Like `get`, but a 404 `HttpError` when the run is not there for this user. */
   async require(runId: string, userId: string | undefined): Promise<RunLog> {
@@ -430,7 +437,7 @@ export class RunRegistry {
     const raced = this.#logs.get(runId);
     if (raced) return raced;
     this.#logs.set(runId, log);
-    if (log.status === "detached" && (await this.#abandoned(runId))) this.#resume(log);
+    if (log.status === "detached") this.#unchecked.add(log);
     this.#evict();
     return log;
   }

@@ -62,6 +62,14 @@ export class SessionOwners {
     return "yours";
   }
 
+  /**
+   * Forgets a claim whose run did not start (the request was refused after the claim): the id
+   * is nobody's again. A session that has runs keeps its owner (the next lookup finds them).
+   */
+  unclaim(sessionId: string): void {
+    this.#owners.delete(sessionId);
+  }
+
   /** Records that `userId` starts a new session (an id the server made up, or one nobody had). */
   claim(sessionId: string, userId: string | undefined): void {
     remember(this.#owners, sessionId, userId);

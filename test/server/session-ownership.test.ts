@@ -97,6 +97,44 @@ describe.each([noStore, memoryHarness, sqliteHarness(), postgresHarness()])(
       return { server, store, model };
     }
 
+    it("a request refused before its run started claims no id: its owner-to-be still gets it", async () => {
+      const { server } = await setUp();
+      // Bob's requests are refused (an empty message, an assistant message naming no run).
+      const empty = await server.fetch(
+        post("/api/chat", { id: "standup", messages: [{ id: "m1", role: "user", parts: [] }] }, as("bob")),
+      );
+      expect(empty.status).toBe(400);
+      const assistantLast = await server.fetch(
+        post(
+          "/api/chat",
+          { id: "retro", messages: [{ id: "a1", role: "assistant", parts: [{ type: "text", text: "hi" }] }] },
+          as("bob"),
+        ),
+      );
+      expect(assistantLast.status).toBe(400);
+      const tooBig = await server.fetch(
+        post(
+          "/api/runs",
+          { sessionId: "planning", content: [{ type: "image", data: "", mediaType: "image/png" }] },
+          as("bob"),
+        ),
+      );
+      expect(tooBig.status).toBe(400);
+      // Alice starts those chats and sessions as hers.
+      expect(await chat(server, "alice", "standup", "morning")).toEqual({
+        status: 200,
+        reply: "heard: morning",
+      });
+      expect(await chat(server, "alice", "retro", "went well")).toEqual({
+        status: 200,
+        reply: "heard: went well",
+      });
+      expect(await runNative(server, "alice", "plan", "planning")).toMatchObject({
+        status: 201,
+        output: "heard: plan",
+      });
+    });
+
     it("another user's session id is a 404 on every endpoint that takes one; both keep their own", async () => {
       const { server, model } = await setUp();
       const first = await runNative(server, "alice", "alice's secret", "s-alice");

@@ -275,3 +275,44 @@ describe("a run whose process died", () => {
     }
   }, 60_000);
 });
+
+describe("a dead run's id in another user's request", () => {
+  it("is a 404 and picks nothing up; its owner's request resumes it", async () => {
+    const store = new SqliteStore({ path: dbPath() });
+    // Alice's run, left running by a process whose lease has run out.
+    const lease = await store.acquireLease("r-alice", "gone-process", 1);
+    const base = { runId: "r-alice", agent: "helper", at: Date.now() };
+    await store.append(lease, [
+      {
+        ...base,
+        seq: 1,
+        type: "run_started",
+        input: [{ role: "user", content: "hi" }],
+        userId: "alice",
+        sessionId: "s-alice",
+      },
+      { ...base, seq: 2, type: "turn_started", turn: 1 },
+    ]);
+    await new Promise((r) => setTimeout(r, 20));
+    const server = createServer({
+      agent: agentWith([{ text: "hello alice" }]),
+      store,
+      auth: (request) => request.headers.get("authorization")?.replace("Bearer ", "") ?? null,
+    });
+    const as = (user: string) => ({ authorization: `Bearer ${user}` });
+    try {
+      const bobs = await server.fetch(new Request(`${BASE}/api/runs/r-alice`, { headers: as("bob") }));
+      expect(bobs.status).toBe(404);
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await store.read("r-alice")).map((e) => e.type)).toEqual(["run_started", "turn_started"]);
+
+      const alices = await server.fetch(new Request(`${BASE}/api/runs/r-alice`, { headers: as("alice") }));
+      expect(alices.status).toBe(200);
+      await eventually(async () => (await store.getRun("r-alice"))?.status === "completed");
+      expect((await store.read("r-alice")).some((e) => e.type === "run_resumed")).toBe(true);
+    } finally {
+      await server.close();
+      await store.close();
+    }
+  });
+});
