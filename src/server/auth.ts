@@ -58,6 +58,19 @@ export async function authenticate(
     const origin = request.headers.get("origin");
     if (origin && origin !== "null" && !isLoopback(hostOf(safeHost(origin))))
       throw new HttpError(403, "cross_origin", `requests from ${origin} are refused`);
+    // A GET from another site's <script>, <img> or no-cors fetch carries no Origin: the page
+    // cannot read the answer, but can tell 200 from 404 (does a chat of that name exist?). A
+    // navigation (a link to this server, followed) stays allowed: it shows the page to the user.
+    const site = request.headers.get("sec-fetch-site");
+    if (
+      (site === "cross-site" || site === "same-site") &&
+      request.headers.get("sec-fetch-mode") !== "navigate"
+    )
+      throw new HttpError(
+        403,
+        "cross_origin",
+        `requests from another site (Sec-Fetch-Site: ${site}) are refused`,
+      );
     return { userId: undefined };
   }
   if (typeof auth === "string") {

@@ -154,6 +154,47 @@ describe("origin checks on state-changing requests", () => {
   });
 });
 
+describe("cross-site reads without auth", () => {
+  it("a GET from another site's script, image or no-cors fetch is refused; a followed link and the page's own fetches are not", async () => {
+    const server = createServer({ agent: agentWith([{ text: "hi" }]) });
+    const started = await server.fetch(
+      post("/api/runs", { message: "secret plans", sessionId: "acme-merger" }),
+    );
+    expect(started.status).toBe(201);
+    const get = (path: string, headers: Record<string, string>) =>
+      server.fetch(new Request(`${BASE}${path}`, { headers }));
+    // A hostile page probing for a chat by name: no Origin, but the browser says where it came from.
+    for (const site of ["cross-site", "same-site"]) {
+      for (const path of ["/api/sessions/acme-merger", "/api/sessions/does-not-exist"]) {
+        const probed = await get(path, {
+          "sec-fetch-site": site,
+          "sec-fetch-mode": "no-cors",
+          "sec-fetch-dest": "script",
+        });
+        expect(probed.status, `${site} ${path}`).toBe(403);
+        expect(await errorCode(probed)).toBe("cross_origin");
+      }
+    }
+    // A link to the server, followed from another site, shows the page.
+    expect(
+      (
+        await get("/", {
+          "sec-fetch-site": "cross-site",
+          "sec-fetch-mode": "navigate",
+          "sec-fetch-dest": "document",
+        })
+      ).status,
+    ).toBe(200);
+    // The page's own fetches, and clients that are not browsers.
+    expect(
+      (await get("/api/sessions/acme-merger", { "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" }))
+        .status,
+    ).toBe(200);
+    expect((await get("/api/sessions/acme-merger", {})).status).toBe(200);
+    await server.close();
+  });
+});
+
 describe("JSON bodies only as application/json", () => {
   it("refuses look-alike and plain media types with 415; parameters are fine", async () => {
     const server = createServer({ agent: agentWith([{ text: "a" }, { text: "b" }, { text: "c" }]) });
