@@ -57,6 +57,32 @@ function lastToolText(req: ModelRequest): string {
 }
 
 describe("AG-UI at POST /api/ag-ui, with @ag-ui/client's HttpAgent", () => {
+  it("a body nested thousands of levels deep is a 400, not a 500 the operator is told of", async () => {
+    const reported: unknown[] = [];
+    const url = await start({ agent: agentWith([{ text: "hi" }]), onError: (error) => reported.push(error) });
+    // Built as text: the test's own JSON.stringify would overflow on it too.
+    const deep = `${'{"a":'.repeat(5_000)}{}${"}".repeat(5_000)}`;
+    const input = {
+      threadId: "t-deep",
+      runId: "r-deep",
+      state: "DEEP",
+      messages: [{ id: "m1", role: "user", content: "hi" }],
+      tools: [],
+      context: [],
+      forwardedProps: {},
+    };
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify(input).replace('"DEEP"', deep),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      error: { code: "bad_request", message: /nested more than 256 levels/ },
+    });
+    expect(reported).toEqual([]);
+  });
+
   it("streams text and reasoning as steps, text and reasoning messages", async () => {
     const url = await start({ agent: agentWith([{ reasoning: "thinking", text: "hello there" }]) });
     const { agent, seen, types } = client(url, "t-text");
