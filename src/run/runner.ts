@@ -1,5 +1,6 @@
 import type { RunEvent, RunFailedKind } from "../contract/events.js";
 import { ProviderError, UserError } from "../errors.js";
+import { leaseOwner } from "../store/lease-owner.js";
 import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import { type Lease, LeaseConflict, type RunStore, type RunSummary, StoreError } from "../store/types.js";
 import { asError } from "../thrown.js";
@@ -102,7 +103,7 @@ export const Runner = {
     const lease: DriveLease = {
       waitMs: waitForLeaseMs ?? 0,
       mustExist: async (run) => {
-        const summary = await options.store.getRun(runId);
+        const summary = await patiently(run, `reading run ${runId}`, () => options.store.getRun(runId));
         if (summary === undefined) throw new UserError(`the store has no run ${runId}`);
         const unfinished = summary.status !== "completed" && summary.status !== "failed";
         if (
@@ -233,7 +234,7 @@ async function resumeStored(
   store: RunStore,
   agent: Agent<any, any>,
 ): Promise<RunResult<any> | { finished: RunResult<any> }> {
-  const state = await loadRun(store, run.runId);
+  const state = await patiently(run, `reading run ${run.runId}`, () => loadRun(store, run.runId));
   if (state.status !== "running" && !resumesAfterFailure(state))
     return { finished: storedResult(state, agent) };
   return resumeLoop(run, state);
@@ -260,7 +261,9 @@ export function startOrResume<Deps, Output>(
     runOptions,
     true,
     async (run, lease) => {
-      const stored = lease?.stored ?? (await store.getRun(runId)) !== undefined;
+      const stored =
+        lease?.stored ??
+        (await patiently(run, `reading run ${runId}`, () => store.getRun(runId))) !== undefined;
       return stored ? resumeStored(run, store, agent) : fresh(run, input);
     },
     { waitMs: waitForLeaseMs ?? 0 },
@@ -286,7 +289,9 @@ async function givenTranscript(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const { started, userId } = await sessionOwner(store, sessionId);
+  const { started, userId } = await patiently(run, `reading session ${sessionId}`, () =>
+    sessionOwner(store, sessionId),
+  );
   if (started) assertSessionUser(run, sessionId, userId);
   return runLoop(run, input);
 }
@@ -314,17 +319,40 @@ async function continueSession(
   const sink = run.events.sink!;
   const key = sessionLeaseKey(sessionId);
   try {
-    await sink.acquire(key);
+    await sink.acquire(key, { signal: run.control.signal });
   } catch (error) {
     if (!(error instanceof LeaseConflict)) throw error;
-    throw new UserError(
-      `session ${sessionId} has a run in progress: wait for it to end (or steer it with inject()) before starting another`,
-    );
+    throw await sessionHeld(store, sessionId, error);
   }
   // Given back with the run's own lease, in the same breath (see `releaseLeases`).
   sessionLeases.set(run, key);
-  const runs = await closeAbandoned(store, sessionId, run.runId);
+  // One owner for every attempt: a close the store failed half-way leaves a lease of that owner.
+  const owner = leaseOwner();
+  const runs = await patiently(run, `closing the abandoned run of session ${sessionId}`, () =>
+    closeAbandoned(store, sessionId, run.runId, owner),
+  );
   return continueFromHistory(run, store, sessionId, input, runs);
+}
+
+/**
+ * Why the session's lease is held by another driver, as far as the store tells: a run of the
+ * session it holds as running, or — when none is — a run starting, or one that stopped (its
+ * store failed under it) whose process has not given the session back yet. The last is not "a
+ * run in progress": it lets go once its store answers again, and at the lease's expiry anyway.
+ */
+async function sessionHeld(store: RunStore, sessionId: string, conflict: LeaseConflict): Promise<UserError> {
+  const held = `lease owner ${conflict.owner}, until ${new Date(conflict.expiresAt).toISOString()} unless renewed`;
+  const runs = await store.listRuns({ sessionId }).catch(() => undefined);
+  const holding = runs?.findLast((r) => !r.parentRunId && r.leaseOwner === conflict.owner);
+  if (holding?.status === "running")
+    return new UserError(
+      `session ${sessionId} has a run in progress (${holding.runId}, ${held}): wait for it to end (or steer it with inject()) before starting another`,
+    );
+  const state = runs === undefined ? "" : " with no run in progress in the store";
+  return new UserError(
+    `session ${sessionId} is held by another driver (${held})${state}: a run starting, or one that stopped ` +
+      "without giving the session back yet (its store failed under it; it does once the store answers); wait for it to let go",
+  );
 }
 
 /**
@@ -339,6 +367,7 @@ async function closeAbandoned(
   store: RunStore,
   sessionId: string,
   runId: string,
+  owner: string,
 ): Promise<readonly RunSummary[] | undefined> {
   const runs = await store.listRuns({ sessionId });
   const latest = runs.findLast((r) => !r.parentRunId && r.runId !== runId);
@@ -348,14 +377,15 @@ async function closeAbandoned(
   try {
     for (const child of runs) {
       if (child.parentRunId === latest.runId && child.status === "running")
-        await closeStoredRun(store, child.runId, why);
+        await closeStoredRun(store, child.runId, why, owner);
     }
-    await closeStoredRun(store, latest.runId, why);
+    await closeStoredRun(store, latest.runId, why, owner);
     return undefined;
   } catch (error) {
     if (!(error instanceof LeaseConflict)) throw error;
     throw new UserError(
-      `session ${sessionId} has a run in progress (${latest.runId}, being resumed elsewhere): wait for it to end before starting another`,
+      `session ${sessionId} has a run in progress (${latest.runId}, held by lease owner ${error.owner} until ${new Date(error.expiresAt).toISOString()} unless renewed: ` +
+        "being resumed elsewhere, or stopped there without giving it back): wait for it to end before starting another",
     );
   }
 }
@@ -367,7 +397,7 @@ async function closeAbandoned(
 async function holdSession(run: ActiveRun, sessionId: string): Promise<void> {
   const key = sessionLeaseKey(sessionId);
   try {
-    await run.events.sink!.acquire(key);
+    await run.events.sink!.acquire(key, { signal: run.control.signal });
   } catch (error) {
     if (!(error instanceof LeaseConflict)) throw error;
     throw new UserError(
@@ -401,13 +431,26 @@ async function continueFromHistory(
   input: RunInput,
   runs?: readonly RunSummary[],
 ): Promise<RunResult<any>> {
-  const { messages: history, started, userId, state } = await sessionHistory(store, sessionId, runs);
+  const {
+    messages: history,
+    started,
+    userId,
+    state,
+  } = await patiently(run, `reading session ${sessionId}`, () => sessionHistory(store, sessionId, runs));
   if (!started) return runLoop(run, input);
   assertSessionUser(run, sessionId, userId);
   // The session's state goes on too, unless the caller gave the run one.
   if (state !== undefined && run.options.state === undefined) run.state.restore(state);
   if (!history.length) return runLoop(run, input);
   return runLoop(run, [...history, ...inputMessages(input)]);
+}
+
+/**
+ * `attempt` — a store operation of the run's start, before anything of the run is stored —
+ * waited for through a store that fails for a while, as the run's appends are (`storeWaitMs`).
+ */
+function patiently<T>(run: ActiveRun, what: string, attempt: () => Promise<T>): Promise<T> {
+  return run.events.sink!.whileStoreFails(what, attempt, run.control.signal);
 }
 
 /** A started run: its state, its event buffer and its outcome. */

@@ -32,6 +32,7 @@ import { listTasks } from "./a2a-task-list.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
+import { startStored } from "./stored-start.js";
 
 type Request<Method extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[Method]>[0];
 
@@ -226,9 +227,18 @@ export class A2aTasks implements A2ARequestHandler {
     let input: string | ContentBlock[] | Message[] = content;
     if (!this.#registry.store) input = [...(previous?.messages ?? []), { role: "user", content }];
     const started = input;
-    return this.#malformedIfRefused(() =>
+    const log = this.#malformedIfRefused(() =>
       this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
     );
+    // As `POST /api/runs`: the task is handed out once its start is stored. A store that did not
+    // take it is a failure of the server (-32603, told to onError); a refusal is the caller's.
+    if (this.#registry.store)
+      await startStored(log, this.#registry).catch((error: unknown) => {
+        if (error instanceof HttpError && error.status === 409)
+          throw new this.#sdk.errors.UnsupportedOperationError(error.message);
+        throw error;
+      });
+    return log;
   }
 
   /**

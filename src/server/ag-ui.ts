@@ -18,6 +18,7 @@ import { ClientResults } from "./client-tools.js";
 import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
+import { startStored } from "./stored-start.js";
 import { framed, translatedStream } from "./translated-stream.js";
 
 /** Per server: results of client-tool calls on their way into runs. */
@@ -86,6 +87,8 @@ export async function postAgUi(
     registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools, { state: input.state }),
   );
   startedBy.set(log, newMessage!.id);
+  // As `POST /api/runs`: the stream begins once the run's start is stored.
+  if (registry.store) await startStored(log, registry);
   return agUiStream(log, input, wire, 0);
 }
 

@@ -3,6 +3,7 @@ import { attachment, isEmptyContent, messageContent, refusingBadInput } from "./
 import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
+import { startStored } from "./stored-start.js";
 import { translatedStream } from "./translated-stream.js";
 import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
 
@@ -80,6 +81,8 @@ export async function postChat(
   const log = await startClaimed(registry, chatId, userId, `no chat ${chatId}`, () =>
     refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId })),
   );
+  // As `POST /api/runs`: the response (which names the run) begins once the start is stored.
+  if (registry.store) await startStored(log, registry);
   return chatStream(log, 0);
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { HumanChannel } from "../builtin-tools/ask-human.js";
 import { type Agent, type RunInput, type RunOptions, UserError } from "../index.js";
-import { type RunStore, StoreError } from "../store/types.js";
+import type { RunStore } from "../store/types.js";
 import { type A2aOptions, mountA2a } from "./a2a.js";
 import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
@@ -30,10 +30,10 @@ import {
 } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountedAt, mountPage, servePage } from "./page.js";
-import type { RunLog } from "./run-log.js";
 import { RunRegistry } from "./runs.js";
 import { internalError, type ServerErrorHandler } from "./server-errors.js";
 import { mountSessions } from "./sessions-api.js";
+import { startStored } from "./stored-start.js";
 
 /** Options every run the server starts gets (besides its store, session and user). */
 export type ServerRunOptions = Omit<RunOptions<any>, "store" | "sessionId" | "userId" | "runId" | "signal">;
@@ -309,33 +309,4 @@ export function closeTimeout(timeoutMs: number | undefined): number {
 function remoteAddressOf(env: unknown): string | undefined {
   const incoming = (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
   return incoming?.socket?.remoteAddress;
-}
-
-/** A run waits 20 s for a store that fails (`storeWaitMs`'s default); its start, a little longer. */
-const START_STORED_MS = 25_000;
-
-/**
- * With a store, a new run's id is handed out once its start (the user's message) is stored: a
- * crash right after the answer must not leave the caller an id the store has never heard of.
- * A run that failed before anything was stored is answered with why — `503 store_unavailable`
- * when the store failed (try again), `409` for a refusal of the run (its session is busy) — and
- * a store that has not taken the start within `timeoutMs` (the run's own wait for its store,
- * and a margin) is a 503 too: the run is cancelled, so a client that tries again does not get
- * two.
- */
-async function startStored(log: RunLog, registry: RunRegistry, timeoutMs = START_STORED_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (log.all.length === 0 && log.status === "running" && Date.now() < deadline)
-    await log.changed(deadline - Date.now());
-  if (log.all.length > 0) return;
-  const failure = log.failure;
-  if (failure instanceof UserError) throw new HttpError(409, "refused", failure.message);
-  if (log.status === "running")
-    await registry.cancel(log, "its start could not be stored in time").catch(() => {});
-  else if (!(failure instanceof StoreError)) throw failure;
-  throw new HttpError(
-    503,
-    "store_unavailable",
-    "the run could not be stored, so it did not start: the store is not answering; try again shortly",
-  );
 }

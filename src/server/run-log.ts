@@ -36,6 +36,8 @@ export class RunLog {
   status: RunStatus = "running";
   /** What the run's `result()` rejected with, once it failed. */
   failure: unknown;
+  /** The `storeWaitMs` the run was given, if any: how long its start may wait for its store. */
+  storeWaitMs: number | undefined;
   handle: RunHandle<any> | undefined;
   /** Calls waiting for a person's decision, keyed by `callKey()`. */
   readonly asking = new Map<string, { call: ToolCall; runId: string }>();

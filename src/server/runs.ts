@@ -112,6 +112,7 @@ export class RunRegistry {
     });
     const log = new RunLog(handle.runId, agentKey, context.userId, context.sessionId);
     if (added.length) log.extraTools = added;
+    if (typeof extra.storeWaitMs === "number") log.storeWaitMs = extra.storeWaitMs;
     this.#logs.set(log.runId, log);
     this.#drive(log, handle);
     this.#evict();

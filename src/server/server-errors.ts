@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { StoreError } from "../store/types.js";
 
 /** What `onError` is told besides the error: the request that failed and the id its client was given. */
 export type ServerErrorContext = {
   request: Request;
   /** Also in the response's body (`error.requestId`) and its `x-request-id` header. */
   requestId: string;
-  /** The status the client got: 500, or 503 when the `auth` function failed. */
+  /** The status the client got: 500, or 503 when the `auth` function or the store (retryably) failed. */
   status: number;
 };
 
@@ -44,11 +45,15 @@ export function internalError(
   onError: ServerErrorHandler | undefined,
 ): Response {
   const auth = error instanceof AuthFailure;
-  const status = auth ? 503 : 500;
+  // A store that fails for a while (a database restarting): the client may try again.
+  const store = error instanceof StoreError && error.retryable;
+  const status = auth || store ? 503 : 500;
   const requestId = reportFailure(auth ? error.cause : error, request, onError, status);
   const [code, message] = auth
     ? ["auth_unavailable", "the server could not check this request's credentials; try again later"]
-    : ["internal", "the server failed to answer this request"];
+    : store
+      ? ["store_unavailable", "the server's store is not answering; try again shortly"]
+      : ["internal", "the server failed to answer this request"];
   // The documented `{ error: { code, message } }`, plus the id a user can quote to an operator.
   return Response.json(
     { error: { code, message: `${message} (request ${requestId})`, requestId } },

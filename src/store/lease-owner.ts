@@ -57,14 +57,16 @@ function parse(owner: string): ParsedOwner | undefined {
 }
 
 /**
- * True when `owner` names a process on this machine that no longer exists: its lease is free
- * at once. Anything else — another machine, an id this function cannot read, a process that
+ * True when `owner` names a process on this machine that no longer exists, or a driver of this
+ * process that stopped without giving its leases back (its store failed under it): its lease is
+ * free at once. Anything else — another machine, an id this function cannot read, a process that
  * exists or that it cannot be sure about — is false, and the lease stays until it expires.
  *
  * @example
  * if (ownerIsGone(summary.leaseOwner ?? "")) await Runner.resume(agent, summary.runId, { store });
  */
 export function ownerIsGone(owner: string): boolean {
+  if (stopped.has(owner)) return true;
   const parsed = parse(owner);
   if (parsed === undefined) return false;
   const self = thisProcess();
@@ -86,6 +88,34 @@ export function ownerIsGone(owner: string): boolean {
   const stat = readStat(parsed.pid);
   if (stat === undefined) return false;
   return stat.zombie || stat.started !== parsed.started;
+}
+
+/**
+ * Drivers of this process that stopped without their store confirming that their leases were
+ * given back (the store failed under them): this process judges such an owner as it would a
+ * dead process's, so its own `Runner.recover` and the session's next run need not wait out the
+ * ttl. Kept for `forMs` (by then the leases have expired anyway), or until `ownerResumed`.
+ */
+const stopped = new Map<string, NodeJS.Timeout>();
+
+/**
+ * Marks `owner` — a driver of this process that has stopped for good and will write nothing
+ * more — as gone, for `forMs`.
+ *
+ * @example
+ * ownerStopped(owner, 2 * leaseTtlMs);
+ */
+export function ownerStopped(owner: string, forMs: number): void {
+  clearTimeout(stopped.get(owner));
+  const timer = setTimeout(() => stopped.delete(owner), forMs);
+  timer.unref?.();
+  stopped.set(owner, timer);
+}
+
+/** Forgets `ownerStopped(owner)`: its leases are all given back. */
+export function ownerReleasedAll(owner: string): void {
+  clearTimeout(stopped.get(owner));
+  stopped.delete(owner);
 }
 
 /** Process `pid`'s start time (clock ticks since boot) and whether it is a zombie, from /proc/<pid>/stat. */

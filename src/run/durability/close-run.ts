@@ -15,7 +15,8 @@ import { replay } from "./replay.js";
  * started — it may have taken effect — else `cancelled`), the tool messages follow in request
  * order (so the transcript stays valid input for the next run of the session), then
  * `run_completed`. `why` ends each such result's text. A run another process is driving cannot be
- * closed from here (its lease is held: `LeaseConflict`).
+ * closed from here (its lease is held: `LeaseConflict`). A caller that tries again after a
+ * failure of the store passes the same `owner`: a lease it could not give back is still its own.
  *
  * @example
  * await closeStoredRun(store, runId, "the run was cancelled (quiver runs cancel)");
@@ -24,8 +25,9 @@ export async function closeStoredRun(
   store: RunStore,
   runId: string,
   why: string,
+  owner = leaseOwner(),
 ): Promise<{ pending: number }> {
-  const lease = await store.acquireLease(runId, leaseOwner(), 10_000);
+  const lease = await store.acquireLease(runId, owner, 10_000);
   try {
     const events = await store.read(runId);
     if (events.length === 0) throw new UserError(`the store has no run ${runId}`);

@@ -1,10 +1,11 @@
 import { isAborted, raceAbort, timeoutSignal } from "../../abort.js";
 import type { RunEvent } from "../../contract/events.js";
-import { leaseOwner } from "../../store/lease-owner.js";
+import { leaseOwner, ownerReleasedAll, ownerStopped } from "../../store/lease-owner.js";
 import type { Lease, RunStore } from "../../store/types.js";
 import { APPENDS_IN_CALL_ORDER, LeaseConflict, StoreError } from "../../store/types.js";
 import type { EventQueue } from "../state/event-queue.js";
 import type { EventSink, LeaseWait } from "../state/event-sink.js";
+import { FIRST_PAUSE_MS, isRetryable, nextPause, pauseFor, whileStoreFails } from "./store-wait.js";
 
 export { leaseOwner } from "../../store/lease-owner.js";
 
@@ -181,7 +182,7 @@ export class EventWriter implements EventSink {
     try {
       await previous;
       let last: StoreError = first;
-      let pause = 100;
+      let pause = FIRST_PAUSE_MS;
       while (this.#failure === undefined) {
         const since = this.#outageSince ?? Date.now();
         const left = since + this.#storeWaitMs - Date.now();
@@ -196,7 +197,7 @@ export class EventWriter implements EventSink {
           return false;
         }
         await pauseFor(Math.min(pause, left), undefined);
-        pause = Math.min(pause * 2, 2_000);
+        pause = nextPause(pause);
         if (this.#failure !== undefined) return false;
         try {
           // Within what is left of the wait: a retry that hangs must not stretch it.
@@ -284,6 +285,15 @@ export class EventWriter implements EventSink {
   #renewing = false;
 
   /**
+   * Runs a store operation the run needs before it can store anything (its lease, the reads of
+   * its start), waiting for a store that fails retryably as an append does: retried for
+   * `storeWaitMs` from the first failure, and no longer once `signal` (the run's) aborts.
+   */
+  whileStoreFails<T>(what: string, attempt: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return whileStoreFails(attempt, { waitMs: this.#storeWaitMs, what, ...(signal && { signal }) });
+  }
+
+  /**
    * Takes the run's lease (one writer per run) and keeps it renewed until `release`. While
    * another live process holds it, waits up to `waitMs` (polling, so a holder that dies or
    * lets go is noticed at once), then throws its `LeaseConflict`.
@@ -307,22 +317,17 @@ export class EventWriter implements EventSink {
   async #acquire(runId: string, { waitMs = 0, signal }: LeaseWait): Promise<Lease> {
     const store = this.store!;
     const giveUpAt = Date.now() + Math.max(0, waitMs);
-    // A store failing for a while (a database restarting) is waited for as an append waits for
-    // it: a run started in that moment starts once the store answers, within storeWaitMs.
-    let outageEndsAt: number | undefined;
     let pause = 50;
     while (true) {
       try {
-        return await store.acquireLease(runId, this.#owner, this.#leaseTtlMs);
+        // A store failing for a while (a database restarting) is waited for as an append waits
+        // for it: a run started in that moment starts once the store answers.
+        return await this.whileStoreFails(
+          `acquiring the lease of run ${runId}`,
+          () => store.acquireLease(runId, this.#owner, this.#leaseTtlMs),
+          signal,
+        );
       } catch (error) {
-        if (error instanceof StoreError && error.retryable && !(error instanceof LeaseConflict)) {
-          outageEndsAt ??= Date.now() + this.#storeWaitMs;
-          const left = outageEndsAt - Date.now();
-          if (left <= 0 || signal?.aborted) throw error;
-          await pauseFor(Math.min(pause, left), signal);
-          pause = Math.min(pause * 2, 1_000);
-          continue;
-        }
         const left = giveUpAt - Date.now();
         if (!(error instanceof LeaseConflict) || left <= 0 || signal?.aborted) throw error;
         // Wake when the lease expires, or sooner to notice a holder that died or released it.
@@ -392,7 +397,7 @@ export class EventWriter implements EventSink {
 
   /**
    * Stores what is pending, then gives the run's lease back. After the store failed, nothing
-   * waits for it: the lease is let go in the background (it expires anyway).
+   * waits for it: the lease is let go in the background (see `#giveBack`).
    */
   async release(runId: string): Promise<void> {
     const flushed = this.#failure === undefined ? this.flushed()?.catch(() => {}) : undefined;
@@ -401,17 +406,67 @@ export class EventWriter implements EventSink {
     // one that commits in groups stores both in one commit.
     let released =
       lease && this.store && this.#inCallOrder && this.#failure === undefined
-        ? this.store.releaseLease(lease).catch(() => {})
+        ? this.#giveBack(lease)
         : undefined;
     if (released) this.#forget(runId);
     await flushed;
     this.#forget(runId);
     if (!lease || !this.store) return;
-    released ??= this.store.releaseLease(lease).catch(() => {});
+    // The last lease let go, after the last events: this driver writes nothing more.
+    if (this.#leases.size === 0) {
+      this.#done = true;
+      this.#stopIfIdle();
+    }
+    released ??= this.#giveBack(lease);
     if (this.#failure !== undefined) return;
     this.#storeWaits++;
     await released;
     this.#storeWaits--;
+  }
+
+  /** True once this driver has let go of its last lease after its last events. */
+  #done = false;
+  /** Leases given back whose release the store did not confirm (it failed): tried again in the background. */
+  #unconfirmed = 0;
+
+  /**
+   * Gives `lease` back; resolves after the first attempt. One the store failed to take is tried
+   * again in the background, with growing pauses, until the store answers or the lease has
+   * expired anyway: a driver its store stopped must not keep other processes off its run and
+   * session for the whole ttl once the store works again.
+   */
+  #giveBack(lease: Lease): Promise<void> {
+    const store = this.store!;
+    const until = Date.now() + this.#leaseTtlMs;
+    // True once there is nothing left to try: given back, or refused for good (a closed store).
+    const attempt = () =>
+      Promise.resolve()
+        .then(() => store.releaseLease(lease))
+        .then(
+          () => true,
+          (error: unknown) => !isRetryable(error),
+        );
+    return attempt().then((done) => {
+      if (done) return;
+      this.#unconfirmed++;
+      this.#stopIfIdle();
+      void (async () => {
+        for (let pause = FIRST_PAUSE_MS; Date.now() + pause < until; pause = nextPause(pause)) {
+          await new Promise((wake) => setTimeout(wake, pause).unref?.());
+          if (await attempt()) break;
+        }
+        if (--this.#unconfirmed === 0) ownerReleasedAll(this.#owner);
+      })();
+    });
+  }
+
+  /**
+   * A driver that has stopped for good (its store failed, or it let go of everything) while the
+   * store holds a lease of it: this process need not wait for that lease (see `ownerStopped`).
+   */
+  #stopIfIdle(): void {
+    if (this.#unconfirmed === 0 || this.#leases.size > 0) return;
+    if (this.#done || this.#failure !== undefined) ownerStopped(this.#owner, 2 * this.#leaseTtlMs);
   }
 
   /** Stops renewing the run's lease (its release is under way). */
@@ -448,19 +503,6 @@ function byRun(batch: RunEvent[]): Map<string, RunEvent[]> {
 /** `store.append`, with a custom store's synchronous throw turned into a rejection. */
 async function appendTo(store: RunStore, lease: Lease, events: RunEvent[]): Promise<void> {
   await store.append(lease, events);
-}
-
-/** Resolves after `ms`, or early when `signal` aborts. */
-function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** A thrown value's message, without trusting it (a getter may throw). */

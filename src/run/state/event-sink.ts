@@ -18,6 +18,12 @@ export interface EventSink {
   write(event: RunEvent): void;
   /** Resolves once every event written so far is stored (`undefined` when nothing needs waiting for). */
   flushed(): Promise<void> | undefined;
+  /**
+   * Runs a store operation the run needs before it can store anything (a read of its session,
+   * of its log), retrying a store that fails for a while as appends are retried (`storeWaitMs`),
+   * until `signal` aborts.
+   */
+  whileStoreFails<T>(what: string, attempt: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Takes the run's lease and keeps it renewed until `release`; resolves with the lease taken. */
   acquire(runId: string, wait?: LeaseWait): Promise<Lease | undefined>;
   release(runId: string): Promise<void>;
