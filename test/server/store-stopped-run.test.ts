@@ -75,10 +75,12 @@ function flakyStore(down: () => boolean) {
 describe("POST /api/runs while the store is failing", () => {
   it("answers 503 store_unavailable, never a 201 with an id the store has never heard of", async () => {
     const { store, flaky } = flakyStore(() => true);
+    const reported: number[] = [];
     const server = createServer({
       agent: agentWith([{ text: "hi" }]),
       store: flaky,
       runOptions: { storeWaitMs: 400 },
+      onError: (_error, { status }) => reported.push(status),
     });
     const response = await server.fetch(
       new Request(`${BASE}/api/runs`, {
@@ -89,6 +91,8 @@ describe("POST /api/runs while the store is failing", () => {
     );
     expect(response.status).toBe(503);
     expect(await response.json()).toMatchObject({ error: { code: "store_unavailable" } });
+    // The operator hears of it; the client gets a fixed message and a request id.
+    expect(reported).toEqual([503]);
     expect(await store.listRuns()).toEqual([]);
     await server.close();
     await store.close();
