@@ -222,9 +222,13 @@ export function createServer(options: ServerOptions): QuiverServer {
         );
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
-    const log = await startClaimed(registry, sessionId, userId, `no session ${sessionId}`, () =>
-      refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId })),
-    );
+    const begin = () => refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
+    // A session id made here is nobody's: the store need not be asked whose it is, so a store that
+    // is restarting is waited for by the run's own start (storeWaitMs), not refused at once.
+    const log =
+      given === undefined
+        ? claimingNew(registry, sessionId, userId, begin)
+        : await startClaimed(registry, sessionId, userId, `no session ${sessionId}`, begin);
     if (registry.store) await startStored(log, registry);
     return c.json({ runId: log.runId, sessionId }, 201);
   });
@@ -303,6 +307,22 @@ export function closeTimeout(timeoutMs: number | undefined): number {
   if (!(timeoutMs >= 0))
     throw new UserError(`timeoutMs must be a number of ms (0 or more), got ${timeoutMs}`);
   return timeoutMs;
+}
+
+/** Starts the run of a session id made for it (nobody else's): claimed with it, forgotten if the start throws. */
+function claimingNew<T>(
+  registry: RunRegistry,
+  sessionId: string,
+  userId: string | undefined,
+  start: () => T,
+): T {
+  registry.sessions.claim(sessionId, userId);
+  try {
+    return start();
+  } catch (error) {
+    registry.sessions.unclaim(sessionId);
+    throw error;
+  }
 }
 
 /** The peer's address when the runtime tells it (@hono/node-server passes the Node request). */
