@@ -135,7 +135,7 @@ describe("a run that starts while Postgres is down", () => {
 
 describe("after Postgres stopped a run, its process alive", () => {
   /** A run of session `sessionId` that the database going down stops inside its first charge. */
-  async function stoppedRun(sessionId: string) {
+  async function stoppedRun(sessionId: string, whileDown?: (store: PostgresStore) => Promise<void>) {
     const set = await setUp();
     const agent = paymentsAgent({
       effects: set.effects,
@@ -147,12 +147,16 @@ describe("after Postgres stopped a run, its process alive", () => {
     const { error } = await settle(handle);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).retryable).toBe(true);
+    await whileDown?.(set.store);
     await restart();
     return { ...set, runId: handle.runId };
   }
 
   it("Runner.recover resumes the run as soon as the database is back, not a lease ttl (30 s) later", async () => {
-    const { store, effects, ran, runId } = await stoppedRun("s-recover");
+    // Its store closed while the database is down, the stopped driver never gives its lease back:
+    // this process knows that driver stopped, and does not wait for the lease to expire.
+    const { open, effects, ran, runId } = await stoppedRun("s-recover", (store) => store.close());
+    const store = open();
     const handles = await Runner.recover(store, { payments: paymentsAgent({ effects }) });
     expect(handles.map((h) => h.runId)).toEqual([runId]);
     const result = await handles[0]!.result();

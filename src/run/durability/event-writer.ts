@@ -438,27 +438,34 @@ export class EventWriter implements EventSink {
   #giveBack(lease: Lease): Promise<void> {
     const store = this.store!;
     const until = Date.now() + this.#leaseTtlMs;
-    // True once there is nothing left to try: given back, or refused for good (a closed store).
+    // "retry" while the store fails retryably; "refused" for good (a store closed meanwhile).
     const attempt = () =>
       Promise.resolve()
         .then(() => store.releaseLease(lease))
         .then(
-          () => true,
-          (error: unknown) => !isRetryable(error),
+          () => "released" as const,
+          (error: unknown) => (isRetryable(error) ? ("retry" as const) : ("refused" as const)),
         );
-    return attempt().then((done) => {
-      if (done) return;
+    return attempt().then((first) => {
+      if (first !== "retry") return;
       this.#unconfirmed++;
       this.#stopIfIdle();
       void (async () => {
-        for (let pause = FIRST_PAUSE_MS; Date.now() + pause < until; pause = nextPause(pause)) {
+        let outcome: "released" | "retry" | "refused" = first;
+        for (let pause = FIRST_PAUSE_MS; outcome === "retry" && Date.now() + pause < until; ) {
           await new Promise((wake) => setTimeout(wake, pause).unref?.());
-          if (await attempt()) break;
+          outcome = await attempt();
+          pause = nextPause(pause);
         }
-        if (--this.#unconfirmed === 0) ownerReleasedAll(this.#owner);
+        // A lease the store may still hold keeps its owner judged stopped here until it expires.
+        if (outcome !== "released") this.#abandoned = true;
+        if (--this.#unconfirmed === 0 && !this.#abandoned) ownerReleasedAll(this.#owner);
       })();
     });
   }
+
+  /** True once a lease was left to expire (its release never confirmed). */
+  #abandoned = false;
 
   /**
    * A driver that has stopped for good (its store failed, or it let go of everything) while the
