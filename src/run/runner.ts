@@ -346,7 +346,9 @@ async function sessionHeld(store: RunStore, sessionId: string, conflict: LeaseCo
   const holding = runs?.findLast((r) => !r.parentRunId && r.leaseOwner === conflict.owner);
   if (holding?.status === "running")
     return new UserError(
-      `session ${sessionId} has a run in progress (${holding.runId}, ${held}): wait for it to end (or steer it with inject()) before starting another`,
+      `session ${sessionId} has a run in progress as far as the store knows (${holding.runId}, ${held}): ` +
+        "wait for it to end (or steer it with inject()) before starting another; a run stopped by its store " +
+        "is given back by its process once the store answers (and the hold lapses at its expiry in any case)",
     );
   const state = runs === undefined ? "" : " with no run in progress in the store";
   return new UserError(
