@@ -2,6 +2,7 @@ import type { EventOf } from "../contract/events.js";
 import type { RunHandle } from "../run/handle.js";
 import { PromptOutput } from "./prompt-output.js";
 import { type Colors, callLabel } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 
 /** What the person at the terminal answered. */
 export type PromptAnswer =
@@ -66,7 +67,7 @@ export async function askApproval(
       message: question,
       options: [
         option("once", "Yes"),
-        option("always", `Yes, and don't ask again for ${ev.call.name} in this session`),
+        option("always", `Yes, and don't ask again for ${terminalText(ev.call.name)} in this session`),
         option("no", "No, and tell the agent why"),
       ],
       signal: gone.signal,

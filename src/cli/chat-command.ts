@@ -13,6 +13,7 @@ import { AGENT_OPTIONS, FILE_OPTION, flag, modeOption, parseCommand, text, texts
 import { EventRenderer } from "./render.js";
 import { type OpenedStore, openStoreOrMemory, storeArgument } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 import { CHAT_HELP, EXIT, UsageError } from "./usage.js";
 
 /**
@@ -112,7 +113,7 @@ export async function chatCommand(args: string[]): Promise<number> {
       });
       renderer.settle();
       if (outcome.code === EXIT.parked) parkedRun = handle.runId;
-      if (outcome.error) renderer.note(renderer.colors.red(`error: ${outcome.error.message}`));
+      if (outcome.error) renderer.note(renderer.colors.red(`error: ${terminalText(outcome.error.message)}`));
       else if (outcome.code === EXIT.cancelled || outcome.code === EXIT.terminated)
         renderer.note(renderer.colors.yellow("(cancelled)"));
       process.stdout.write("\n");
@@ -147,7 +148,7 @@ async function abandonParked(opened: OpenedStore, runId: string, renderer: Event
   } catch (error) {
     renderer.note(
       c.yellow(
-        `could not cancel the parked run ${runId}: ${error instanceof Error ? error.message : String(error)}`,
+        `could not cancel the parked run ${runId}: ${terminalText(error instanceof Error ? error.message : String(error))}`,
       ),
     );
   }

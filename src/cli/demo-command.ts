@@ -6,6 +6,7 @@ import { drive } from "./drive.js";
 import { flag, parseCommand, text } from "./options.js";
 import { EventRenderer } from "./render.js";
 import { colorsFor, isInteractive } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 import { DEMO_HELP, EXIT, UsageError } from "./usage.js";
 
 /**
@@ -68,7 +69,7 @@ export async function demoCommand(args: string[]): Promise<number> {
       agentSpec: "",
       footer: true,
     });
-    if (outcome.error) process.stderr.write(`error: ${outcome.error.message}\n`);
+    if (outcome.error) process.stderr.write(`error: ${terminalText(outcome.error.message)}\n`);
     return outcome.code;
   } finally {
     await demo.close();

@@ -9,6 +9,7 @@ import { exitProcess, noteInterrupt } from "./interrupt.js";
 import type { EventRenderer } from "./render.js";
 import { type OpenedStore, shellQuote, storeArgument } from "./store-option.js";
 import { callLabel, duration } from "./terminal.js";
+import { terminalJson, terminalText } from "./terminal-text.js";
 import { EXIT } from "./usage.js";
 
 export type DriveOptions = {
@@ -69,7 +70,7 @@ export async function drive(handle: RunHandle<any>, options: DriveOptions): Prom
   process.on("SIGTERM", onSignal);
   try {
     for await (const ev of handle) {
-      if (options.json) process.stdout.write(`${serializeEvent(ev)}\n`);
+      if (options.json) process.stdout.write(`${terminalJson(serializeEvent(ev))}\n`);
       else renderer.render(ev);
       if (ev.type === "approval_required") await decide(ev, handle, options);
     }
@@ -114,7 +115,7 @@ async function decide(
   const c = renderer.colors;
   if (options.sessionAllowed.has(ev.call.name)) {
     ev.approve();
-    renderer.note(c.dim(`    (${ev.call.name} is allowed for this session)`));
+    renderer.note(c.dim(`    (${terminalText(ev.call.name)} is allowed for this session)`));
     return;
   }
   if (options.interactive) {
@@ -167,7 +168,7 @@ function printParked(result: RunResult<any>, options: DriveOptions): void {
     ),
   );
   for (const call of pending)
-    renderer.note(`    ${callLabel(call.name, call.args, 80)}  ${c.dim(`call ${call.id}`)}`);
+    renderer.note(`    ${callLabel(call.name, call.args, 80)}  ${c.dim(`call ${terminalText(call.id)}`)}`);
   // Commands for another process would find nothing in a store that ends with this one.
   if (options.store?.spec === "memory") {
     renderer.note(
@@ -179,7 +180,7 @@ function printParked(result: RunResult<any>, options: DriveOptions): void {
   }
   const first = pending[0]?.id ?? "<callId>";
   renderer.note(
-    `  decide:  quiver runs decide ${result.runId} ${shellQuote(first)} --approve${store}   (or --deny --reason "…")`,
+    `  decide:  quiver runs decide ${result.runId} ${terminalText(shellQuote(first))} --approve${store}   (or --deny --reason "…")`,
   );
   renderer.note(`  resume:  quiver runs resume ${result.runId} ${shellQuote(options.agentSpec)}${store}`);
 }

@@ -43,15 +43,19 @@ async function main(argv: string[]): Promise<number> {
  */
 async function report(error: unknown): Promise<number> {
   const { colorsFor } = await import("./terminal.js");
+  // A failure's message may quote a model, a tool, a peer or a store.
+  const { terminalText } = await import("./terminal-text.js");
   const label = colorsFor(process.stderr).red("error:");
   if (error instanceof UsageError) {
-    process.stderr.write(`${label} ${error.message}\n\n${error.help}\n`);
+    process.stderr.write(`${label} ${terminalText(error.message)}\n\n${error.help}\n`);
     return EXIT.usage;
   }
   const failure = error instanceof Error ? error : new Error(String(error));
   const hint = (failure as { hint?: unknown }).hint;
-  process.stderr.write(`${label} ${failure.message}\n${typeof hint === "string" ? `hint: ${hint}\n` : ""}`);
-  if (process.env.QUIVER_DEBUG) process.stderr.write(`${failure.stack ?? ""}\n`);
+  process.stderr.write(
+    `${label} ${terminalText(failure.message)}\n${typeof hint === "string" ? `hint: ${terminalText(hint)}\n` : ""}`,
+  );
+  if (process.env.QUIVER_DEBUG) process.stderr.write(`${terminalText(failure.stack ?? "")}\n`);
   return EXIT.failed;
 }
 

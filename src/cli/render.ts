@@ -15,9 +15,10 @@ export type RendererOptions = {
 };
 
 /**
- * Renders a run's events as lines: the assistant's text streams raw to `out`; each call is
+ * Renders a run's events as lines: the assistant's text streams to `out`; each call is
  * `● name(args…)` then `⎿ summary (lines · ms)` on `err`; partial results of a running call
- * (`tool_call_update`) share one throttled status line, shown only on a terminal.
+ * (`tool_call_update`) share one throttled status line, shown only on a terminal. Whatever a
+ * model, tool or peer wrote goes through `terminalText` before Quiver's colors are added.
  */
 export class EventRenderer {
   readonly #out: NodeJS.WriteStream;
@@ -92,7 +93,7 @@ export class EventRenderer {
         break;
       }
       case "approval_resolved": {
-        const by = ev.by === "stream" ? "" : c.dim(` (by ${ev.by})`);
+        const by = ev.by === "stream" ? "" : c.dim(` (by ${terminalText(ev.by)})`);
         const why = ev.reason ? `: ${oneLine(ev.reason, 200)}` : "";
         this.#line(
           ev.decision === "approved"
@@ -122,18 +123,20 @@ export class EventRenderer {
         this.#completed(ev, indent);
         break;
       case "handoff":
-        this.#line(`${indent}${c.magenta("→")} ${ev.from} handed the conversation to ${c.bold(ev.to)}`);
+        this.#line(
+          `${indent}${c.magenta("→")} ${terminalText(ev.from)} handed the conversation to ${c.bold(terminalText(ev.to))}`,
+        );
         break;
       case "warning":
         this.#line(`${indent}${c.yellow("!")} ${c.yellow(oneLine(ev.message, 400))}`);
         break;
       case "run_tainted":
         this.#line(
-          `${indent}${c.yellow("!")} untrusted content entered the run (${ev.source}): destructive tools ask from now on`,
+          `${indent}${c.yellow("!")} untrusted content entered the run (${terminalText(ev.source)}): destructive tools ask from now on`,
         );
         break;
       case "run_resumed":
-        if (depth === 0) this.#line(c.dim(`resumed ${ev.runId} after event ${ev.fromSeq}`));
+        if (depth === 0) this.#line(c.dim(`resumed ${terminalText(ev.runId)} after event ${ev.fromSeq}`));
         break;
       case "run_failed":
         this.#line(
@@ -295,6 +298,6 @@ export function stopText(reason: string): string {
     case "awaiting_approval":
       return "parked, waiting for approval";
     default:
-      return reason;
+      return terminalText(reason);
   }
 }

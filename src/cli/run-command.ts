@@ -7,6 +7,7 @@ import { AGENT_OPTIONS, FILE_OPTION, flag, modeOption, parseCommand, text, texts
 import { EventRenderer } from "./render.js";
 import { openStore } from "./store-option.js";
 import { colorsFor, isInteractive } from "./terminal.js";
+import { terminalText } from "./terminal-text.js";
 import { RUN_HELP, UsageError } from "./usage.js";
 
 /** `quiver run <agent-file>[#export] [prompt|-]`: one run, streamed; the exit code says how it ended. */
@@ -53,7 +54,7 @@ export async function runCommand(args: string[]): Promise<number> {
       agentSpec,
       footer: true,
     });
-    if (outcome.error && json) process.stderr.write(`error: ${outcome.error.message}\n`);
+    if (outcome.error && json) process.stderr.write(`error: ${terminalText(outcome.error.message)}\n`);
     return outcome.code;
   } finally {
     await opened?.store.close();

@@ -13,7 +13,7 @@ import { showRun } from "./show-run.js";
 import { type OpenedStore, openExistingStore, storeArgument } from "./store-option.js";
 import { tailRun } from "./tail-run.js";
 import { colorsFor, isInteractive } from "./terminal.js";
-import { terminalText } from "./terminal-text.js";
+import { terminalJson, terminalText } from "./terminal-text.js";
 import { EXIT, RUNS_HELP, UsageError } from "./usage.js";
 
 const RUNS_OPTIONS = {
@@ -69,7 +69,7 @@ const ACTIONS: Record<string, Action> = {
     const status = listStatus(parsed);
     const runs = await store.listRuns(status ? { status } : {});
     if (flag(parsed, "json")) {
-      process.stdout.write(`${JSON.stringify(runs)}\n`);
+      process.stdout.write(`${terminalJson(JSON.stringify(runs))}\n`);
       return EXIT.completed;
     }
     if (runs.length === 0) {
@@ -105,7 +105,8 @@ const ACTIONS: Record<string, Action> = {
       if (!(error instanceof LeaseConflict)) throw error;
       // Live in another process (its lease is held): that process's prompt takes the decision.
       const resolved = await relayDecision(opened.store, runId!, callId!, given);
-      const by = resolved.by === "channel" ? "" : ` (by ${resolved.by}, before this decision arrived)`;
+      const by =
+        resolved.by === "channel" ? "" : ` (by ${terminalText(resolved.by)}, before this decision arrived)`;
       process.stdout.write(
         `${resolved.decision} ${callId} of ${runId}${by}: the process running it took the decision\n`,
       );
@@ -144,7 +145,7 @@ const ACTIONS: Record<string, Action> = {
       agentSpec: agentSpec!,
       footer: true,
     });
-    if (outcome.error) process.stderr.write(`error: ${outcome.error.message}\n`);
+    if (outcome.error) process.stderr.write(`error: ${terminalText(outcome.error.message)}\n`);
     return outcome.code;
   },
 

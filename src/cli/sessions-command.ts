@@ -1,7 +1,7 @@
 import { flag, parseCommand, text } from "./options.js";
 import { openExistingStore } from "./store-option.js";
 import { colorsFor } from "./terminal.js";
-import { terminalText } from "./terminal-text.js";
+import { terminalJson, terminalText } from "./terminal-text.js";
 import { EXIT, SESSIONS_HELP, UsageError } from "./usage.js";
 
 /** `quiver sessions list | clear <id>` over a store. */
@@ -40,7 +40,7 @@ export async function sessionsCommand(args: string[]): Promise<number> {
     }
     const sessions = await opened.store.listSessions();
     if (flag(parsed, "json")) {
-      process.stdout.write(`${JSON.stringify(sessions)}\n`);
+      process.stdout.write(`${terminalJson(JSON.stringify(sessions))}\n`);
       return EXIT.completed;
     }
     if (sessions.length === 0) {

@@ -7,7 +7,7 @@ import { STORE_UNAVAILABLE } from "../store/log-rules.js";
 import type { RunStore } from "../store/types.js";
 import { stopText } from "./render.js";
 import { type Colors, callLabel, duration, oneLine } from "./terminal.js";
-import { terminalText } from "./terminal-text.js";
+import { terminalJson, terminalText } from "./terminal-text.js";
 
 /** What the log says about one call: how it ended, how long it took, who approved it. */
 export type CallReport = {
@@ -119,7 +119,7 @@ export async function showRun(
   if (events.length === 0) throw new UserError(`the store has no run ${runId}`);
   const report = reportRun(events);
   if (options.json) {
-    process.stdout.write(`${JSON.stringify(report)}\n`);
+    process.stdout.write(`${terminalJson(JSON.stringify(report))}\n`);
     return;
   }
   const lines = renderReport(report, options.colors);
@@ -128,6 +128,8 @@ export async function showRun(
 
 export function renderReport(report: RunReport, c: Colors): string[] {
   const out: string[] = [];
+  // Everything in the report was read from the store: a model, a tool or a peer wrote most of it.
+  const runId = terminalText(report.runId);
   const took =
     report.startedAt !== undefined && report.endedAt !== undefined
       ? ` · took ${duration(report.endedAt - report.startedAt)}`
@@ -144,11 +146,11 @@ export function renderReport(report: RunReport, c: Colors): string[] {
         : report.status === "parked"
           ? c.yellow("parked, waiting for approval")
           : c.cyan("running (or interrupted)");
-  out.push(`${c.bold(`Run ${report.runId}`)} · agent ${report.agent ?? "?"} · ${status}${took}`);
+  out.push(`${c.bold(`Run ${runId}`)} · agent ${terminalText(report.agent ?? "?")} · ${status}${took}`);
   if (report.startedAt !== undefined)
     out.push(
       c.dim(
-        `started ${new Date(report.startedAt).toISOString()}${report.sessionId ? ` · session ${report.sessionId}` : ""}`,
+        `started ${new Date(report.startedAt).toISOString()}${report.sessionId ? ` · session ${terminalText(report.sessionId)}` : ""}`,
       ),
     );
   if (report.error)
@@ -158,7 +160,7 @@ export function renderReport(report: RunReport, c: Colors): string[] {
   if (report.status === "failed" && report.error?.kind === STORE_UNAVAILABLE)
     out.push(
       c.dim(
-        `the store stopped the run, not the run itself: continue it with quiver runs resume ${report.runId} <agent-file>, or end it with quiver runs cancel ${report.runId}`,
+        `the store stopped the run, not the run itself: continue it with quiver runs resume ${runId} <agent-file>, or end it with quiver runs cancel ${runId}`,
       ),
     );
   out.push("", c.dim("── transcript ──"));
@@ -180,10 +182,10 @@ export function renderReport(report: RunReport, c: Colors): string[] {
     out.push(
       "",
       c.yellow(
-        `waiting for a decision: ${report.pending.map((call) => `${call.name} (${call.id})`).join(", ")}`,
+        `waiting for a decision: ${terminalText(report.pending.map((call) => `${call.name} (${call.id})`).join(", "))}`,
       ),
     );
-    out.push(c.dim(`  quiver runs decide ${report.runId} <callId> --approve | --deny [--reason …]`));
+    out.push(c.dim(`  quiver runs decide ${runId} <callId> --approve | --deny [--reason …]`));
   }
   const u = report.usage;
   out.push("", c.dim("── usage ──"));

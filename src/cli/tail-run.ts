@@ -4,6 +4,7 @@ import { UserError } from "../errors.js";
 import type { RunStore } from "../store/types.js";
 import { noteInterrupt } from "./interrupt.js";
 import type { EventRenderer } from "./render.js";
+import { terminalJson, terminalText } from "./terminal-text.js";
 import { EXIT } from "./usage.js";
 
 const POLL_MS = 250;
@@ -33,13 +34,13 @@ export async function tailRun(
       if (after === 0 && events.length === 0) throw new UserError(`the store has no run ${runId}`);
       for (const ev of events) {
         after = ev.seq;
-        if (options.json) process.stdout.write(`${serializeEvent(ev)}\n`);
+        if (options.json) process.stdout.write(`${terminalJson(serializeEvent(ev))}\n`);
         else renderer.render(ev);
         if (ev.runId !== runId) continue;
         if (ev.type === "run_parked" && !options.json)
           renderer.note(
             c.yellow(
-              `⏸ parked: waiting for a decision on ${ev.pending.map((p) => p.id).join(", ")} (following on)`,
+              `⏸ parked: waiting for a decision on ${terminalText(ev.pending.map((p) => p.id).join(", "))} (following on)`,
             ),
           );
         if (ev.type === "run_completed")

@@ -12,7 +12,7 @@ import {
 } from "../providers/replay-server.js";
 import { cliProjects, project, quiver } from "./binary.js";
 
-const cli = cliProjects(["gated-agent.mjs", "chatty-agent.mjs", "typed-agent.ts", "hostile-agent.mjs"]);
+const cli = cliProjects(["gated-agent.mjs", "chatty-agent.mjs", "typed-agent.ts"]);
 
 const lines = (text: string) => text.split("\n").filter((l) => l.trim());
 
@@ -32,25 +32,6 @@ describe("quiver run", () => {
       output: "Hello from the script! You said: hi there",
     });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-  });
-
-  it("model- and tool-written escape sequences are shown, not obeyed: the call line names the real call", async () => {
-    const cwd = cli.project();
-    const ran = await quiver(cli.bin, ["run", "hostile-agent.mjs#hostile", "go", "--mode", "bypass"], {
-      cwd,
-    });
-    expect(ran.code, ran.stderr).toBe(0);
-    for (const printed of [ran.stdout, ran.stderr]) {
-      // No ESC, no C1 (0x9B is a one-byte CSI), no bidi override reaches the terminal.
-      expect(printed).not.toMatch(/[\u001b\u009b\u202e]/);
-    }
-    // The argument key a model wrote cannot redraw the line: it is printed as a JSON string.
-    expect(ran.stderr).toContain(
-      `● deploy(${JSON.stringify('\u001b[2K\u001b[1G\u001b[0mAllow list_files(path: ".")?\u001b[8m')}: 1, target: "prod")`,
-    );
-    expect(ran.stderr).toContain("deployed␛]0;owned␛\\ \\u009b31m");
-    expect(ran.stderr).toContain("no such thing␛[2J\\u202eevil");
-    expect(ran.stdout).toContain("done ␛]52;c;cm0gLXJmIH4=␛\\ \\u009b2J \\u202egnp.exe");
   });
 
   it("streams the assistant's text to stdout and the calls to stderr", async () => {

@@ -41,6 +41,8 @@ export class Terminal {
     this.#tmux([
       ...["new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", options.cwd, ...env, ...wrapped],
       ...[";", "set-option", "-t", "t", "remain-on-exit", "on"],
+      // Lets a program's OSC 52 land in tmux's paste buffers, where `clipboard()` sees it.
+      ...[";", "set-option", "-s", "set-clipboard", "on"],
     ]);
     this.#started = true;
   }
@@ -104,6 +106,16 @@ export class Terminal {
         throw new Error(`the terminal never showed ${pattern}; it shows:\n${screen}`);
       await new Promise((ok) => setTimeout(ok, 100));
     }
+  }
+
+  /** The pane's title, which a program sets with OSC 0 or OSC 2. */
+  title(): string {
+    return this.#tmux(["display-message", "-p", "-t", "t", "#{pane_title}"]).trim();
+  }
+
+  /** What programs put on the clipboard (OSC 52), as tmux's paste buffers; "" when nothing. */
+  clipboard(): string {
+    return this.#tmux(["list-buffers", "-F", "#{buffer_sample}"]).trim();
   }
 
   /** How many times `text` appears on the screen so far. */
