@@ -1,7 +1,7 @@
 import type { AgentCard, AgentSkill } from "@a2a-js/sdk";
 import type { Hono } from "hono";
 import { type Agent, Tool, UserError } from "../index.js";
-import { guardFailures } from "./a2a-failures.js";
+import { A2aFailures } from "./a2a-failures.js";
 import { legacyCard } from "./a2a-legacy-card.js";
 import type { PushNotifications } from "./a2a-push.js";
 import type { A2aPushOptions } from "./a2a-push-options.js";
@@ -10,7 +10,7 @@ import { A2aTasks } from "./a2a-tasks.js";
 import type { Caller } from "./auth.js";
 import { HttpError, MAX_MESSAGE_BODY_BYTES, pullResponse, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunRegistry } from "./runs.js";
-import { reportFailure, type ServerErrorHandler } from "./server-errors.js";
+import type { ServerErrorHandler } from "./server-errors.js";
 
 /** `createServer({ a2a })`: what the agent card says besides what the server knows. */
 export type A2aOptions = {
@@ -97,14 +97,17 @@ export function mountA2a(app: Hono, mount: Mount): void {
     const requested = c.req.header(core.A2A_VERSION_HEADER) || undefined;
     const useLegacy = (requested ?? "0.3") === "0.3";
     const card = agentCard(loaded, mount, originOf(c.req.raw));
-    const tasks = guardFailures(
+    // No failure's own text reaches the caller; the operator hears of it (see A2aFailures).
+    const failures = new A2aFailures(loaded, c.req.raw, mount.onError);
+    const tasks = failures.guard(
       new A2aTasks(loaded, mount.registry, userId, mount.agentKey, card, await pushes()),
-      loaded,
-      (error) => reportFailure(error, c.req.raw, mount.onError, 500),
     );
-    const toError = useLegacy
+    const mapError = useLegacy
       ? legacy.LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
       : server.JsonRpcTransportHandler.mapToJSONRPCError;
+    const toError = (error: unknown) => failures.rpcError(error, mapError);
+    const plain = (answer: object) =>
+      c.json(failures.answer(answer), 200, failures.reported ? { "x-request-id": failures.requestId } : {});
     const id = (body as { id?: unknown }).id ?? null;
     try {
       const context = server.defaultServerCallContextBuilder({
@@ -118,14 +121,14 @@ export function mountA2a(app: Hono, mount: Mount): void {
         ? new legacy.LegacyJsonRpcTransportHandler(tasks)
         : new server.JsonRpcTransportHandler(tasks);
       const answer = await transport.handle(body, context);
-      if (!(Symbol.asyncIterator in answer)) return c.json(answer);
+      if (!(Symbol.asyncIterator in answer)) return plain(answer);
       const iterator = answer[Symbol.asyncIterator]();
       let first: IteratorResult<unknown>;
       try {
         first = await iterator.next();
       } catch (error) {
         // Refused before anything streamed (an unknown task, bad params): a plain JSON-RPC error.
-        return c.json({ jsonrpc: "2.0", id, error: toError(error) });
+        return plain({ jsonrpc: "2.0", id, error: toError(error) });
       }
       let pending: IteratorResult<unknown> | undefined = first;
       return pullResponse(async (signal) => {
@@ -139,7 +142,7 @@ export function mountA2a(app: Hono, mount: Mount): void {
         }
       }, SSE_HEADERS);
     } catch (error) {
-      return c.json({ jsonrpc: "2.0", id, error: toError(error) });
+      return plain({ jsonrpc: "2.0", id, error: toError(error) });
     }
   });
 }

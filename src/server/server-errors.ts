@@ -44,16 +44,8 @@ export function internalError(
   request: Request,
   onError: ServerErrorHandler | undefined,
 ): Response {
-  const auth = error instanceof AuthFailure;
-  // A store that fails for a while (a database restarting): the client may try again.
-  const store = error instanceof StoreError && error.retryable;
-  const status = auth || store ? 503 : 500;
-  const requestId = reportFailure(auth ? error.cause : error, request, onError, status);
-  const [code, message] = auth
-    ? ["auth_unavailable", "the server could not check this request's credentials; try again later"]
-    : store
-      ? ["store_unavailable", "the server's store is not answering; try again shortly"]
-      : ["internal", "the server failed to answer this request"];
+  const { status, code, message, reported } = failureOf(error);
+  const requestId = reportFailure(reported, request, onError, status);
   // The documented `{ error: { code, message } }`, plus the id a user can quote to an operator.
   return Response.json(
     { error: { code, message: `${message} (request ${requestId})`, requestId } },
@@ -62,8 +54,45 @@ export function internalError(
 }
 
 /**
+ * How a failure the client cannot act on is answered — its status, code and fixed message, the
+ * same on every endpoint — and the error the operator is told of.
+ *
+ * @example
+ * failureOf(new StoreError("down", { retryable: true })).status; // 503
+ */
+export function failureOf(error: unknown): {
+  status: number;
+  code: string;
+  message: string;
+  reported: unknown;
+} {
+  if (error instanceof AuthFailure)
+    return {
+      status: 503,
+      code: "auth_unavailable",
+      message: "the server could not check this request's credentials; try again later",
+      reported: error.cause,
+    };
+  // A store that fails for a while (a database restarting): the client may try again.
+  if (error instanceof StoreError && error.retryable)
+    return {
+      status: 503,
+      code: "store_unavailable",
+      message: "the server's store is not answering; try again shortly",
+      reported: error,
+    };
+  return {
+    status: 500,
+    code: "internal",
+    message: "the server failed to answer this request",
+    reported: error,
+  };
+}
+
+/**
  * Tells the operator of a failure the client is answered without its text (`onError`, or
- * `console.error`), and returns the request id the client is given instead.
+ * `console.error`), and returns the request id the client is given instead (`requestId` when
+ * given: the failures of one request share one).
  *
  * @example
  * const requestId = reportFailure(error, request, options.onError, 500);
@@ -73,8 +102,8 @@ export function reportFailure(
   request: Request,
   onError: ServerErrorHandler | undefined,
   status: number,
+  requestId = requestIdOf(request),
 ): string {
-  const requestId = requestIdOf(request);
   try {
     (onError ?? logToConsole)(error, { request, requestId, status });
   } catch (failure) {
