@@ -1,3 +1,4 @@
+import { MAX_BODY_DEPTH, tooDeep } from "./body-depth.js";
 import { type DirectTarget, streamDirect } from "./direct-stream.js";
 
 /** Request bodies above this are refused with 413 before they are read in full. */
@@ -61,35 +62,14 @@ export async function readJsonBody(
   }
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw new HttpError(400, "bad_request", "the body must be a JSON object");
-  if (nestedDeeperThan(value, MAX_BODY_DEPTH))
-    throw new HttpError(400, "bad_request", `the body is nested more than ${MAX_BODY_DEPTH} levels deep`);
+  const deep = tooDeep(value as Record<string, unknown>);
+  if (deep !== undefined)
+    throw new HttpError(
+      400,
+      "bad_request",
+      `the body's ${JSON.stringify(deep)} is nested more than ${MAX_BODY_DEPTH} levels deep`,
+    );
   return { body: value as Record<string, unknown>, bytes: Buffer.byteLength(text) };
-}
-
-/**
- * How deep a request body may nest. No message, state or tool schema a client means to send
- * comes near it; a body thousands of levels deep (well under the size limit) would overflow the
- * stack of whatever walks it next (schema compilation, state copies) — a 500 the operator is
- * paged for, caused by the client.
- */
-export const MAX_BODY_DEPTH = 256;
-
-/** True when `value` has objects or arrays nested deeper than `max` (walked without recursion). */
-function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length) {
-    const [node, depth] = stack.pop()!;
-    if (depth > max) return true;
-    if (Array.isArray(node)) {
-      for (const item of node) if (item && typeof item === "object") stack.push([item, depth + 1]);
-    } else {
-      for (const key in node as Record<string, unknown>) {
-        const item = (node as Record<string, unknown>)[key];
-        if (item && typeof item === "object") stack.push([item, depth + 1]);
-      }
-    }
-  }
-  return false;
 }
 
 /**
