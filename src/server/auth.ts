@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { HttpError } from "./http.js";
+import { refuseCrossSite } from "./origin.js";
 import { AuthFailure } from "./server-errors.js";
 
 /**
@@ -31,12 +32,19 @@ export function isLoopback(host: string): boolean {
  * Authenticates a request. Without `auth`, only loopback requests pass: the Host header must
  * name loopback (a DNS-rebinding page cannot pass it off as its own site), the peer must be
  * loopback when the runtime says who it is, and a browser request from another origin is refused.
+ *
+ * Whatever the auth, an API request that another site's page made the browser send without an
+ * `Origin` is refused first (`refuseCrossSite`): it could only be a probe, and an `auth` function
+ * may read cookies the browser sends along. The page and its files (`serving: "page"`) hold nothing
+ * of the user's and are exempt: a link to the server, followed, still shows it.
  */
 export async function authenticate(
   request: Request,
   auth: ServerAuth | undefined,
   remoteAddress: string | undefined,
+  serving: "api" | "page" = "api",
 ): Promise<Caller> {
+  if (serving === "api") refuseCrossSite(request);
   if (auth === undefined) {
     const url = new URL(request.url);
     const host = hostOf(request.headers.get("host") ?? url.host);
@@ -58,19 +66,6 @@ export async function authenticate(
     const origin = request.headers.get("origin");
     if (origin && origin !== "null" && !isLoopback(hostOf(safeHost(origin))))
       throw new HttpError(403, "cross_origin", `requests from ${origin} are refused`);
-    // A GET from another site's <script>, <img> or no-cors fetch carries no Origin: the page
-    // cannot read the answer, but can tell 200 from 404 (does a chat of that name exist?). A
-    // navigation (a link to this server, followed) stays allowed: it shows the page to the user.
-    const site = request.headers.get("sec-fetch-site");
-    if (
-      (site === "cross-site" || site === "same-site") &&
-      request.headers.get("sec-fetch-mode") !== "navigate"
-    )
-      throw new HttpError(
-        403,
-        "cross_origin",
-        `requests from another site (Sec-Fetch-Site: ${site}) are refused`,
-      );
     return { userId: undefined };
   }
   if (typeof auth === "string") {

@@ -136,9 +136,10 @@ export function createServer(options: ServerOptions): QuiverServer {
 
   const caller = (request: Request, env: unknown): Promise<Caller> =>
     authenticate(request, auth, remoteAddressOf(env));
-  // The page holds no secrets: behind auth it is public and asks for the token itself.
+  // The page holds no secrets: behind auth it is public and asks for the token itself; without
+  // auth it is loopback's only, but another site may link to it (it cannot be framed).
   const pageGuard = async (request: Request, env: unknown) => {
-    if (auth === undefined) await caller(request, env);
+    if (auth === undefined) await authenticate(request, auth, remoteAddressOf(env), "page");
   };
 
   app.onError((error, c) => {

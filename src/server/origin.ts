@@ -54,6 +54,23 @@ export function checkOrigin(
         : `requests from ${origin} are refused; ${remedy}`,
     );
   }
+  refuseCrossSite(request);
+}
+
+/**
+ * Refuses (403) a request, of any method, that a browser sent for a page of another site
+ * without an `Origin`: `Sec-Fetch-Site: cross-site` or `same-site` on a `<script>`, `<img>`,
+ * `<object>` or no-cors fetch, or on a frame or link it opened. Such a page cannot read the
+ * answer, but it can tell a 200 from a 404 (does a chat of that name exist?), and the browser
+ * sends the cookies it holds for this server along. A page that may read an answer (CORS) sends
+ * its `Origin`, and is left to the rest of the checks; so are clients that are not browsers
+ * (no `Sec-Fetch-Site`) and the server's own page (`same-origin`).
+ *
+ * @example
+ * refuseCrossSite(request); // before answering anything a request's caller may see
+ */
+export function refuseCrossSite(request: Request): void {
+  if (request.headers.get("origin") !== null) return;
   const site = request.headers.get("sec-fetch-site");
   if (site === "cross-site" || site === "same-site")
     throw new HttpError(
