@@ -32,7 +32,7 @@ import { listTasks } from "./a2a-task-list.js";
 import { HttpError, KEEPALIVE_MS } from "./http.js";
 import { callKey, type RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
-import { startStored } from "./stored-start.js";
+import { startInSession } from "./session-claim.js";
 
 type Request<Method extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[Method]>[0];
 
@@ -215,7 +215,7 @@ export class A2aTasks implements A2ARequestHandler {
       throw new this.#sdk.errors.RequestMalformedError("the message has no text or file part");
     const contextId = message.contextId || `ctx_${randomUUID()}`;
     const sessions = this.#registry.sessions;
-    if ((await sessions.access(contextId, this.#userId, true)) === "theirs")
+    if ((await sessions.access(contextId, this.#userId)) === "theirs")
       throw new this.#sdk.errors.TaskNotFoundError(`no context ${contextId}`);
     const previous = await this.#registry.latestOfSession(contextId, this.#userId);
     if (previous && !previous.finished && previous.status !== "detached") {
@@ -227,18 +227,23 @@ export class A2aTasks implements A2ARequestHandler {
     let input: string | ContentBlock[] | Message[] = content;
     if (!this.#registry.store) input = [...(previous?.messages ?? []), { role: "user", content }];
     const started = input;
-    const log = this.#malformedIfRefused(() =>
-      this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
-    );
     // As `POST /api/runs`: the task is handed out once its start is stored. A store that did not
     // take it is a failure of the server (-32603, told to onError); a refusal is the caller's.
-    if (this.#registry.store)
-      await startStored(log, this.#registry).catch((error: unknown) => {
-        if (error instanceof HttpError && error.status === 409)
-          throw new this.#sdk.errors.UnsupportedOperationError(error.message);
-        throw error;
-      });
-    return log;
+    // The context becomes the caller's with this task, not with a message refused before it.
+    return startInSession(
+      this.#registry,
+      contextId,
+      this.#userId,
+      () => new this.#sdk.errors.TaskNotFoundError(`no context ${contextId}`),
+      () =>
+        this.#malformedIfRefused(() =>
+          this.#registry.start(this.#agentKey, started, { userId: this.#userId, sessionId: contextId }),
+        ),
+    ).catch((error: unknown) => {
+      if (error instanceof HttpError && error.status === 409)
+        throw new this.#sdk.errors.UnsupportedOperationError(error.message);
+      throw error;
+    });
   }
 
   /**

@@ -18,7 +18,7 @@ import { ClientResults } from "./client-tools.js";
 import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
-import { startStored } from "./stored-start.js";
+import { startInSession } from "./session-claim.js";
 import { framed, translatedStream } from "./translated-stream.js";
 
 /** Per server: results of client-tool calls on their way into runs. */
@@ -75,20 +75,27 @@ export async function postAgUi(
   const content = contentOf(newMessage!.content, contextBlock(input));
   if (content.length === 0)
     throw new HttpError(400, "bad_request", "the user message has no text and no media");
-  if ((await registry.sessions.access(threadId, userId, true)) === "theirs")
-    throw notFound(`no thread ${threadId}`);
   let runInput: RunInput = content;
   if (!registry.store) {
     const history = latest?.messages ?? historyOf(input.messages.slice(0, -1));
     runInput = [...history, { role: "user", content }];
   }
-  const log = refusingBadInput(() =>
-    // The client's state is the thread's as the client holds it (it applies every STATE_SNAPSHOT).
-    registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools, { state: input.state }),
+  // As `POST /api/runs`: the stream begins once the run's start is stored. The thread becomes
+  // the caller's with this run, not with a request refused before it.
+  const log = await startInSession(
+    registry,
+    threadId,
+    userId,
+    () => notFound(`no thread ${threadId}`),
+    () => {
+      const started = refusingBadInput(() =>
+        // The client's state is the thread's as the client holds it (it applies every STATE_SNAPSHOT).
+        registry.start(agentKey, runInput, { userId, sessionId: threadId }, tools, { state: input.state }),
+      );
+      startedBy.set(started, newMessage!.id);
+      return started;
+    },
   );
-  startedBy.set(log, newMessage!.id);
-  // As `POST /api/runs`: the stream begins once the run's start is stored.
-  if (registry.store) await startStored(log, registry);
   return agUiStream(log, input, wire, 0);
 }
 

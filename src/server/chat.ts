@@ -3,7 +3,7 @@ import { attachment, isEmptyContent, messageContent, refusingBadInput } from "./
 import { HttpError, MAX_MESSAGE_BODY_BYTES, notFound, readJsonObject, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
 import type { RunRegistry } from "./runs.js";
-import { startStored } from "./stored-start.js";
+import { startInSession } from "./session-claim.js";
 import { translatedStream } from "./translated-stream.js";
 import { type UIChunk, UIStreamTranslator } from "./ui-stream.js";
 
@@ -78,11 +78,14 @@ export async function postChat(
     const history = previous?.messages ?? historyOf(messages.slice(0, -1) as UIMessage[]);
     input = [...history, { role: "user", content }];
   }
-  const log = await startClaimed(registry, chatId, userId, `no chat ${chatId}`, () =>
-    refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId })),
-  );
   // As `POST /api/runs`: the response (which names the run) begins once the start is stored.
-  if (registry.store) await startStored(log, registry);
+  const log = await startInSession(
+    registry,
+    chatId,
+    userId,
+    () => notFound(`no chat ${chatId}`),
+    () => refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId: chatId })),
+  );
   return chatStream(log, 0);
 }
 
@@ -230,26 +233,4 @@ function historyOf(messages: UIMessage[]): Message[] {
     if (!isEmptyContent(content)) history.push({ role: message.role, content } as Message);
   }
   return history;
-}
-
-/**
- * Starts the run that makes `sessionId` this caller's: the claim is made right before the start
- * and forgotten when the start throws, so a refused request leaves the id nobody's.
- */
-export async function startClaimed<T>(
-  registry: RunRegistry,
-  sessionId: string,
-  userId: string | undefined,
-  notFoundText: string,
-  start: () => T,
-): Promise<T> {
-  const access = await registry.sessions.access(sessionId, userId, true);
-  if (access === "theirs") throw notFound(notFoundText);
-  try {
-    return start();
-  } catch (error) {
-    if (access === "yours" && !(await registry.latestOfSession(sessionId, userId)))
-      registry.sessions.unclaim(sessionId);
-    throw error;
-  }
 }

@@ -6,7 +6,7 @@ import type { RunStore } from "../store/types.js";
 import { type A2aOptions, mountA2a } from "./a2a.js";
 import { refusingBadInput } from "./attachments.js";
 import { authenticate, type Caller, type ServerAuth } from "./auth.js";
-import { postChat, resumeChat, startClaimed } from "./chat.js";
+import { postChat, resumeChat } from "./chat.js";
 import { directTarget } from "./direct-stream.js";
 import {
   errorResponse,
@@ -32,8 +32,8 @@ import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountedAt, mountPage, servePage } from "./page.js";
 import { RunRegistry } from "./runs.js";
 import { internalError, type ServerErrorHandler } from "./server-errors.js";
+import { startInSession } from "./session-claim.js";
 import { mountSessions } from "./sessions-api.js";
-import { startStored } from "./stored-start.js";
 
 /** Options every run the server starts gets (besides its store, session and user). */
 export type ServerRunOptions = Omit<RunOptions<any>, "store" | "sessionId" | "userId" | "runId" | "signal">;
@@ -65,6 +65,17 @@ export interface ServerOptions {
   /** Finished runs kept in memory for replay. Default 200 (with a store, evicted ones reload from it). */
   retainFinishedRuns?: number;
   /**
+   * The most memory finished runs kept for replay may hold together, in bytes (their events,
+   * attachments included, estimated). Default 64 MiB; the least recently used go first. With a
+   * store, evicted ones reload from it; without one, the most recent run stays whatever its size.
+   */
+  retainFinishedBytes?: number;
+  /**
+   * The most runs one user (a user id from `auth`) may have running at once; starting another is
+   * answered `429 too_many_runs`. Default 20. Without per-user auth there is one caller, not counted.
+   */
+  maxRunningRunsPerUser?: number;
+  /**
    * Serve the default agent over A2A: its card at `/.well-known/agent-card.json`, JSON-RPC at
    * `POST /a2a`. Needs the optional package `@a2a-js/sdk`.
    */
@@ -82,6 +93,9 @@ export type CloseOptions = {
   /** Default 10,000 ms; `Infinity` waits as long as the runs take. */
   timeoutMs?: number;
 };
+
+/** What finished runs kept for replay may hold in memory together, unless told otherwise: 64 MiB. */
+const DEFAULT_RETAIN_FINISHED_BYTES = 64 * 1024 * 1024;
 
 /** How long `close()` waits for cancelled runs to store their end, unless told otherwise. */
 export const CLOSE_TIMEOUT_MS = 10_000;
@@ -123,6 +137,8 @@ export function createServer(options: ServerOptions): QuiverServer {
   const registry = new RunRegistry({
     agents,
     retainFinishedRuns: options.retainFinishedRuns ?? 200,
+    retainFinishedBytes: options.retainFinishedBytes ?? DEFAULT_RETAIN_FINISHED_BYTES,
+    maxRunningRunsPerUser: options.maxRunningRunsPerUser ?? 20,
     ...(options.store && { store: options.store }),
     ...(options.human && { human: options.human }),
     ...(runOptions && {
@@ -223,14 +239,16 @@ export function createServer(options: ServerOptions): QuiverServer {
         );
       input = [...(previous?.messages ?? []), { role: "user", content: message }];
     }
-    const begin = () => refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId }));
     // A session id made here is nobody's: the store need not be asked whose it is, so a store that
     // is restarting is waited for by the run's own start (storeWaitMs), not refused at once.
-    const log =
-      given === undefined
-        ? claimingNew(registry, sessionId, userId, begin)
-        : await startClaimed(registry, sessionId, userId, `no session ${sessionId}`, begin);
-    if (registry.store) await startStored(log, registry);
+    const log = await startInSession(
+      registry,
+      sessionId,
+      userId,
+      () => notFound(`no session ${sessionId}`),
+      () => refusingBadInput(() => registry.start(agentKey, input, { userId, sessionId })),
+      given === undefined,
+    );
     return c.json({ runId: log.runId, sessionId }, 201);
   });
 
@@ -308,22 +326,6 @@ export function closeTimeout(timeoutMs: number | undefined): number {
   if (!(timeoutMs >= 0))
     throw new UserError(`timeoutMs must be a number of ms (0 or more), got ${timeoutMs}`);
   return timeoutMs;
-}
-
-/** Starts the run of a session id made for it (nobody else's): claimed with it, forgotten if the start throws. */
-function claimingNew<T>(
-  registry: RunRegistry,
-  sessionId: string,
-  userId: string | undefined,
-  start: () => T,
-): T {
-  registry.sessions.claim(sessionId, userId);
-  try {
-    return start();
-  } catch (error) {
-    registry.sessions.unclaim(sessionId);
-    throw error;
-  }
 }
 
 /** The peer's address when the runtime tells it (@hono/node-server passes the Node request). */

@@ -53,21 +53,34 @@ export class SessionOwners {
    * (call it right before starting the run that creates it).
    */
   async access(sessionId: string, userId: string | undefined, claim = false): Promise<SessionAccess> {
-    const found = await this.#owner(sessionId);
-    if (found !== undefined) return found.owner === userId ? "yours" : "theirs";
-    if (!claim) return "none";
-    // Another request may have claimed it since it was looked up.
-    if (this.#owners.has(sessionId)) return this.#owners.get(sessionId) === userId ? "yours" : "theirs";
-    this.claim(sessionId, userId);
-    return "yours";
+    if (!claim) {
+      const found = await this.#owner(sessionId);
+      if (found === undefined) return "none";
+      return found.owner === userId ? "yours" : "theirs";
+    }
+    const access = await this.claimFor(sessionId, userId);
+    return access === "claimed" ? "yours" : access;
   }
 
   /**
-   * Forgets a claim whose run did not start (the request was refused after the claim): the id
-   * is nobody's again. A session that has runs keeps its owner (the next lookup finds them).
+   * Like `access(…, true)`, but says `claimed` when this call made a session nobody had the
+   * caller's: the claim to forget (`unclaim`) when the run it was made for does not start.
    */
-  unclaim(sessionId: string): void {
-    this.#owners.delete(sessionId);
+  async claimFor(sessionId: string, userId: string | undefined): Promise<"yours" | "theirs" | "claimed"> {
+    const found = await this.#owner(sessionId);
+    if (found !== undefined) return found.owner === userId ? "yours" : "theirs";
+    // Another request may have claimed it since it was looked up.
+    if (this.#owners.has(sessionId)) return this.#owners.get(sessionId) === userId ? "yours" : "theirs";
+    this.claim(sessionId, userId);
+    return "claimed";
+  }
+
+  /**
+   * Forgets `userId`'s claim whose run did not start (the request was refused after the claim):
+   * the id is nobody's again. A session that has runs keeps its owner (the next lookup finds them).
+   */
+  unclaim(sessionId: string, userId: string | undefined): void {
+    if (this.#owners.has(sessionId) && this.#owners.get(sessionId) === userId) this.#owners.delete(sessionId);
   }
 
   /** Records that `userId` starts a new session (an id the server made up, or one nobody had). */
