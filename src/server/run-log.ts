@@ -1,5 +1,6 @@
 import type { HumanQuestion } from "../builtin-tools/ask-human.js";
 import type { Message, RunEvent, RunHandle, Tool, ToolCall } from "../index.js";
+import { approxBytes } from "./approx-bytes.js";
 
 /** Where a run stands, as the server's clients see it. */
 export type RunStatus =
@@ -65,6 +66,11 @@ export class RunLog {
   released = false;
   /** Epoch ms of the last change; finished runs are evicted oldest first. */
   touchedAt = Date.now();
+  /**
+   * About how much memory the log's events hold (attachments in a `run_started` included): what
+   * keeping the run after its end costs. Its transcript (`messages`) shares their content.
+   */
+  bytes = 0;
   #waiters: Array<() => void> = [];
 
   constructor(runId: string, agentKey: string, userId: string | undefined, sessionId: string | undefined) {
@@ -123,6 +129,7 @@ export class RunLog {
   }
 
   append(event: RunEvent): void {
+    this.bytes += approxBytes(event);
     this.all.push(event);
     if (event.runId === this.runId) {
       this.own.push(event);

@@ -25,6 +25,10 @@ export type RunRegistryOptions = {
   human?: HumanChannel;
   /** Finished runs kept in memory for replay; older ones are evicted (from the store they reload). */
   retainFinishedRuns: number;
+  /** The most memory (bytes, estimated) finished runs kept for replay may hold together. */
+  retainFinishedBytes: number;
+  /** The most runs one named user may have running here at once; a start beyond it is a 429. */
+  maxRunningRunsPerUser: number;
   /** Passed to every run (dependencies, budgets, limits). */
   runOptions?: (ctx: {
     userId: string | undefined;
@@ -100,6 +104,7 @@ export class RunRegistry {
     this.#refuseWhenClosing();
     const known = this.#agents.get(agentKey);
     if (!known) throw new HttpError(400, "unknown_agent", `no agent named ${JSON.stringify(agentKey)}`);
+    this.#refuseOverRunningCap(context.userId);
     const added = this.toolsBesides(agentKey, extraTools ?? []);
     const agent = this.#withTools(agentKey, added) ?? known;
     const extra = this.#options.runOptions?.(context) ?? {};
@@ -117,6 +122,24 @@ export class RunRegistry {
     this.#drive(log, handle);
     this.#evict();
     return log;
+  }
+
+  /**
+   * One named user's runs driven here at once are capped (`maxRunningRunsPerUser`), so that one
+   * user cannot take the memory and the model budget every other user shares. Runs without a
+   * user (no per-user `auth`: one caller for everybody) are not counted.
+   */
+  #refuseOverRunningCap(userId: string | undefined): void {
+    if (userId === undefined) return;
+    const cap = this.#options.maxRunningRunsPerUser;
+    let running = 0;
+    for (const log of this.#logs.values()) if (log.userId === userId && log.status === "running") running++;
+    if (running >= cap)
+      throw new HttpError(
+        429,
+        "too_many_runs",
+        `you have ${running} runs running, the most this server runs for one user at once; wait for one to end, or cancel one, then try again`,
+      );
   }
 
   /** `tools` minus the names the agent has tools of: the agent's own tool wins over a client's. */
@@ -456,15 +479,28 @@ export class RunRegistry {
     return owner === undefined || (summary.leaseExpiresAt ?? 0) <= Date.now() || ownerIsGone(owner);
   }
 
-  /** Keeps at most `retainFinishedRuns` finished runs in memory, dropping the least recently used. */
+  /**
+   * Keeps at most `retainFinishedRuns` finished runs in memory, holding at most
+   * `retainFinishedBytes` together, dropping the least recently used first: a run's attachments
+   * stay in its log, so a count alone would let a few users' files fill the process. Without a
+   * store the most recent one stays whatever its size (its client may still reconnect to it).
+   */
   #evict(): void {
+    const { retainFinishedRuns: maxRuns, retainFinishedBytes: maxBytes } = this.#options;
     const finished = [...this.#logs.values()].filter((l) => l.finished || l.status === "detached");
-    const excess = finished.length - this.#options.retainFinishedRuns;
-    if (excess <= 0) return;
+    let count = finished.length;
+    let bytes = 0;
+    for (const log of finished) bytes += log.bytes;
+    if (count <= maxRuns && bytes <= maxBytes) return;
     finished.sort((a, b) => a.touchedAt - b.touchedAt);
-    for (const log of finished.slice(0, excess)) {
+    // Without a store nothing else holds the newest one: it stays whatever its size.
+    const keepOne = this.store ? 0 : 1;
+    for (const log of finished) {
+      if (count <= maxRuns && (bytes <= maxBytes || count === keepOne)) break;
       this.#logs.delete(log.runId);
       for (const [child, root] of this.#roots) if (root === log) this.#roots.delete(child);
+      count--;
+      bytes -= log.bytes;
     }
   }
 
