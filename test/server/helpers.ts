@@ -1,4 +1,5 @@
 import { Agent, jsonSchema, type Model, type RunEvent, ScriptedModel, tool } from "quiver-agents";
+import { type RunStore, StoreError } from "quiver-agents/store";
 
 /** A tool that needs approval and records what ran. */
 export function refundTool(ran: string[]) {
@@ -157,4 +158,22 @@ export function fallingBackAgent(): Agent {
     },
   };
   return new Agent({ name: "support", model });
+}
+
+/** `store`, whose leases fail retryably (as a database restarting does) while `down()` says so. */
+export function failingWhile<S extends RunStore>(store: S, down: () => boolean): S {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      if (key === "acquireLease")
+        return (...args: unknown[]) =>
+          down()
+            ? Promise.reject(
+                new StoreError("connection refused: the database is restarting", { retryable: true }),
+              )
+            : value.apply(target, args);
+      return value.bind(target);
+    },
+  });
 }

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer, type ServerOptions, type Serving, serve } from "quiver-agents/server";
-import { SqliteStore, StoreError } from "quiver-agents/store";
+import { SqliteStore } from "quiver-agents/store";
 import { afterEach, describe, expect, it } from "vitest";
-import { agentWith } from "./helpers.js";
+import { agentWith, failingWhile } from "./helpers.js";
 
 const dirs: string[] = [];
 const servings: Serving[] = [];
@@ -32,24 +32,6 @@ async function start(options: ServerOptions): Promise<string> {
   const serving = await serve(createServer(options), { port: 0 });
   servings.push(serving);
   return serving.url;
-}
-
-/** A store whose leases fail (as a database restarting) while `down()` says so. */
-function failingWhile(store: SqliteStore, down: () => boolean): SqliteStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (typeof value !== "function") return value;
-      if (key === "acquireLease")
-        return (...args: unknown[]) =>
-          down()
-            ? Promise.reject(
-                new StoreError("connection refused: the database is restarting", { retryable: true }),
-              )
-            : value.apply(target, args);
-      return value.bind(target);
-    },
-  });
 }
 
 function client(url: string, user: string) {

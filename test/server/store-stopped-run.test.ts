@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunEvent, RunFailedKind } from "quiver-agents";
 import { createServer } from "quiver-agents/server";
-import { SqliteStore, StoreError } from "quiver-agents/store";
+import { SqliteStore } from "quiver-agents/store";
 import { afterEach, describe, expect, it } from "vitest";
-import { agentWith, BASE } from "./helpers.js";
+import { agentWith, BASE, failingWhile } from "./helpers.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -50,26 +50,12 @@ describe("a stored run that failed, as the server summarises it", () => {
   });
 });
 
-/** A real SQLite store whose lease-taking fails retryably (a database restarting) while `down()` says so. */
+/** A real SQLite store, and the same store failing its leases while `down()` says so. */
 function flakyStore(down: () => boolean) {
   const dir = mkdtempSync(join(tmpdir(), "quiver-server-flaky-"));
   dirs.push(dir);
   const store = new SqliteStore({ path: join(dir, "runs.db") });
-  const flaky = new Proxy(store, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (typeof value !== "function") return value;
-      if (key === "acquireLease")
-        return (...args: unknown[]) =>
-          down()
-            ? Promise.reject(
-                new StoreError("connection refused: the database is restarting", { retryable: true }),
-              )
-            : value.apply(target, args);
-      return value.bind(target);
-    },
-  });
-  return { store, flaky };
+  return { store, flaky: failingWhile(store, down) };
 }
 
 describe("POST /api/runs while the store is failing", () => {
