@@ -10,7 +10,7 @@ const src = resolve(import.meta.dirname, "../src");
  * that contains it: `run/engine/loop.ts` is in "run/engine", `run/runner.ts` in "run".
  */
 const LAYERS: readonly string[][] = [
-  ["errors.ts", "abort.ts", "thrown.ts", "plain-json.ts", "whole-number.ts"], // what every layer raises and waits with
+  ["errors.ts", "abort.ts", "thrown.ts", "plain-json.ts", "whole-number.ts", "json-depth.ts"], // what every layer raises and waits with
   ["model"], // the provider boundary's types, ScriptedModel
   ["providers"], // OpenAI, Anthropic, … (they know only model/)
   ["contract"], // the types every layer above shares: RunContext, RunEvent, …

@@ -1,3 +1,5 @@
+import { nestedDeeperThan } from "../json-depth.js";
+
 /**
  * How deep a request body may nest. No message, state, tool schema or A2A part a client means to
  * send comes near it. A body thousands of levels deep (well under the size limit) overflows the
@@ -16,14 +18,5 @@ export const MAX_BODY_DEPTH = 256;
  * tooDeep(JSON.parse('{"state":{"a":{"b":{}}}}'), 3); // "state"
  */
 export function tooDeep(body: Record<string, unknown>, max = MAX_BODY_DEPTH): string | undefined {
-  for (const field of Object.keys(body)) {
-    const stack: Array<[unknown, number]> = [[body[field], 2]];
-    while (stack.length > 0) {
-      const [node, depth] = stack.pop()!;
-      if (node === null || typeof node !== "object") continue;
-      if (depth > max) return field;
-      for (const item of Array.isArray(node) ? node : Object.values(node)) stack.push([item, depth + 1]);
-    }
-  }
-  return undefined;
+  return Object.keys(body).find((field) => nestedDeeperThan(body[field], max - 1));
 }

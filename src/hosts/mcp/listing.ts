@@ -2,11 +2,11 @@ import { createHash } from "node:crypto";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { FENCE_NOTE } from "../../builtin-tools/fence.js";
 import { UserError } from "../../errors.js";
+import { nestedDeeperThan } from "../../json-depth.js";
 import type { JSONSchema } from "../../model/types.js";
 import { compileJsonSchema } from "../../tool/ajv.js";
 import type { HostedTool, ToolHostChange } from "../tool-host.js";
 import { type McpServerOptions, matches } from "./config.js";
-import { nestedDeeperThan } from "./depth.js";
 import {
   cleanPeerLine,
   cleanPeerText,

@@ -1,8 +1,9 @@
 /**
  * Whether `value` (parsed JSON) nests objects and arrays more than `max` levels deep. It walks
  * without recursion, so a value nested a million levels deep is answered, not a stack overflow:
- * a server's JSON is checked with it before anything recursive (a schema check, a copy, a
- * `JSON.stringify`) touches it.
+ * JSON from a peer (an MCP server's results and listings, an HTTP client's request body) is
+ * checked with it before anything recursive (a schema check, a copy, a `JSON.stringify`)
+ * touches it.
  *
  * @example
  * nestedDeeperThan({ a: [{ b: 1 }] }, 2) // → true (object → array → object)
