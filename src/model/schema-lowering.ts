@@ -73,7 +73,21 @@ const UNSUPPORTED = [
  * // → { schema: { type: "object", properties: { a: { type: ["string", "null"] } },
  * //     required: ["a"], additionalProperties: false } }
  */
-export function toStrictSchema(schema: JSONSchema): { schema: JSONSchema } | { reason: string } {
+export function toStrictSchema(schema: JSONSchema): StrictForm {
+  // A tool's schema is the same object on every request of a run (and of every run of its
+  // agent): lowered once, not once per request.
+  const known = strictForms.get(schema);
+  if (known) return known;
+  const form = lowerStrict(schema);
+  strictForms.set(schema, form);
+  return form;
+}
+
+type StrictForm = { schema: JSONSchema } | { reason: string };
+
+const strictForms = new WeakMap<JSONSchema, StrictForm>();
+
+function lowerStrict(schema: JSONSchema): StrictForm {
   const root = objectRootSchema(schema);
   if (root.simplified) return { reason: root.simplified };
   try {

@@ -8,11 +8,14 @@ import { serializeEvent } from "../contract/serialize-event.js";
 import { checkEventShape } from "./event-shapes.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
+  BLOCK_ROW_VERSION,
   extractPayloads,
+  MESSAGE_BLOCK,
   PAYLOAD_MIN_CHARS,
   PAYLOAD_ROW_VERSION,
   type Payload,
   payloadRefs,
+  payloadsToFetch,
   restorePayloads,
 } from "./payloads.js";
 import {
@@ -191,7 +194,8 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
     if (extracted === undefined) {
       rows.push({ seq: event.seq, version: PLAIN_ROW_VERSION, body: body ?? serializeEvent(event) });
     } else {
-      rows.push({ seq: event.seq, version: PAYLOAD_ROW_VERSION, body: serializeEvent(extracted.stripped) });
+      const version = extracted.blocks ? BLOCK_ROW_VERSION : PAYLOAD_ROW_VERSION;
+      rows.push({ seq: event.seq, version, body: serializeEvent(extracted.stripped) });
       for (const payload of extracted.payloads) payloads.set(payload.key, payload);
     }
     expected++;
@@ -199,23 +203,38 @@ export function encodeEvents(runId: string, lastSeq: number, events: readonly Ru
   return { rows, payloads: [...payloads.values()] };
 }
 
-/** A string at least a payload long where tool results travel: an event's `output` or its message's `content`. */
+/**
+ * A string at least a payload long where tool results travel (an event's `output` or its
+ * message's `content`), or an input long enough for blocks or holding parts (a session's
+ * history, its images).
+ */
 function carriesLongText(event: RunEvent): boolean {
-  const { output, message } = event as { output?: unknown; message?: { content?: unknown } };
+  const { output, message, input } = event as {
+    output?: unknown;
+    message?: { content?: unknown };
+    input?: unknown;
+  };
   return (
     (typeof output === "string" && output.length >= PAYLOAD_MIN_CHARS) ||
-    (typeof message?.content === "string" && message.content.length >= PAYLOAD_MIN_CHARS)
+    (typeof message?.content === "string" && message.content.length >= PAYLOAD_MIN_CHARS) ||
+    (Array.isArray(input) &&
+      (input.length >= MESSAGE_BLOCK ||
+        input.some((m: { content?: unknown } | null) => Array.isArray(m?.content))))
   );
 }
 
 /** Rows without payload references keep version 1, so an older Quiver still reads them. */
 const PLAIN_ROW_VERSION = 1;
 
-/** The payload keys decoded events refer to, each once: what a read must fetch beside the rows. */
-export function referencedPayloads(events: readonly RunEvent[]): string[] {
+/**
+ * The payload keys decoded events refer to, each once: what a read must fetch beside the rows.
+ * With `known`, the values already known (long strings read a moment ago: a chat's image) are
+ * put there instead of being listed; pass it on to `withPayloads`.
+ */
+export function referencedPayloads(events: readonly RunEvent[], known?: Map<string, unknown>): string[] {
   const keys = new Set<string>();
   for (const event of events) for (const key of payloadRefs(event)) keys.add(key);
-  return [...keys];
+  return known ? payloadsToFetch(keys, known) : [...keys];
 }
 
 /**
@@ -229,8 +248,9 @@ export function withPayloads(
   runId: string,
   events: RunEvent[],
   texts: ReadonlyMap<string, string>,
+  known?: ReadonlyMap<string, unknown>,
 ): RunEvent[] {
-  const parsed = new Map<string, unknown>();
+  const parsed = new Map<string, unknown>(known);
   for (const event of events) {
     if ((event as { $payloads?: unknown }).$payloads !== undefined)
       restorePayloads(runId, event, texts, parsed);
@@ -272,7 +292,11 @@ function missingEvent(runId: string, seq: number): StoreError {
 }
 
 function decodeEvent(runId: string, row: StoredEvent): RunEvent {
-  if (row.version !== PLAIN_ROW_VERSION && row.version !== EVENT_SCHEMA_VERSION) {
+  if (
+    !Number.isInteger(row.version) ||
+    row.version < PLAIN_ROW_VERSION ||
+    row.version > EVENT_SCHEMA_VERSION
+  ) {
     throw new StoreError(
       `run ${runId}: event seq ${row.seq} is stored in event schema version ${row.version}, but this Quiver reads ` +
         `versions ${PLAIN_ROW_VERSION} to ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,

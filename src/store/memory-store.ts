@@ -80,7 +80,8 @@ export class MemoryStore implements RunStore {
     const run = this.#runs.get(runId);
     const events = decodeEvents(runId, after, run?.lastSeq ?? 0, rows);
     const texts = new Map<string, string>();
-    for (const key of referencedPayloads(events)) {
+    const known = new Map<string, unknown>();
+    for (const key of referencedPayloads(events, known)) {
       for (const owner of payloadOwners(runId, run?.sessionId)) {
         const text = this.#artifacts.get(owner)?.get(key);
         if (text !== undefined) {
@@ -89,7 +90,7 @@ export class MemoryStore implements RunStore {
         }
       }
     }
-    return withPayloads(runId, events, texts);
+    return withPayloads(runId, events, texts, known);
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<Lease> {

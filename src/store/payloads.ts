@@ -9,7 +9,10 @@
  *
  * A row that refers to payloads is written in event schema version 2 and names what it took
  * out in a top-level `$payloads` field — `{ "call.args": "<key>", "message.toolCalls.0.args":
- * "<key>" }` — with `null` left in each place. Paths only ever name event fields Quiver
+ * "<key>" }` — with `null` left in each place. A long message list (a session's run starts
+ * with the whole conversation) is stored in blocks of `MESSAGE_BLOCK` messages, each a payload
+ * at a path ending in its index range — `"input.0:32"`;
+ * the block's messages leave the list (the others keep their order); such a row is version 3. Paths only ever name event fields Quiver
  * defines, so no value a tool or model produced can be mistaken for a reference.
  *
  * Images, documents and recordings are stored by their bytes: in content that holds one, each
@@ -29,6 +32,12 @@ export const PAYLOAD_KEY_PREFIX = "quiver:payload:";
 
 /** The format version of a row that refers to payloads; plain rows stay version 1. */
 export const PAYLOAD_ROW_VERSION = 2;
+
+/**
+ * The format version of a row that refers to blocks of messages (`MESSAGE_BLOCK`): a Quiver
+ * that reads only versions 1 and 2 refuses it instead of misreading it.
+ */
+export const BLOCK_ROW_VERSION = 3;
 
 export type Payload = { key: string; text: string };
 
@@ -86,7 +95,9 @@ function remember(payload: Payload): void {
  * The event with every large value taken out (`null` in its place, its path and key in
  * `$payloads`), and the payloads taken out; `undefined` when nothing is large enough.
  */
-export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads: Payload[] } | undefined {
+export function extractPayloads(
+  event: RunEvent,
+): { stripped: RunEvent; payloads: Payload[]; blocks: boolean } | undefined {
   // Most events hold nothing large: no path is built (nor anything else allocated) until a
   // payload is found.
   let found: Found[] | undefined;
@@ -137,7 +148,11 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   for (const list of ["input", "transcript"] as const) {
     const messages = source[list];
     if (!Array.isArray(messages)) continue;
+    const before = found?.length ?? 0;
     for (let i = 0; i < messages.length; i++) visitMessage(messages[i], list, i);
+    if (messages.length < MESSAGE_BLOCK) continue;
+    const blocks = messageBlocks(list, messages, found?.slice(before));
+    if (blocks.length) found = [...(found ?? []), ...blocks];
   }
   if (Array.isArray(source.pending)) {
     for (let i = 0; i < source.pending.length; i++) {
@@ -163,7 +178,20 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
   const stripped = { ...source } as Record<string, unknown>;
   const refs: Record<string, string> = {};
   const payloads = new Map<string, Payload>();
+  // Blocks of messages leave their list (put back by index range), rather than a null each.
+  let blocked: Map<string, Set<number>> | undefined;
   for (const { path, payload } of found) {
+    const range = path.length === 2 ? blockRange(path[1] as string) : undefined;
+    if (range) {
+      const list = path[0] as string;
+      blocked ??= new Map();
+      const starts = blocked.get(list) ?? new Set<number>();
+      starts.add(range.from);
+      blocked.set(list, starts);
+      refs[path.join(".")] = payload.key;
+      payloads.set(payload.key, payload);
+      continue;
+    }
     let node = stripped as Record<string | number, unknown>;
     for (let i = 0; i < path.length - 1; i++) {
       const segment = path[i]!;
@@ -179,11 +207,61 @@ export function extractPayloads(event: RunEvent): { stripped: RunEvent; payloads
     refs[path.join(".")] = payload.key;
     payloads.set(payload.key, payload);
   }
+  for (const [list, starts] of blocked ?? []) {
+    const messages = stripped[list] as unknown[];
+    stripped[list] = messages.filter((_, i) => !starts.has(i - (i % MESSAGE_BLOCK)));
+  }
   stripped.$payloads = refs;
-  return { stripped: stripped as unknown as RunEvent, payloads: [...payloads.values()] };
+  return {
+    stripped: stripped as unknown as RunEvent,
+    payloads: [...payloads.values()],
+    blocks: blocked !== undefined,
+  };
 }
 
 type Found = { path: Array<string | number>; payload: Payload };
+
+/**
+ * Messages per block of a long message list. A session's run starts with the whole
+ * conversation so far as its input: stored whole, a chat of 800 messages kept 42 MB of copies
+ * of itself (every run repeating every message before it). Stored in aligned blocks, each
+ * block is one payload of the session, and a later run refers to the blocks it shares with the
+ * runs before it: it stores its new messages and about 8 bytes per earlier one.
+ */
+export const MESSAGE_BLOCK = 32;
+
+/**
+ * The full blocks of `messages` (`MESSAGE_BLOCK` of them from index 0, 32, 64…) that hold no
+ * large value of their own (those are payloads already, by themselves): each becomes one
+ * payload, found at the path `[list, "from:to"]`.
+ */
+function messageBlocks(list: string, messages: unknown[], inner: readonly Found[] | undefined): Found[] {
+  const taken = new Set<number>();
+  for (const { path } of inner ?? []) taken.add(path[1] as number);
+  const blocks: Found[] = [];
+  for (let from = 0; from + MESSAGE_BLOCK <= messages.length; from += MESSAGE_BLOCK) {
+    let free = true;
+    for (let i = from; i < from + MESSAGE_BLOCK && free; i++) free = !taken.has(i);
+    if (!free) continue;
+    let text: string;
+    try {
+      text = JSON.stringify(messages.slice(from, from + MESSAGE_BLOCK));
+    } catch {
+      continue; // not plain JSON: left in the event, whose encoding makes it plain
+    }
+    blocks.push({ path: [list, `${from}:${from + MESSAGE_BLOCK}`], payload: toPayload(text) });
+  }
+  return blocks;
+}
+
+/** The index range a block's last path segment (`"32:64"`) names; undefined for any other segment. */
+function blockRange(segment: string): { from: number; to: number } | undefined {
+  const colon = segment.indexOf(":");
+  if (colon < 0) return undefined;
+  const from = Number(segment.slice(0, colon));
+  const to = Number(segment.slice(colon + 1));
+  return Number.isInteger(from) && Number.isInteger(to) && from >= 0 && to > from ? { from, to } : undefined;
+}
 
 /** Top-level event fields that may hold a large value. */
 const PAYLOAD_FIELDS = ["output", "details", "content", "partial", "state"] as const;
@@ -226,6 +304,8 @@ function dataPayloadOf(block: Record<string, unknown>): Payload | undefined {
   if (known !== undefined) {
     const text = recentTexts.get(known);
     if (text !== undefined) return { key: known, text };
+    // Read back from a store: its text is the JSON of the value, without hashing it again.
+    if (readValues.get(known) === block.data) return { key: known, text: JSON.stringify(block.data) };
   }
   const payload = payloadOf(block.data);
   if (payload === undefined) return undefined;
@@ -289,22 +369,27 @@ export function restorePayloads(
   const refs = target.$payloads;
   delete target.$payloads;
   if (!isRecord(refs)) throw damaged(runId, event.seq, "its payload references are not an object");
-  for (const [path, key] of Object.entries(refs)) {
-    if (typeof key !== "string") throw damaged(runId, event.seq, `the reference at ${path} is not a key`);
-    let value = parsed.get(key);
-    if (value === undefined) {
-      const text = texts.get(key);
-      if (text === undefined) throw damaged(runId, event.seq, `its payload ${key} (at ${path}) is missing`);
-      if (PAYLOAD_KEY_PREFIX + createHash("sha256").update(text).digest("hex") !== key) {
-        throw damaged(runId, event.seq, `its payload ${key} (at ${path}) does not match its digest`);
-      }
-      try {
-        value = JSON.parse(text);
-      } catch {
-        throw damaged(runId, event.seq, `its payload ${key} (at ${path}) cannot be decoded`);
-      }
-      parsed.set(key, value);
+  // Blocks of messages first, in index order, each back into the place it left: the paths of
+  // the other references count positions in the whole list.
+  const entries = Object.entries(refs);
+  const blocks = entries
+    .map(([path, key]) => ({ path, key, range: blockRange(path.slice(path.indexOf(".") + 1)) }))
+    .filter((b) => b.range !== undefined && b.path.indexOf(".") > 0)
+    .sort((a, b) => a.range!.from - b.range!.from);
+  for (const { path, key, range } of blocks) {
+    const value = payloadValue(runId, event.seq, path, key, texts, parsed);
+    const list = target[path.slice(0, path.indexOf("."))];
+    if (!Array.isArray(list) || !Array.isArray(value) || value.length !== range!.to - range!.from) {
+      throw damaged(runId, event.seq, `its message block ${key} (at ${path}) does not fit its place`);
     }
+    if (list.length < range!.from)
+      throw damaged(runId, event.seq, `the place of its message block ${path} does not exist`);
+    list.splice(range!.from, 0, ...value);
+  }
+  for (const [path, key] of entries) {
+    if (typeof key !== "string") throw damaged(runId, event.seq, `the reference at ${path} is not a key`);
+    if (blocks.some((b) => b.path === path)) continue;
+    const value = payloadValue(runId, event.seq, path, key, texts, parsed);
     const segments = path.split(".");
     let node: unknown = target;
     for (const segment of segments.slice(0, -1)) {
@@ -313,8 +398,88 @@ export function restorePayloads(
     if (!(isRecord(node) || Array.isArray(node))) {
       throw damaged(runId, event.seq, `the place of its payload ${path} does not exist`);
     }
-    (node as Record<string, unknown>)[segments.at(-1)!] = value;
+    const last = segments.at(-1)!;
+    (node as Record<string, unknown>)[last] = value;
+    if (last === "data" && typeof value === "string" && isRecord(node)) knownData(node, key);
   }
+}
+
+/** The value of the payload `key` (decoded once per read, checked against its digest). */
+function payloadValue(
+  runId: string,
+  seq: number,
+  path: string,
+  key: unknown,
+  texts: ReadonlyMap<string, string>,
+  parsed: Map<string, unknown>,
+): unknown {
+  if (typeof key !== "string") throw damaged(runId, seq, `the reference at ${path} is not a key`);
+  let value = parsed.get(key);
+  if (value !== undefined) return value;
+  const text = texts.get(key);
+  if (text === undefined) throw damaged(runId, seq, `its payload ${key} (at ${path}) is missing`);
+  if (PAYLOAD_KEY_PREFIX + createHash("sha256").update(text).digest("hex") !== key) {
+    throw damaged(runId, seq, `its payload ${key} (at ${path}) does not match its digest`);
+  }
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw damaged(runId, seq, `its payload ${key} (at ${path}) cannot be decoded`);
+  }
+  parsed.set(key, value);
+  if (typeof value === "string") rememberRead(key, value);
+  return value;
+}
+
+/**
+ * A media part read back from a store is remembered with its key (and its text, while the
+ * cache has room): a session's next run starts with it in its input, and storing that input
+ * would otherwise hash the same megabytes again for every later message of the chat.
+ */
+function knownData(part: Record<string, unknown>, key: string): void {
+  seenData.set(part, key);
+}
+
+/**
+ * Long strings read back from a store (images', documents' and recordings' base64, long texts),
+ * by payload key, the most recent first out last, up to `READ_MAX_CHARS` in all. A key is the
+ * digest of the value's JSON text, so a value found here is the one any store holds under it:
+ * a chat's image is fetched, checked and decoded once, not again for every later message of
+ * the chat (each of which reads the conversation back).
+ */
+const readValues = new Map<string, string>();
+let readChars = 0;
+const READ_MAX_CHARS = 64 * 1024 * 1024;
+
+function rememberRead(key: string, value: string): void {
+  if (readValues.has(key) || value.length > READ_MAX_CHARS) return;
+  readValues.set(key, value);
+  readChars += value.length;
+  for (const [old, text] of readValues) {
+    if (readChars <= READ_MAX_CHARS) break;
+    readValues.delete(old);
+    readChars -= text.length;
+  }
+}
+
+/**
+ * The payload keys a read must fetch: those of `keys` whose value is not known already. The
+ * known ones go into `known` (key → value), for `restorePayloads`: taken now, so a value that
+ * leaves the cache while the read fetches the rest is still there.
+ */
+export function payloadsToFetch(keys: Iterable<string>, known: Map<string, unknown>): string[] {
+  const fetch: string[] = [];
+  for (const key of keys) {
+    const value = readValues.get(key);
+    if (value === undefined) fetch.push(key);
+    else {
+      // Most recently used last: what a chat reads again and again stays.
+      readValues.delete(key);
+      readValues.set(key, value);
+      known.set(key, value);
+    }
+  }
+  return fetch;
 }
 
 function damaged(runId: string, seq: number, problem: string): StoreError {

@@ -182,10 +182,14 @@ export class PostgresStore implements RunStore {
       summary = next;
       // A payload's key is the digest of its text: one already stored is the same text.
       const owner = payloadOwner(runId, next.sessionId);
-      for (const payload of payloads) {
+      // One statement for all of them: a session's run refers to a block of messages per 32 of
+      // its history, and a round trip each would cost more than the rows.
+      if (payloads.length) {
         await client.query(
-          `INSERT INTO ${this.#t.artifacts} (run_id, key, text) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO NOTHING`,
-          [owner, payload.key, Buffer.from(payload.text, "utf8")],
+          `INSERT INTO ${this.#t.artifacts} (run_id, key, text)
+           SELECT $1, key, text FROM unnest($2::text[], $3::bytea[]) AS p(key, text)
+           ON CONFLICT (run_id, key) DO NOTHING`,
+          [owner, payloads.map((p) => p.key), payloads.map((p) => Buffer.from(p.text, "utf8"))],
         );
       }
       await client.query(
@@ -289,7 +293,8 @@ export class PostgresStore implements RunStore {
       lastSeq,
       rows.filter((row) => row.seq !== null).map(toStoredEvent),
     );
-    const keys = referencedPayloads(events);
+    const known = new Map<string, unknown>();
+    const keys = referencedPayloads(events, known);
     const texts = new Map<string, string>();
     if (keys.length) {
       // Payloads are never changed once written, so a second statement reads the same ones.
@@ -302,7 +307,7 @@ export class PostgresStore implements RunStore {
       );
       for (const row of found) texts.set(row.key as string, (row.text as Buffer).toString("utf8"));
     }
-    return withPayloads(runId, events, texts);
+    return withPayloads(runId, events, texts, known);
   }
 
   /** Whether the run is stored, answered with the lease it takes ($1 is the run id). */

@@ -568,7 +568,8 @@ export class SqliteStore implements RunStore {
       const events = decodeEvents(runId, after, lastSeq, rows);
       const texts = new Map<string, string>();
       const owners = payloadOwners(runId, (head as { session_id?: string | null }).session_id ?? undefined);
-      for (const key of referencedPayloads(events)) {
+      const known = new Map<string, unknown>();
+      for (const key of referencedPayloads(events, known)) {
         for (const owner of owners) {
           const row = this.#sql.getArtifact.get(owner, key) as { text: string } | undefined;
           if (row === undefined) continue;
@@ -576,7 +577,7 @@ export class SqliteStore implements RunStore {
           break;
         }
       }
-      return withPayloads(runId, events, texts);
+      return withPayloads(runId, events, texts, known);
     });
   }
 

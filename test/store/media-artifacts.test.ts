@@ -191,4 +191,35 @@ describe("SqliteStore keeps images once, beside the log", () => {
     expect((after.prepare("SELECT count(*) AS n FROM quiver_artifacts").get() as { n: number }).n).toBe(0);
     after.close();
   });
+  it("a chat's later messages do not read its photo back again: each costs a fraction of the message that sent it", async () => {
+    const photo = png(8 * MB).toString("base64");
+    const store = new SqliteStore({ path: join(dir, "chat-later.db") });
+    const model = new ScriptedModel(
+      Array.from({ length: 8 }, () => (req: ModelRequest) => ({
+        text: `sees ${imagesIn(req.messages).length}`,
+      })),
+    );
+    const agent = new Agent({ name: "chat", model });
+    const session = { store, sessionId: "chat-later" };
+    const cpu = async (input: Parameters<typeof Runner.run>[1]) => {
+      const before = process.cpuUsage();
+      const result = await Runner.run(agent, input, session);
+      const used = process.cpuUsage(before);
+      expect(result.output).toBe("sees 1");
+      return used.user + used.system;
+    };
+    const first = await cpu([
+      { type: "text", text: "What is in this photo?" },
+      { type: "image", data: photo, mimeType: "image/png" },
+    ]);
+    const later: number[] = [];
+    for (let i = 0; i < 5; i++) later.push(await cpu(`And now? (${i})`));
+    later.sort((a, b) => a - b);
+    // Reading the conversation back fetched, checked and decoded the 11 MB again for every
+    // message, and storing the next run's input hashed it again: each later message cost more
+    // than the first (measured: 260 ms each, against 95 ms).
+    expect(later[2]!).toBeLessThan(first / 3);
+    for (const request of model.requests) expect(imagesIn(request.messages)[0]).toBe(photo);
+    await store.close();
+  });
 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import {
   Agent,
+  loadSession,
   type ModelRequest,
   type RunEvent,
   Runner,
@@ -30,7 +31,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await cluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 });
 
 const MB = 1024 * 1024;
@@ -161,4 +162,79 @@ describe("a store keeps each large payload once", () => {
       await store.close();
     },
   );
+});
+
+describe("a session's runs share its conversation in the store", () => {
+  /** A chat of `runs` messages, each answered with a tool call and a line of text (4 messages a run). */
+  async function chat(store: RunStore, sessionId: string, runs: number) {
+    const lookup = tool({
+      name: "lookup",
+      description: "Look a word up.",
+      parameters: z.object({ word: z.string() }),
+      execute: async ({ word }) => `${word}: a word of ${word.length} letters, used in many sentences.`,
+    });
+    const model = new ScriptedModel(
+      Array.from({ length: runs * 2 }, (_, i) => (req: ModelRequest) => {
+        const last = req.messages.at(-1)!;
+        return last.role === "user"
+          ? { toolCalls: [{ id: `c${i}`, name: "lookup", args: { word: `word${i}` } }] }
+          : { text: `Here is what I found about that one (${i}), in a sentence or two of ordinary length.` };
+      }),
+    );
+    const agent = new Agent({ name: "chat", model, tools: [lookup] });
+    let last: Awaited<ReturnType<typeof Runner.run>> | undefined;
+    for (let i = 0; i < runs; i++) {
+      last = await Runner.run(agent, `Question ${i}: what does word${i} mean, and how is it used?`, {
+        store,
+        sessionId,
+      });
+      expect(last.output).toContain(`(${2 * i + 1})`);
+    }
+    return last!;
+  }
+
+  it("120 runs of one chat (480 messages) store each message about once, not once per later run; every run reads back as it ran", async () => {
+    const path = join(dir, "chat.db");
+    const store = new SqliteStore({ path });
+    const runs = 120;
+    const last = await chat(store, "long-chat", runs);
+    expect(last.messages).toHaveLength(runs * 4);
+    const conversation = JSON.stringify(last.messages).length;
+
+    const db = new Database(path, { readonly: true });
+    const bytes = (sql: string) => (db.prepare(sql).get() as { bytes: number }).bytes;
+    const events = bytes("SELECT sum(length(CAST(body AS BLOB))) AS bytes FROM quiver_events");
+    const artifacts = bytes(
+      "SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) AS bytes FROM quiver_artifacts",
+    );
+    db.close();
+    // Each run's input stored whole repeats every conversation before it: 65× (its other events are 6×).
+    const ratio = (events + artifacts) / conversation;
+    console.info(
+      `120-run chat: conversation ${(conversation / 1024).toFixed(0)} KB, stored ${((events + artifacts) / 1024).toFixed(0)} KB (${ratio.toFixed(1)}×)`,
+    );
+    expect(ratio).toBeLessThan(16);
+
+    // Reading back gives what ran: the session's history, and the latest run's log replayed.
+    const latest = await store.read(last.runId);
+    expect(latest[0]).toMatchObject({ type: "run_started" });
+    expect((latest[0] as { input: unknown[] }).input).toEqual(last.messages.slice(0, runs * 4 - 3));
+    expect(replay(latest).messages).toEqual(last.messages);
+    expect(await loadSession(store, "long-chat")).toEqual(last.messages);
+    await store.close();
+  }, 60_000);
+
+  it.each<[string, () => RunStore]>([
+    ["MemoryStore", () => new MemoryStore()],
+    ["PostgresStore", () => new PostgresStore({ connectionString: cluster.connectionString })],
+  ])("%s: a chat's runs read back whole from blocks shared between them", async (_, open) => {
+    const store = open();
+    const last = await chat(store, "shared-blocks", 20);
+    expect(await loadSession(store, "shared-blocks")).toEqual(last.messages);
+    for (const run of await store.listRuns({ sessionId: "shared-blocks" })) {
+      const state = replay(await store.read(run.runId));
+      expect(state.messages).toEqual(last.messages.slice(0, state.messages.length));
+    }
+    await store.close();
+  });
 });

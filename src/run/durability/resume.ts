@@ -222,15 +222,37 @@ export async function sessionOwner(
   store: RunStore,
   sessionId: string,
   listed?: readonly RunSummary[],
-): Promise<{ started: boolean; userId?: string; runs: RunSummary[]; firstEvents?: RunEvent[] }> {
+): Promise<{ started: boolean; userId?: string; runs: RunSummary[] }> {
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
   const runs = (listed ?? (await store.listRuns({ sessionId }))).filter((s) => !s.parentRunId);
   const first = runs[0];
   if (!first) return { started: false, runs };
-  const firstEvents = await store.read(first.runId);
-  const userId = userOf(firstEvents);
-  return { started: true, runs, firstEvents, ...(userId !== undefined && { userId }) };
+  const userId = await ownerOf(store, sessionId, first.runId);
+  return { started: true, runs, ...(userId !== undefined && { userId }) };
 }
+
+/**
+ * The `userId` of a session's first run, read once per store and session: a run's `run_started`
+ * never changes, so the owner stays known for as long as the session's first run is that run
+ * (a cleared session started again has a new first run, and is read again). Reading it every
+ * time read the whole first run, with every image of its first message, for each message of
+ * the chat.
+ */
+async function ownerOf(store: RunStore, sessionId: string, firstRunId: string): Promise<string | undefined> {
+  const cached = sessionOwners.get(store)?.get(sessionId);
+  if (cached?.runId === firstRunId) return cached.userId;
+  const userId = userOf(await store.read(firstRunId));
+  const known = sessionOwners.get(store) ?? new Map();
+  sessionOwners.set(store, known);
+  known.delete(sessionId);
+  known.set(sessionId, { runId: firstRunId, userId });
+  // The oldest entries go first: a store serving many chats keeps the recent ones.
+  if (known.size > MAX_KNOWN_OWNERS) known.delete(known.keys().next().value!);
+  return userId;
+}
+
+const sessionOwners = new WeakMap<RunStore, Map<string, { runId: string; userId: string | undefined }>>();
+const MAX_KNOWN_OWNERS = 10_000;
 
 /**
  * `loadSession`, with the `userId` the session belongs to (see `sessionOwner`) and the shared
@@ -241,10 +263,10 @@ export async function sessionHistory(
   sessionId: string,
   listed?: readonly RunSummary[],
 ): Promise<{ messages: Message[]; started: boolean; userId?: string; state?: unknown }> {
-  const { started, userId: owner, runs, firstEvents } = await sessionOwner(store, sessionId, listed);
+  const { started, userId: owner, runs } = await sessionOwner(store, sessionId, listed);
   const base = { started, ...(owner !== undefined && { userId: owner }) };
   for (let i = runs.length - 1; i >= 0; i--) {
-    const events = i === 0 ? firstEvents! : await store.read(runs[i]!.runId);
+    const events = await store.read(runs[i]!.runId);
     // A run of another user (stored before every run naming a session was checked) is not part
     // of its owner's conversation.
     if (userOf(events) !== owner) continue;
