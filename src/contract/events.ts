@@ -59,6 +59,12 @@ type Body =
       traceparent?: string;
       /** The run's shared state as it started (`RunOptions.state`, or its session's), when it has one. */
       state?: unknown;
+      /**
+       * In a session: how many of `input`'s first messages are the conversation so far (read
+       * from the store); the rest are what this run was given. `input.slice(history)` is the
+       * new message.
+       */
+      history?: number;
     }
   /** `model`: the name of the model asked this turn. */
   | { type: "turn_started"; turn: number; model?: string }

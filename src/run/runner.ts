@@ -444,7 +444,7 @@ async function continueFromHistory(
   // The session's state goes on too, unless the caller gave the run one.
   if (state !== undefined && run.options.state === undefined) run.state.restore(state);
   if (!history.length) return runLoop(run, input);
-  return runLoop(run, [...history, ...inputMessages(input)]);
+  return runLoop(run, [...history, ...inputMessages(input)], history.length);
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   resumePoint,
   runSummary,
   wantsChildren,
+  wantsOwnInput,
 } from "./native.js";
 import { allowedOriginSet, checkOrigin } from "./origin.js";
 import { mountedAt, mountPage, servePage } from "./page.js";
@@ -260,7 +261,14 @@ export function createServer(options: ServerOptions): QuiverServer {
   app.get("/api/runs/:runId/events", async (c) => {
     const { userId } = await caller(c.req.raw, c.env);
     const log = await registry.require(c.req.param("runId"), userId);
-    return eventStream(log, resumePoint(c.req.raw), wantsChildren(c.req.raw), directTarget(c.env));
+    const request = c.req.raw;
+    return eventStream(
+      log,
+      resumePoint(request),
+      wantsChildren(request),
+      directTarget(c.env),
+      wantsOwnInput(request),
+    );
   });
 
   app.post("/api/runs/:runId/approve", async (c) => {

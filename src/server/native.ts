@@ -1,4 +1,4 @@
-import { type ContentBlock, serializeEvent } from "../index.js";
+import { type ContentBlock, type RunEvent, serializeEvent } from "../index.js";
 import type { DirectTarget } from "./direct-stream.js";
 import { HttpError, KEEPALIVE_MS, MAX_BODY_BYTES, pullResponse, SSE_HEADERS } from "./http.js";
 import type { RunLog } from "./run-log.js";
@@ -28,6 +28,24 @@ export function wantsChildren(request: Request): boolean {
 }
 
 /**
+ * `?input=own`: a `run_started` of a session's run carries only the messages the run was given
+ * (`input.slice(history)`), not the conversation before them that it starts from — a chat
+ * reopened in the page fetches each of its runs, and each run's input repeated every message
+ * before it (a 500-message chat: 16 MB).
+ */
+export function wantsOwnInput(request: Request): boolean {
+  return new URL(request.url).searchParams.get("input") === "own";
+}
+
+/** An event's `data:` text, its input trimmed to the run's own with `ownInput` (see `wantsOwnInput`). */
+function wireText(event: RunEvent, ownInput: boolean): string {
+  if (ownInput && event.type === "run_started" && event.history) {
+    return serializeEvent({ ...event, input: event.input.slice(event.history) });
+  }
+  return serializeEvent(event);
+}
+
+/**
  * `GET /api/runs/:runId/events`: SSE with `id: <seq>` and `data: serializeEvent(ev)`, replaying
  * the run's own events after `after`, then following it live until it completes or fails (a
  * parked run keeps the stream open: a decision resumes it). Produced as the client reads;
@@ -38,8 +56,14 @@ export function wantsChildren(request: Request): boolean {
  * resumes the stream, and a child event sent before a drop may come again after it (a client
  * keeps each run's last seq to skip those).
  */
-export function eventStream(log: RunLog, after: number, children = false, direct?: DirectTarget): Response {
-  if (children) return familyStream(log, after, direct);
+export function eventStream(
+  log: RunLog,
+  after: number,
+  children = false,
+  direct?: DirectTarget,
+  ownInput = false,
+): Response {
+  if (children) return familyStream(log, after, direct, ownInput);
   let cursor = after;
   let lastSent = Date.now();
   let greeted = false;
@@ -54,7 +78,7 @@ export function eventStream(log: RunLog, after: number, children = false, direct
       const events = log.ownAfter(cursor, 128);
       if (events.length > 0) {
         let text = "";
-        for (const event of events) text += `id: ${event.seq}\ndata: ${serializeEvent(event)}\n\n`;
+        for (const event of events) text += `id: ${event.seq}\ndata: ${wireText(event, ownInput)}\n\n`;
         cursor = events.at(-1)!.seq;
         lastSent = Date.now();
         return text;
@@ -70,7 +94,12 @@ export function eventStream(log: RunLog, after: number, children = false, direct
   return pullResponse(next, SSE_HEADERS, 200, direct);
 }
 
-function familyStream(log: RunLog, after: number, direct: DirectTarget | undefined): Response {
+function familyStream(
+  log: RunLog,
+  after: number,
+  direct: DirectTarget | undefined,
+  ownInput: boolean,
+): Response {
   let index = -1;
   let lastSent = Date.now();
   const next = async (signal: AbortSignal): Promise<string | null> => {
@@ -86,7 +115,7 @@ function familyStream(log: RunLog, after: number, direct: DirectTarget | undefin
         for (; index < end; index++) {
           const event = log.all[index]!;
           if (event.runId === log.runId) text += `id: ${event.seq}\n`;
-          text += `data: ${serializeEvent(event)}\n\n`;
+          text += `data: ${wireText(event, ownInput)}\n\n`;
         }
         lastSent = Date.now();
         return text;

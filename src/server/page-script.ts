@@ -396,7 +396,7 @@ export const PAGE_SCRIPT = String.raw`
     let delay = 500;
     while (!run.closed && run.status === "running") {
       try {
-        const res = await fetch(BASE + "/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&after=" + run.lastSeq, { headers: headers(false) });
+        const res = await fetch(BASE + "/api/runs/" + encodeURIComponent(run.runId) + "/events?children=1&input=own&after=" + run.lastSeq, { headers: headers(false) });
         if (run.closed) break;
         if (res.status === 401) { refused(); return; }
         if (res.status === 404) { run.status = "gone"; run.section.append(el("p", { class: "state" }, "This run is no longer available.")); break; }

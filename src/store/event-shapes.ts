@@ -79,6 +79,7 @@ const SHAPES: Record<RunEventType, Fields> = {
     "userId?": STRING,
     "parentCallId?": STRING,
     "traceparent?": STRING,
+    "history?": NUMBER,
   },
   turn_started: { turn: NUMBER, "model?": STRING },
   text_delta: { delta: STRING },

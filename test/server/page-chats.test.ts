@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { Agent, type ModelRequest, ScriptedModel } from "quiver-agents";
+import { Agent, type ModelRequest, Runner, ScriptedModel } from "quiver-agents";
 import { createServer, type Serving, serve } from "quiver-agents/server";
 import { SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -191,4 +191,53 @@ describe("the chat list in Chromium", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 45_000);
+  it("reopening a long chat loads each run's own message, not the conversation before it again", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quiver-page-long-chat-"));
+    const store = new SqliteStore({ path: join(dir, "runs.db") });
+    const runs = 40;
+    const question = (i: number) => `question ${i} ${"with some words in it ".repeat(4)}`.trim();
+    const agent = echoAgent(runs + 1);
+    for (let i = 0; i < runs; i++) await Runner.run(agent, question(i), { store, sessionId: "long" });
+    const serving = await serve(createServer({ agent: echoAgent(), store }), { port: 0 });
+    try {
+      await withPage(
+        browser,
+        serving,
+        async (page) => {
+          const started: Array<{ input: unknown[]; history?: number }> = [];
+          let bytes = 0;
+          page.on("response", async (response) => {
+            if (!response.url().includes("/events")) return;
+            const body = await response.text().catch(() => "");
+            bytes += body.length;
+            for (const line of body.split("\n")) {
+              if (!line.startsWith("data: ")) continue;
+              const event = JSON.parse(line.slice(6));
+              if (event.type === "run_started") started.push(event);
+            }
+          });
+          await page.getByRole("navigation", { name: "Past chats" }).getByRole("button").first().click();
+          await page.getByText(`Answer to ${question(runs - 1)}`).waitFor({ timeout: 10_000 });
+          // Every question shows once, in order.
+          const asked = await page.getByRole("log").locator(".user").allTextContents();
+          expect(asked.map((text) => text.replace(/^You: /, "").trim())).toEqual(
+            Array.from({ length: runs }, (_, i) => question(i)),
+          );
+          await expect.poll(() => started.length).toBe(runs);
+          // Each run's start carries its own message; the history it continues is counted, not sent.
+          for (const event of started) expect(event.input).toHaveLength(1);
+          expect(started.map((e) => e.history ?? 0).sort((a, b) => a - b)).toEqual(
+            Array.from({ length: runs }, (_, i) => 2 * i),
+          );
+          // Sent whole, each start repeated the conversation before it: 282 KB, against 61 KB.
+          expect(bytes).toBeLessThan(120_000);
+        },
+        { width: 1280 },
+      );
+    } finally {
+      await serving.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

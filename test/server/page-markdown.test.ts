@@ -41,16 +41,18 @@ const RICH = [
 async function watchViolations(page: Page): Promise<void> {
   await page.addInitScript(() => {
     const { document, window } = globalThis as any;
-    const seen: Array<{ directive: string; blocked: string }> = [];
+    const seen: Array<{ directive: string; blocked: string; source: string }> = [];
     (window as any).__violations = seen;
     document.addEventListener("securitypolicyviolation", (e: any) =>
-      seen.push({ directive: e.violatedDirective, blocked: e.blockedURI }),
+      seen.push({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile }),
     );
   });
 }
 
 const violations = (page: Page) =>
-  page.evaluate(() => (globalThis as any).__violations as Array<{ directive: string; blocked: string }>);
+  page.evaluate(
+    () => (globalThis as any).__violations as Array<{ directive: string; blocked: string; source: string }>,
+  );
 
 describe("the chat page renders Markdown, safely", () => {
   it("serves marked and DOMPurify from the package under digest names, with a nonce CSP on the page", async () => {
@@ -263,9 +265,17 @@ describe("the chat page renders Markdown, safely", () => {
         expect(await page.getByLabel("Message").isVisible()).toBe(true);
         expect(await page.locator("#status").getAttribute("class")).toBe("status");
         // Nothing tried to load or run. (Chromium checks the policy even in the inert document
-        // DOMPurify parses the text into: its <style> and <base> are reported there, and dropped.)
-        for (const v of await violations(page))
-          expect(["style-src-elem", "style-src-attr", "base-uri"]).toContain(v.directive);
+        // DOMPurify parses the text into: its <style> and <base> are reported there, and dropped;
+        // Chromium 156 also reports the inline handlers it meets in that parse — reported from
+        // DOMPurify's own parseFromString call, run nowhere, and dropped with the rest.)
+        for (const v of await violations(page)) {
+          const inParse =
+            v.directive === "script-src-attr" && /\/assets\/purify-[0-9a-f]+\.js$/.test(v.source);
+          if (!inParse)
+            expect(["style-src-elem", "style-src-attr", "base-uri"], JSON.stringify(v)).toContain(
+              v.directive,
+            );
+        }
         expect(trouble.remote).toEqual([]);
         expect(trouble.dialogs).toEqual([]);
       });

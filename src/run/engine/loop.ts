@@ -58,9 +58,10 @@ export type AgentSetup = {
  * The loop: model turn → tool calls → results → next turn, until the model answers without
  * calls, a tool ends the turn, the run is cancelled, a budget runs out, or it runs out of turns.
  */
-export async function runLoop(run: ActiveRun, input: RunInput): Promise<RunResult<any>> {
+/** `history`: how many of `input`'s first messages are its session's conversation so far. */
+export async function runLoop(run: ActiveRun, input: RunInput, history = 0): Promise<RunResult<any>> {
   try {
-    const setup = start(run, input);
+    const setup = start(run, input, history);
     return await turns(run, setup instanceof Promise ? await setup : setup);
   } finally {
     const ending = endRun(run);
@@ -106,7 +107,7 @@ function closeRun(run: ActiveRun): void {
 }
 
 /** `run_started`, the input into the transcript, and the first agent's setup. */
-function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup> {
+function start(run: ActiveRun, input: RunInput, history: number): AgentSetup | Promise<AgentSetup> {
   const given = inputMessages(input);
   // A transcript from outside may hold calls without results (or the reverse): no provider takes that.
   const messages = pairCalls(given);
@@ -120,6 +121,7 @@ function start(run: ActiveRun, input: RunInput): AgentSetup | Promise<AgentSetup
     agent: "",
   };
   if (run.sessionId !== undefined) started.sessionId = run.sessionId;
+  if (history > 0) started.history = Math.min(history, messages.length);
   if (run.userId !== undefined) started.userId = run.userId;
   if (run.parent) started.parentCallId = run.parent.callId;
   else if (run.state.value !== undefined) started.state = run.state.value;
