@@ -67,7 +67,9 @@ describe("a run on a SqliteStore another process holds locked", () => {
     // (under the lease it still holds for them) store what it did, up to its cancelled end.
     const fresh = new SqliteStore({ path });
     let summary = await fresh.getRun(handle.runId);
-    for (let i = 0; i < 100 && summary?.status !== "completed"; i++) {
+    // Bounded by the run's storeWaitMs (10 s): its retries are spaced out, and a busy machine
+    // (another test file beside this one) stretches them.
+    for (let i = 0; i < 240 && summary?.status !== "completed"; i++) {
       await sleep(50);
       summary = await fresh.getRun(handle.runId);
     }
@@ -80,5 +82,5 @@ describe("a run on a SqliteStore another process holds locked", () => {
     expect(ran).toHaveLength(1);
     await fresh.close();
     await store.close();
-  });
+  }, 40_000);
 });
