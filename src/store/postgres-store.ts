@@ -22,6 +22,7 @@ import {
 import { loadOptionalPackage } from "./optional-package.js";
 import { payloadOwner, payloadOwners, sessionPayloads } from "./payloads.js";
 import {
+  appendFunctionName,
   createTables,
   NOW_MS,
   type PostgresClient,
@@ -104,6 +105,8 @@ export class PostgresStore implements RunStore {
   readonly #t: PostgresTables;
   readonly #timeoutMs: number;
   #ready: Promise<void> | undefined;
+  /** The schema's append function, when the tables' setup found or made it (`createTables`). */
+  #appendFunction: string | undefined;
   #closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -239,7 +242,7 @@ export class PostgresStore implements RunStore {
     const [, ...summaryValues] = runRowValues(summary);
     let statement: string;
     try {
-      statement = quickAppendStatement(this.#t, previous === undefined, [
+      statement = quickAppendStatement(this.#t, this.#appendFunction, previous === undefined, [
         runId,
         lease.owner,
         previous?.lastSeq ?? 0,
@@ -268,10 +271,23 @@ export class PostgresStore implements RunStore {
         return Number(answer?.rows[0]?.appended) === 1;
       },
       true,
-    ).then((appended) => {
-      if (appended) this.#known.set(runId, { owner: lease.owner, summary });
-      return appended;
-    });
+    ).then(
+      (appended) => {
+        if (appended) this.#known.set(runId, { owner: lease.owner, summary });
+        return appended;
+      },
+      (error: unknown) => {
+        // The function is gone (dropped since this store set up): nothing was appended; the
+        // statement goes on without it.
+        if (
+          this.#appendFunction === undefined ||
+          (error as { cause?: { code?: string } }).cause?.code !== "42883"
+        )
+          throw error;
+        this.#appendFunction = undefined;
+        return this.#quickAppend(lease, previous, events) ?? false;
+      },
+    );
   }
 
   async read(runId: string, afterSeq?: number): Promise<RunEvent[]> {
@@ -601,10 +617,15 @@ export class PostgresStore implements RunStore {
     if (this.#closed) throw closedStore("PostgresStore");
     this.#ready ??= this.#inTransaction("creating the tables", undefined, (client) =>
       createTables(client, this.schema),
-    ).catch((error) => {
-      this.#ready = undefined;
-      throw error;
-    });
+    ).then(
+      ({ appendFunction }) => {
+        this.#appendFunction = appendFunction ? appendFunctionName(this.schema) : undefined;
+      },
+      (error) => {
+        this.#ready = undefined;
+        throw error;
+      },
+    );
     try {
       await this.#ready;
     } catch (error) {
@@ -667,10 +688,19 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
  * The one-statement append with its values written in as literals: it checks the lease and
  * the end of the log (or, for a `first` append, that the run does not exist yet), writes the
  * run's summary, inserts the rows and notifies listeners, or changes nothing. Throws when a
- * value has no literal (the caller then takes the general path).
+ * value has no literal (the caller then takes the general path). With the schema's append
+ * `fn` (see `createTables`), a call of it, whose plans the server keeps.
  */
-function quickAppendStatement(t: PostgresTables, first: boolean, values: unknown[]): string {
+function quickAppendStatement(
+  t: PostgresTables,
+  fn: string | undefined,
+  first: boolean,
+  values: unknown[],
+): string {
   const v = values.map((value, i) => sqlLiteral(value, QUICK_APPEND_TYPES[i]!));
+  if (fn !== undefined) {
+    return `SELECT ${fn}(${v[0]}, ${v[1]}, ${v[2]}, ${first}, ${v.slice(3).join(", ")}) AS appended`;
+  }
   const run = first
     ? `INSERT INTO ${t.runs} (${RUN_COLUMNS})
        SELECT ${v[0]}, ${v[3]}, ${v[4]}, ${v[5]}, ${v[6]}, ${v[7]}, ${v[8]}, ${v[9]}, ${v[10]}

@@ -101,6 +101,45 @@ describe("PostgresStore", () => {
     });
   });
 
+  it("appends through its schema's append function, and goes on appending when the function is dropped", async () => {
+    const schema = "append_fn";
+    const store = new PostgresStore({ connectionString: cluster.connectionString, schema });
+    const db = new pg.Client({ connectionString: cluster.connectionString });
+    await db.connect();
+    try {
+      const lease = await store.acquireLease("r", "me", 60_000);
+      await store.append(lease, [started("r")]);
+      await store.append(lease, [event("r", 2)]);
+      const functions = await db.query(
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+        [schema],
+      );
+      expect(functions.rows.map((r) => r.proname)).toEqual(["quiver_append_v1"]);
+
+      // Dropped underneath a running store (a careless migration): nothing is lost or doubled.
+      await db.query(`DROP FUNCTION "${schema}".quiver_append_v1`);
+      await store.append(lease, [event("r", 3)]);
+      await store.append(lease, [event("r", 4), completed("r", 5)]);
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect((await store.getRun("r"))?.status).toBe("completed");
+      // A store started later makes it again.
+      const later = new PostgresStore({ connectionString: cluster.connectionString, schema });
+      const other = await later.acquireLease("r2", "me", 60_000);
+      await later.append(other, [started("r2")]);
+      await later.append(other, [event("r2", 2)]);
+      expect((await later.read("r2")).map((e) => e.seq)).toEqual([1, 2]);
+      const again = await db.query(
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+        [schema],
+      );
+      expect(again.rows.map((r) => r.proname)).toEqual(["quiver_append_v1"]);
+      await later.close();
+    } finally {
+      await db.end();
+      await store.close();
+    }
+  });
+
   it("creates its tables once when many stores start on a new schema at the same moment", async () => {
     const stores = Array.from(
       { length: 6 },
