@@ -3,6 +3,9 @@
  * OpenAI, Anthropic and every OpenAI-compatible server stream in).
  */
 
+/** The longest line an event stream may send (a whole answer in one `data:` line is a few MB). */
+export const MAX_LINE_CHARS = 64 * 1024 * 1024;
+
 /** One dispatched server-sent event. `event` is absent when the server sent no `event:` line. */
 export type SseEvent = { event?: string; data: string; id?: string };
 
@@ -20,7 +23,13 @@ export type SseEvent = { event?: string; data: string; id?: string };
  * decoder.push('event: ping\ndata: {}\n\n'); // → [{ event: "ping", data: "{}" }]
  */
 export class SseDecoder {
-  private buffer = "";
+  /**
+   * The line not ended yet, in the pieces it came in. Kept apart and joined once the line ends:
+   * a long line (a large tool call's arguments in one `data:`) arriving in many chunks was
+   * appended to and scanned again from its start at every chunk, quadratic in its length.
+   */
+  private partial: string[] = [];
+  private partialChars = 0;
   private data: string[] = [];
   private event: string | undefined;
   private id: string | undefined;
@@ -32,15 +41,20 @@ export class SseDecoder {
     let chunk = text;
     if (this.pendingCarriageReturn && chunk.startsWith("\n")) chunk = chunk.slice(1);
     this.pendingCarriageReturn = false;
-    this.buffer += chunk;
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const ch = this.buffer.charCodeAt(i);
+    for (let i = 0; i < chunk.length; i++) {
+      const ch = chunk.charCodeAt(i);
       if (ch !== 10 && ch !== 13) continue;
-      const line = this.buffer.slice(start, i);
+      let line = chunk.slice(start, i);
+      if (this.partial.length > 0) {
+        this.partial.push(line);
+        line = this.partial.join("");
+        this.partial = [];
+        this.partialChars = 0;
+      }
       if (ch === 13) {
-        if (i + 1 < this.buffer.length) {
-          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 < chunk.length) {
+          if (chunk.charCodeAt(i + 1) === 10) i++;
         } else {
           this.pendingCarriageReturn = true;
         }
@@ -48,7 +62,16 @@ export class SseDecoder {
       start = i + 1;
       this.line(line, out);
     }
-    this.buffer = this.buffer.slice(start);
+    if (start < chunk.length) {
+      this.partialChars += chunk.length - start;
+      // A server that never ends its line would otherwise grow it until the request's timeout.
+      if (this.partialChars > MAX_LINE_CHARS) {
+        throw new Error(
+          `the server sent a line of over ${MAX_LINE_CHARS / 1024 / 1024} MiB without ending it: not an event stream a client can hold`,
+        );
+      }
+      this.partial.push(start === 0 ? chunk : chunk.slice(start));
+    }
     return out;
   }
 
@@ -56,8 +79,9 @@ export class SseDecoder {
   end(): SseEvent[] {
     const out: SseEvent[] = [];
     // A partial last line means the connection dropped mid-line: never parse half a line.
-    if (this.buffer.length === 0 && this.data.length > 0) this.dispatch(out);
-    this.buffer = "";
+    if (this.partial.length === 0 && this.data.length > 0) this.dispatch(out);
+    this.partial = [];
+    this.partialChars = 0;
     this.data = [];
     return out;
   }

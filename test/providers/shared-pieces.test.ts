@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { objectRootSchema, toStrictSchema } from "../../src/model/schema-lowering.js";
 import { repairToolArguments } from "../../src/providers/json-repair.js";
 import { retryAfterMs } from "../../src/providers/retry.js";
-import { SseDecoder } from "../../src/providers/sse.js";
+import { MAX_LINE_CHARS, SseDecoder } from "../../src/providers/sse.js";
 import { safeCallId } from "../../src/providers/tool-call-ids.js";
 
 describe("SseDecoder", () => {
@@ -17,6 +17,32 @@ describe("SseDecoder", () => {
       ];
       expect(events).toEqual([{ event: "a", data: '{"x":\n1}' }, { data: "two" }, { data: "three" }]);
     }
+  });
+
+  it("decodes a long line sent in small chunks in time linear in its length, and refuses one that never ends", () => {
+    const decode = (chars: number) => {
+      const payload = "x".repeat(chars);
+      const text = `data: {"arguments":"${payload}"}\n\n`;
+      const decoder = new SseDecoder();
+      const started = performance.now();
+      const events = [];
+      for (let at = 0; at < text.length; at += 4_096)
+        events.push(...decoder.push(text.slice(at, at + 4_096)));
+      const ms = performance.now() - started;
+      expect(events).toEqual([{ data: `{"arguments":"${payload}"}` }]);
+      return ms;
+    };
+    decode(1_000_000); // warm-up
+    const small = Math.max(decode(2_000_000), 1);
+    const large = decode(8_000_000);
+    // Rescanned from its start at every chunk, four times the line took sixteen times as long.
+    expect(large / small).toBeLessThan(8);
+
+    const endless = new SseDecoder();
+    const megabyte = "y".repeat(1024 * 1024);
+    expect(() => {
+      for (let i = 0; i <= MAX_LINE_CHARS / megabyte.length; i++) endless.push(megabyte);
+    }).toThrow(/a line of over 64 MiB without ending it/);
   });
 
   it("dispatches a complete last event without its blank line, but never half a line", () => {
