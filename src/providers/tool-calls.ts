@@ -15,7 +15,17 @@ export type ToolCallEvent = Extract<ModelStreamEvent, { type: "tool_call" }> & {
   repairs?: string[];
 };
 
-type PendingCall = { id: string | undefined; name: string; args: string };
+/** `end`: the last character of `args` that is not whitespace (kept as fragments arrive). */
+type PendingCall = { id: string | undefined; name: string; args: string; end: string };
+
+/** The last character of `text` that is not whitespace, or `fallback` when it has none. */
+function lastVisible(text: string, fallback: string): string {
+  for (let i = text.length - 1; i >= 0; i--) {
+    const ch = text[i]!;
+    if (ch !== " " && ch !== "\n" && ch !== "\r" && ch !== "\t") return ch;
+  }
+  return fallback;
+}
 
 /** Collects the calls of one turn, addressed by their order of appearance (0, 1, 2…). */
 export class ToolCallAssembler {
@@ -28,7 +38,12 @@ export class ToolCallAssembler {
   /** Begins a new call and returns its index together with the first delta event. */
   start(id: string | undefined, name: string | undefined, argsDelta = ""): [number, ModelStreamEvent] {
     const index = this.calls.length;
-    this.calls.push({ id: id || undefined, name: name ?? "", args: argsDelta });
+    this.calls.push({
+      id: id || undefined,
+      name: name ?? "",
+      args: argsDelta,
+      end: lastVisible(argsDelta, ""),
+    });
     const event: ModelStreamEvent = { type: "tool_call_delta", index, argsDelta };
     if (id) event.id = id;
     if (name) event.name = name;
@@ -39,6 +54,7 @@ export class ToolCallAssembler {
   append(index: number, argsDelta: string, more: { id?: string; name?: string } = {}): ModelStreamEvent {
     const call = this.calls[index]!;
     call.args += argsDelta;
+    call.end = lastVisible(argsDelta, call.end);
     const event: ModelStreamEvent = { type: "tool_call_delta", index, argsDelta };
     if (more.id && !call.id) {
       call.id = more.id;
@@ -53,7 +69,9 @@ export class ToolCallAssembler {
 
   /** Replaces the arguments of call `index` with the provider's final text (authoritative). */
   setArguments(index: number, args: string): void {
-    this.calls[index]!.args = args;
+    const call = this.calls[index]!;
+    call.args = args;
+    call.end = lastVisible(args, "");
   }
 
   idOf(index: number): string | undefined {
@@ -71,6 +89,10 @@ export class ToolCallAssembler {
     const call = this.calls[index];
     if (call === undefined || call.name === "") return false;
     if (call.name !== name) return true;
+    // Whole JSON arguments end with a closing bracket: anything else is a call still under way,
+    // told without looking at the arguments (a server repeating the name on every fragment of a
+    // long call had every fragment parse all of them so far: quadratic in their length).
+    if (call.end !== "}" && call.end !== "]") return false;
     try {
       JSON.parse(call.args);
       return true;

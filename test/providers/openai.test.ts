@@ -670,6 +670,29 @@ describe("openaiCompatible() — quirks of OpenAI-compatible servers", () => {
     expect(ofType(events, "tool_call").map((c) => JSON.parse(c.args))).toEqual([{ city: "Oslo" }]);
   });
 
+  it("assembles a long call whose every fragment repeats its name in time linear in its length", async () => {
+    const part = (args: string) =>
+      chatChunk({ tool_calls: [{ function: { name: "get_weather", arguments: args } }] });
+    const timed = async (fragments: number) => {
+      const city = "x".repeat(fragments * 20);
+      const pieces = [part('{"city":"'), ...city.match(/.{20}/g)!.map(part), part('"}')];
+      const server = await serve(
+        [streamFixture([...pieces, chatChunk({}, "tool_calls"), "[DONE]"])],
+        compatible,
+      );
+      const started = performance.now();
+      const events = await collect(local(server).stream(ask({ tools: [weatherTool] })));
+      const ms = performance.now() - started;
+      expect(ofType(events, "tool_call").map((c) => JSON.parse(c.args))).toEqual([{ city }]);
+      return ms;
+    };
+    await timed(2_000); // warm-up
+    const small = await timed(4_000);
+    const large = await timed(16_000);
+    // Parsed whole at every fragment, four times the fragments took about sixteen times as long.
+    expect(large / small).toBeLessThan(8);
+  });
+
   it("takes the answer of a server that finishes and then leaves the connection open or drops it", async () => {
     const lines = [
       chatChunk({ content: "Complete answer." }),
