@@ -11,8 +11,8 @@
  * out in a top-level `$payloads` field — `{ "call.args": "<key>", "message.toolCalls.0.args":
  * "<key>" }` — with `null` left in each place. A long message list (a session's run starts
  * with the whole conversation) is stored in blocks of `MESSAGE_BLOCK` messages, each a payload
- * at a path ending in its index range — `"input.0:32"`;
- * the block's messages leave the list (the others keep their order); such a row is version 3. Paths only ever name event fields Quiver
+ * at a path ending in its index range — `"input.0:32"` — whose messages leave the list (the
+ * others keep their order); such a row is version 3. Paths only ever name event fields Quiver
  * defines, so no value a tool or model produced can be mistaken for a reference.
  *
  * Images, documents and recordings are stored by their bytes: in content that holds one, each

@@ -227,31 +227,32 @@ export async function sessionOwner(
   const runs = (listed ?? (await store.listRuns({ sessionId }))).filter((s) => !s.parentRunId);
   const first = runs[0];
   if (!first) return { started: false, runs };
-  const userId = await ownerOf(store, sessionId, first.runId);
+  const userId = await ownerOf(store, sessionId, first);
   return { started: true, runs, ...(userId !== undefined && { userId }) };
 }
 
 /**
  * The `userId` of a session's first run, read once per store and session: a run's `run_started`
  * never changes, so the owner stays known for as long as the session's first run is that run
- * (a cleared session started again has a new first run, and is read again). Reading it every
- * time read the whole first run, with every image of its first message, for each message of
- * the chat.
+ * (a cleared session started again has a new first run — by its start time too, should a
+ * caller reuse the id — and is read again). Reading it every time read the whole first run,
+ * with every image of its first message, for each message of the chat.
  */
-async function ownerOf(store: RunStore, sessionId: string, firstRunId: string): Promise<string | undefined> {
+async function ownerOf(store: RunStore, sessionId: string, first: RunSummary): Promise<string | undefined> {
   const cached = sessionOwners.get(store)?.get(sessionId);
-  if (cached?.runId === firstRunId) return cached.userId;
-  const userId = userOf(await store.read(firstRunId));
+  if (cached?.runId === first.runId && cached.startedAt === first.startedAt) return cached.userId;
+  const userId = userOf(await store.read(first.runId));
   const known = sessionOwners.get(store) ?? new Map();
   sessionOwners.set(store, known);
   known.delete(sessionId);
-  known.set(sessionId, { runId: firstRunId, userId });
+  known.set(sessionId, { runId: first.runId, startedAt: first.startedAt, userId });
   // The oldest entries go first: a store serving many chats keeps the recent ones.
   if (known.size > MAX_KNOWN_OWNERS) known.delete(known.keys().next().value!);
   return userId;
 }
 
-const sessionOwners = new WeakMap<RunStore, Map<string, { runId: string; userId: string | undefined }>>();
+type KnownOwner = { runId: string; startedAt: number; userId: string | undefined };
+const sessionOwners = new WeakMap<RunStore, Map<string, KnownOwner>>();
 const MAX_KNOWN_OWNERS = 10_000;
 
 /**

@@ -57,8 +57,8 @@ export type AgentSetup = {
 /**
  * The loop: model turn → tool calls → results → next turn, until the model answers without
  * calls, a tool ends the turn, the run is cancelled, a budget runs out, or it runs out of turns.
+ * `history`: how many of `input`'s first messages are its session's conversation so far.
  */
-/** `history`: how many of `input`'s first messages are its session's conversation so far. */
 export async function runLoop(run: ActiveRun, input: RunInput, history = 0): Promise<RunResult<any>> {
   try {
     const setup = start(run, input, history);
