@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
@@ -29,9 +30,9 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 20_000,
-    // Vitest's default on a 2-core machine is one worker (cores − 1): the files then run one at a
-    // time, 620 s. Most of a file's time is waiting on child processes, Postgres and Chromium, so
-    // two workers finish in about 370 s on the same machine.
-    maxWorkers: 2,
+    // Vitest's default is cores − 1 workers, so one on a 2-core machine: the files then run one at
+    // a time, 620 s. Most of a file's time is waiting on child processes, Postgres and Chromium, so
+    // two workers finish in about 390 s on the same machine; larger machines keep their default.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });
