@@ -75,20 +75,42 @@ export function payloadOwners(runId: string, sessionId: string | undefined): str
 const seen = new WeakMap<object, string | null>();
 /** Parts whose `data` was measured: the part → its data's payload key. */
 const seenData = new WeakMap<object, string>();
-const recentTexts = new Map<string, string>();
-let recentChars = 0;
-const RECENT_MAX_CHARS = 16 * 1024 * 1024;
-const RECENT_MAX_ENTRIES = 64;
+
+/** Strings by payload key, the least recently used dropped first, within `maxChars` and `maxEntries`. */
+class BoundedTexts {
+  readonly #texts = new Map<string, string>();
+  #chars = 0;
+  constructor(
+    readonly maxChars: number,
+    readonly maxEntries = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** The text under `key`, now the most recently used. */
+  get(key: string): string | undefined {
+    const text = this.#texts.get(key);
+    if (text !== undefined) {
+      this.#texts.delete(key);
+      this.#texts.set(key, text);
+    }
+    return text;
+  }
+
+  set(key: string, text: string): void {
+    if (this.#texts.has(key) || text.length > this.maxChars) return;
+    this.#texts.set(key, text);
+    this.#chars += text.length;
+    for (const [old, dropped] of this.#texts) {
+      if (this.#chars <= this.maxChars && this.#texts.size <= this.maxEntries) break;
+      this.#texts.delete(old);
+      this.#chars -= dropped.length;
+    }
+  }
+}
+
+const recentTexts = new BoundedTexts(16 * 1024 * 1024, 64);
 
 function remember(payload: Payload): void {
-  if (recentTexts.has(payload.key) || payload.text.length > RECENT_MAX_CHARS) return;
   recentTexts.set(payload.key, payload.text);
-  recentChars += payload.text.length;
-  for (const [key, text] of recentTexts) {
-    if (recentChars <= RECENT_MAX_CHARS && recentTexts.size <= RECENT_MAX_ENTRIES) break;
-    recentTexts.delete(key);
-    recentChars -= text.length;
-  }
 }
 
 /**
@@ -376,6 +398,7 @@ export function restorePayloads(
     .map(([path, key]) => ({ path, key, range: blockRange(path.slice(path.indexOf(".") + 1)) }))
     .filter((b) => b.range !== undefined && b.path.indexOf(".") > 0)
     .sort((a, b) => a.range!.from - b.range!.from);
+  const blockPaths = new Set(blocks.map((b) => b.path));
   for (const { path, key, range } of blocks) {
     const value = payloadValue(runId, event.seq, path, key, texts, parsed);
     const list = target[path.slice(0, path.indexOf("."))];
@@ -388,7 +411,7 @@ export function restorePayloads(
   }
   for (const [path, key] of entries) {
     if (typeof key !== "string") throw damaged(runId, event.seq, `the reference at ${path} is not a key`);
-    if (blocks.some((b) => b.path === path)) continue;
+    if (blockPaths.has(path)) continue;
     const value = payloadValue(runId, event.seq, path, key, texts, parsed);
     const segments = path.split(".");
     let node: unknown = target;
@@ -427,7 +450,7 @@ function payloadValue(
     throw damaged(runId, seq, `its payload ${key} (at ${path}) cannot be decoded`);
   }
   parsed.set(key, value);
-  if (typeof value === "string") rememberRead(key, value);
+  if (typeof value === "string") readValues.set(key, value);
   return value;
 }
 
@@ -442,25 +465,12 @@ function knownData(part: Record<string, unknown>, key: string): void {
 
 /**
  * Long strings read back from a store (images', documents' and recordings' base64, long texts),
- * by payload key, the most recent first out last, up to `READ_MAX_CHARS` in all. A key is the
+ * by payload key, the least recently used dropped first, up to 64 MB in all. A key is the
  * digest of the value's JSON text, so a value found here is the one any store holds under it:
  * a chat's image is fetched, checked and decoded once, not again for every later message of
  * the chat (each of which reads the conversation back).
  */
-const readValues = new Map<string, string>();
-let readChars = 0;
-const READ_MAX_CHARS = 64 * 1024 * 1024;
-
-function rememberRead(key: string, value: string): void {
-  if (readValues.has(key) || value.length > READ_MAX_CHARS) return;
-  readValues.set(key, value);
-  readChars += value.length;
-  for (const [old, text] of readValues) {
-    if (readChars <= READ_MAX_CHARS) break;
-    readValues.delete(old);
-    readChars -= text.length;
-  }
-}
+const readValues = new BoundedTexts(64 * 1024 * 1024);
 
 /**
  * The payload keys a read must fetch: those of `keys` whose value is not known already. The
@@ -472,12 +482,7 @@ export function payloadsToFetch(keys: Iterable<string>, known: Map<string, unkno
   for (const key of keys) {
     const value = readValues.get(key);
     if (value === undefined) fetch.push(key);
-    else {
-      // Most recently used last: what a chat reads again and again stays.
-      readValues.delete(key);
-      readValues.set(key, value);
-      known.set(key, value);
-    }
+    else known.set(key, value);
   }
   return fetch;
 }
