@@ -21,7 +21,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe("a run on a SqliteStore another process holds locked", () => {
   it("hears cancel() at once and settles within 2 s with the retryable 'did not confirm' error; the log is finished once the lock lets go", async () => {
     const path = join(dir, "runs.db");
-    // Short waits: the store gives up on the lock after 500 ms, the run retries for 10 s.
+    // Short waits: the store gives up on the lock after 500 ms; the run retries for 30 s, so that
+    // on a busy machine (another test file beside this one) it outlasts the lock.
     const store = new SqliteStore({ path, busyTimeoutMs: 500 });
     let lock: Awaited<ReturnType<typeof holdWriteLock>> | undefined;
     const ran: string[] = [];
@@ -42,7 +43,7 @@ describe("a run on a SqliteStore another process holds locked", () => {
       { text: "done" },
     ]);
     const agent = new Agent({ name: "billing", model, tools: [charge] });
-    const handle = Runner.stream(agent, "bill", { store, storeWaitMs: 10_000 });
+    const handle = Runner.stream(agent, "bill", { store, storeWaitMs: 30_000 });
     const loop = watchEventLoop();
     try {
       while (lock === undefined) await sleep(10);
@@ -67,9 +68,9 @@ describe("a run on a SqliteStore another process holds locked", () => {
     // (under the lease it still holds for them) store what it did, up to its cancelled end.
     const fresh = new SqliteStore({ path });
     let summary = await fresh.getRun(handle.runId);
-    // Bounded by the run's storeWaitMs (10 s): its retries are spaced out, and a busy machine
-    // (another test file beside this one) stretches them.
-    for (let i = 0; i < 240 && summary?.status !== "completed"; i++) {
+    // Bounded by the run's storeWaitMs (30 s): its retries are spaced out, and a busy machine
+    // stretches them.
+    for (let i = 0; i < 600 && summary?.status !== "completed"; i++) {
       await sleep(50);
       summary = await fresh.getRun(handle.runId);
     }
@@ -82,5 +83,5 @@ describe("a run on a SqliteStore another process holds locked", () => {
     expect(ran).toHaveLength(1);
     await fresh.close();
     await store.close();
-  }, 40_000);
+  }, 60_000);
 });
