@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, loadSession, type Model, Runner, ScriptedModel, UserError } from "quiver-agents";
-import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
+import { type Lease, MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PostgresCluster, startPostgresCluster } from "../store/postgres-cluster.js";
 
@@ -83,4 +83,34 @@ describe.each([
     await Promise.all([Runner.run(other, "x", { store, sessionId: "u" }), Runner.run(other, "y", { store })]);
     await store.close();
   });
+
+  it("a message sent the moment the previous run's end arrives goes on from it", async () => {
+    // The end is stored and streamed before its process gives the session back (a round trip
+    // later); a chat page sends the next message on that end. Here the give-back takes 300 ms.
+    const store = slowToLetGoOfSessions(open(), 300);
+    const agent = new Agent({ name: "a", model: slowEcho(5) });
+    for (const question of ["one", "two", "three"]) {
+      for await (const event of Runner.stream(agent, question, { store, sessionId: "v" })) {
+        if (event.type === "run_completed") break;
+      }
+    }
+    const said = (await loadSession(store, "v")).map((m) => m.content);
+    expect(said).toEqual(["one", "heard: one", "two", "heard: two", "three", "heard: three"]);
+    await store.close();
+  });
 });
+
+/** The store, giving back a session's hold `ms` late (its run's own lease at once). */
+function slowToLetGoOfSessions(store: RunStore, ms: number): RunStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (key !== "releaseLease") return typeof value === "function" ? value.bind(target) : value;
+      return async (lease: Lease) => {
+        if (lease.runId.startsWith("quiver.session:"))
+          await new Promise((resolve) => setTimeout(resolve, ms));
+        return target.releaseLease(lease);
+      };
+    },
+  });
+}

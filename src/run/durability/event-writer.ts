@@ -136,7 +136,42 @@ export class EventWriter implements EventSink {
   #waiting: RunEvent[] | undefined;
 
   #deliver(batch: RunEvent[]): void {
-    for (const event of batch) this.#queue.push(event);
+    for (const event of batch) {
+      if (this.#heldEnd.length || (!this.#handedOver && this.#endsRoot(event))) this.#heldEnd.push(event);
+      else this.#queue.push(event);
+    }
+  }
+
+  /**
+   * The root run's end (and anything after it), stored, but kept from the reader until this
+   * driver has given back its leases: a chat sends its next message on that end, and found the
+   * session still held by the run that had just ended (a round trip of a release later).
+   */
+  readonly #heldEnd: RunEvent[] = [];
+  /** The run this driver drives (its first lease); its child runs share the driver. */
+  #root: string | undefined;
+  /** True once every lease was given back (tried) and the held end handed on: nothing is held after. */
+  #handedOver = false;
+  /** The first attempts of the give-backs under way. */
+  readonly #givingBack = new Set<Promise<void>>();
+
+  #endsRoot(event: RunEvent): boolean {
+    return (
+      event.runId === this.#root &&
+      (event.type === "run_completed" || event.type === "run_failed" || event.type === "run_parked")
+    );
+  }
+
+  /**
+   * Hands the held end to the reader once no lease is held and every give-back was tried (after
+   * the store failed, at once: its give-backs go on in the background, and nobody waits for them).
+   */
+  async #deliverHeldEnd(): Promise<void> {
+    if (this.#leases.size > 0) return;
+    while (this.#givingBack.size && this.#failure === undefined) await Promise.all(this.#givingBack);
+    if (this.#leases.size > 0) return;
+    this.#handedOver = true;
+    for (const event of this.#heldEnd.splice(0)) this.#queue.push(event);
   }
 
   /**
@@ -302,6 +337,7 @@ export class EventWriter implements EventSink {
     if (!this.store) return undefined;
     const requestedAt = Date.now();
     const lease = await this.#acquire(runId, wait);
+    this.#root ??= runId;
     this.#leases.set(runId, lease);
     this.#deadlines.set(runId, requestedAt + this.#leaseTtlMs);
     if (!this.#renewTimer) {
@@ -411,17 +447,19 @@ export class EventWriter implements EventSink {
     if (released) this.#forget(runId);
     await flushed;
     this.#forget(runId);
-    if (!lease || !this.store) return;
+    if (!lease || !this.store) return this.#deliverHeldEnd();
     // The last lease let go, after the last events: this driver writes nothing more.
     if (this.#leases.size === 0) {
       this.#done = true;
       this.#stopIfIdle();
     }
     released ??= this.#giveBack(lease);
-    if (this.#failure !== undefined) return;
-    this.#storeWaits++;
-    await released;
-    this.#storeWaits--;
+    if (this.#failure === undefined) {
+      this.#storeWaits++;
+      await released;
+      this.#storeWaits--;
+    }
+    await this.#deliverHeldEnd();
   }
 
   /** True once this driver has let go of its last lease after its last events. */
@@ -446,7 +484,12 @@ export class EventWriter implements EventSink {
           () => "released" as const,
           (error: unknown) => (isRetryable(error) ? ("retry" as const) : ("refused" as const)),
         );
-    return attempt().then((first) => {
+    const tried = attempt();
+    const firstTry = tried.then(() => {
+      this.#givingBack.delete(firstTry);
+    });
+    this.#givingBack.add(firstTry);
+    return tried.then((first) => {
       if (first !== "retry") return;
       this.#unconfirmed++;
       this.#stopIfIdle();
