@@ -316,15 +316,9 @@ async function continueSession(
   sessionId: string,
   input: RunInput,
 ): Promise<RunResult<any>> {
-  const sink = run.events.sink!;
   const key = sessionLeaseKey(sessionId);
-  try {
-    await sink.acquire(key, { signal: run.control.signal });
-  } catch (error) {
-    if (!(error instanceof LeaseConflict)) throw error;
-    throw await sessionHeld(store, sessionId, error);
-  }
-  // Given back with the run's own lease, in the same breath (see `releaseLeases`).
+  await takeSession(run, store, sessionId, key);
+  // Given back with the run's own lease, just before it (see `releaseLeases`).
   sessionLeases.set(run, key);
   // One owner for every attempt: a close the store failed half-way leaves a lease of that owner.
   const owner = leaseOwner();
@@ -334,15 +328,55 @@ async function continueSession(
   return continueFromHistory(run, store, sessionId, input, runs);
 }
 
+/** How long a new run of a session waits for the run that just ended to give the session back. */
+const SESSION_HANDOVER_MS = 3_000;
+
+/**
+ * Takes the session's lease. A run's end is stored a round trip before its driver gives the
+ * session back: a process that saw the end in the store (another server tailing the run, a
+ * worker) and starts the next message at once would find the session held. When the holder is
+ * the driver of the session's latest run, and that run has ended, the new run waits a moment
+ * for it to let go; any other holder (a run in progress, one starting) refuses it at once.
+ */
+async function takeSession(run: ActiveRun, store: RunStore, sessionId: string, key: string): Promise<void> {
+  const sink = run.events.sink!;
+  const signal = run.control.signal;
+  try {
+    await sink.acquire(key, { signal });
+    return;
+  } catch (error) {
+    if (!(error instanceof LeaseConflict)) throw error;
+    const runs = await store.listRuns({ sessionId }).catch(() => undefined);
+    const latest = runs?.findLast((r) => !r.parentRunId);
+    const ending =
+      latest !== undefined &&
+      latest.leaseOwner === error.owner &&
+      latest.status !== "running" &&
+      latest.failureKind !== STORE_UNAVAILABLE;
+    if (!ending) throw await sessionHeld(store, sessionId, error, runs);
+  }
+  try {
+    await sink.acquire(key, { waitMs: SESSION_HANDOVER_MS, signal });
+  } catch (error) {
+    if (!(error instanceof LeaseConflict)) throw error;
+    throw await sessionHeld(store, sessionId, error);
+  }
+}
+
 /**
  * Why the session's lease is held by another driver, as far as the store tells: a run of the
  * session it holds as running, or — when none is — a run starting, or one that stopped (its
  * store failed under it) whose process has not given the session back yet. The last is not "a
  * run in progress": it lets go once its store answers again, and at the lease's expiry anyway.
  */
-async function sessionHeld(store: RunStore, sessionId: string, conflict: LeaseConflict): Promise<UserError> {
+async function sessionHeld(
+  store: RunStore,
+  sessionId: string,
+  conflict: LeaseConflict,
+  listed?: readonly RunSummary[],
+): Promise<UserError> {
   const held = `lease owner ${conflict.owner}, until ${new Date(conflict.expiresAt).toISOString()} unless renewed`;
-  const runs = await store.listRuns({ sessionId }).catch(() => undefined);
+  const runs = listed ?? (await store.listRuns({ sessionId }).catch(() => undefined));
   const holding = runs?.findLast((r) => !r.parentRunId && r.leaseOwner === conflict.owner);
   if (holding?.status === "running")
     return new UserError(
@@ -412,13 +446,19 @@ async function holdSession(run: ActiveRun, sessionId: string): Promise<void> {
 /** The session lease a run holds, given back when its own is. */
 const sessionLeases = new WeakMap<ActiveRun, string>();
 
-/** Gives back the run's lease, and its session's when it holds one, at once. */
+/**
+ * Gives back the run's lease, and first its session's when it holds one: while the session is
+ * held, the run's own lease still names its driver, so a process that finds the session held
+ * can tell a run that has just ended (and is letting go) from one starting (see `takeSession`).
+ */
 async function releaseLeases(run: ActiveRun): Promise<void> {
   const sink = run.events.sink!;
   const session = sessionLeases.get(run);
-  if (session === undefined) return sink.release(run.runId);
-  sessionLeases.delete(run);
-  await Promise.all([sink.release(run.runId), sink.release(session)]);
+  if (session !== undefined) {
+    sessionLeases.delete(run);
+    await sink.release(session);
+  }
+  await sink.release(run.runId);
 }
 
 /** The key of a session's lease in the store's leases (beside the runs' own). */

@@ -98,6 +98,22 @@ describe.each([
     expect(said).toEqual(["one", "heard: one", "two", "heard: two", "three", "heard: three"]);
     await store.close();
   });
+
+  it("a run started the moment another process sees the previous run's end in the store goes on from it", async () => {
+    // A server tailing the store, or a worker, sees the end before the driver has given the
+    // session back (here 300 ms later); the next message waits for that instead of failing.
+    const store = slowToLetGoOfSessions(open(), 300);
+    const agent = new Agent({ name: "a", model: slowEcho(5) });
+    const first = Runner.run(agent, "one", { store, sessionId: "w" });
+    while (!(await store.listRuns({ sessionId: "w" })).some((r) => r.status === "completed"))
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    const second = await Runner.run(agent, "two", { store, sessionId: "w" });
+    expect(second.output).toBe("heard: two");
+    await first;
+    const said = (await loadSession(store, "w")).map((m) => m.content);
+    expect(said).toEqual(["one", "heard: one", "two", "heard: two"]);
+    await store.close();
+  });
 });
 
 /** The store, giving back a session's hold `ms` late (its run's own lease at once). */
