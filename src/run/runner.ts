@@ -384,6 +384,12 @@ async function sessionHeld(
         "wait for it to end (or steer it with inject()) before starting another; a run stopped by its store " +
         "is given back by its process once the store answers (and the hold lapses at its expiry in any case)",
     );
+  if (holding !== undefined && holding.failureKind !== STORE_UNAVAILABLE)
+    return new UserError(
+      `session ${sessionId} is still held by the driver of its run ${holding.runId}, which has ended (${held}) ` +
+        `and did not give the session back within ${SESSION_HANDOVER_MS} ms: its process may have stopped ` +
+        "before it could; the hold lapses at its expiry",
+    );
   const state = runs === undefined ? "" : " with no run in progress in the store";
   return new UserError(
     `session ${sessionId} is held by another driver (${held})${state}: a run starting, or one that stopped ` +

@@ -114,6 +114,22 @@ describe.each([
     expect(said).toEqual(["one", "heard: one", "two", "heard: two"]);
     await store.close();
   });
+
+  it("a driver that ended its run but never lets go of the session: the next run says so after its wait", async () => {
+    const store = slowToLetGoOfSessions(open(), 6_500);
+    const agent = new Agent({ name: "a", model: slowEcho(5) });
+    const first = Runner.run(agent, "one", { store, sessionId: "x" });
+    while (!(await store.listRuns({ sessionId: "x" })).some((r) => r.status === "completed"))
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    const asked = Date.now();
+    const second = Runner.run(agent, "two", { store, sessionId: "x" });
+    await expect(second).rejects.toThrow(
+      /session x is still held by the driver of its run run_\S+, which has ended .* did not give the session back within 3000 ms/,
+    );
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(2_900);
+    expect((await first).output).toBe("heard: one");
+    await store.close();
+  }, 30_000);
 });
 
 /** The store, giving back a session's hold `ms` late (its run's own lease at once). */
