@@ -69,7 +69,9 @@ describe.each([
 
   it("of two started at the same moment, exactly one runs", async () => {
     const store = open();
-    const agent = new Agent({ name: "a", model: slowEcho(20) });
+    // Each run lasts long enough to be running when the other finds the session taken: one
+    // that had already ended by then would be waited for instead (see the handover below).
+    const agent = new Agent({ name: "a", model: slowEcho(400) });
     await Runner.run(agent, "base", { store, sessionId: "t" });
     const outcomes = await Promise.allSettled([
       Runner.run(agent, "A", { store, sessionId: "t" }),
