@@ -334,9 +334,9 @@ const SESSION_HANDOVER_MS = 3_000;
 /**
  * Takes the session's lease. A run's end is stored a round trip before its driver gives the
  * session back: a process that saw the end in the store (another server tailing the run, a
- * worker) and starts the next message at once would find the session held. When the holder is
- * the driver of the session's latest run, and that run has ended, the new run waits a moment
- * for it to let go; any other holder (a run in progress, one starting) refuses it at once.
+ * worker) and starts the next message at once would find the session held. When the holder
+ * drives a run of the session that has ended, the new run waits a moment for it to let go; any
+ * other holder (a run in progress, one starting) refuses it at once.
  */
 async function takeSession(run: ActiveRun, store: RunStore, sessionId: string, key: string): Promise<void> {
   const sink = run.events.sink!;
@@ -347,13 +347,8 @@ async function takeSession(run: ActiveRun, store: RunStore, sessionId: string, k
   } catch (error) {
     if (!(error instanceof LeaseConflict)) throw error;
     const runs = await store.listRuns({ sessionId }).catch(() => undefined);
-    const latest = runs?.findLast((r) => !r.parentRunId);
-    const ending =
-      latest !== undefined &&
-      latest.leaseOwner === error.owner &&
-      latest.status !== "running" &&
-      latest.failureKind !== STORE_UNAVAILABLE;
-    if (!ending) throw await sessionHeld(store, sessionId, error, runs);
+    const holding = holdingRun(runs, error.owner);
+    if (!holding || !lettingGo(holding)) throw await sessionHeld(store, sessionId, error, runs);
   }
   try {
     await sink.acquire(key, { waitMs: SESSION_HANDOVER_MS, signal });
@@ -361,6 +356,16 @@ async function takeSession(run: ActiveRun, store: RunStore, sessionId: string, k
     if (!(error instanceof LeaseConflict)) throw error;
     throw await sessionHeld(store, sessionId, error);
   }
+}
+
+/** The session's latest run whose own lease `owner` holds: the run its session's holder drives. */
+function holdingRun(runs: readonly RunSummary[] | undefined, owner: string): RunSummary | undefined {
+  return runs?.findLast((r) => !r.parentRunId && r.leaseOwner === owner);
+}
+
+/** A held run that has ended (not one its store stopped): its driver is giving its leases back. */
+function lettingGo(run: RunSummary): boolean {
+  return run.status !== "running" && run.failureKind !== STORE_UNAVAILABLE;
 }
 
 /**
@@ -377,14 +382,14 @@ async function sessionHeld(
 ): Promise<UserError> {
   const held = `lease owner ${conflict.owner}, until ${new Date(conflict.expiresAt).toISOString()} unless renewed`;
   const runs = listed ?? (await store.listRuns({ sessionId }).catch(() => undefined));
-  const holding = runs?.findLast((r) => !r.parentRunId && r.leaseOwner === conflict.owner);
+  const holding = holdingRun(runs, conflict.owner);
   if (holding?.status === "running")
     return new UserError(
       `session ${sessionId} has a run in progress as far as the store knows (${holding.runId}, ${held}): ` +
         "wait for it to end (or steer it with inject()) before starting another; a run stopped by its store " +
         "is given back by its process once the store answers (and the hold lapses at its expiry in any case)",
     );
-  if (holding !== undefined && holding.failureKind !== STORE_UNAVAILABLE)
+  if (holding && lettingGo(holding))
     return new UserError(
       `session ${sessionId} is still held by the driver of its run ${holding.runId}, which has ended (${held}) ` +
         `and did not give the session back within ${SESSION_HANDOVER_MS} ms: its process may have stopped ` +

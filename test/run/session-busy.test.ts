@@ -107,8 +107,7 @@ describe.each([
     const store = slowToLetGoOfSessions(open(), 300);
     const agent = new Agent({ name: "a", model: slowEcho(5) });
     const first = Runner.run(agent, "one", { store, sessionId: "w" });
-    while (!(await store.listRuns({ sessionId: "w" })).some((r) => r.status === "completed"))
-      await new Promise((resolve) => setTimeout(resolve, 2));
+    await completedInStore(store, "w");
     const second = await Runner.run(agent, "two", { store, sessionId: "w" });
     expect(second.output).toBe("heard: two");
     await first;
@@ -121,8 +120,7 @@ describe.each([
     const store = slowToLetGoOfSessions(open(), 6_500);
     const agent = new Agent({ name: "a", model: slowEcho(5) });
     const first = Runner.run(agent, "one", { store, sessionId: "x" });
-    while (!(await store.listRuns({ sessionId: "x" })).some((r) => r.status === "completed"))
-      await new Promise((resolve) => setTimeout(resolve, 2));
+    await completedInStore(store, "x");
     const asked = Date.now();
     const second = Runner.run(agent, "two", { store, sessionId: "x" });
     await expect(second).rejects.toThrow(
@@ -147,4 +145,10 @@ function slowToLetGoOfSessions(store: RunStore, ms: number): RunStore {
       };
     },
   });
+}
+
+/** Resolves as soon as a run of the session shows as completed in the store (as another process sees it). */
+async function completedInStore(store: RunStore, sessionId: string): Promise<void> {
+  while (!(await store.listRuns({ sessionId })).some((r) => r.status === "completed"))
+    await new Promise((resolve) => setTimeout(resolve, 2));
 }
