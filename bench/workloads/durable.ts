@@ -39,6 +39,8 @@ type DurableArgs = {
   /** Another checkout whose built `dist/` is measured beside this one. */
   before?: string;
   postgres?: string;
+  /** A second server with PostgreSQL's default flushing (fsync on), for the concurrent runs. */
+  postgresFsync?: string;
 };
 
 /**
@@ -198,6 +200,7 @@ export async function durable({
   samples,
   before,
   postgres,
+  postgresFsync,
 }: DurableArgs): Promise<DurableResult> {
   const dir = mkdtempSync(join(tmpdir(), "quiver-bench-durable-"));
   const opened: Array<{ close(): Promise<void> }> = [];
@@ -300,6 +303,25 @@ export async function durable({
         callsPer.beforeConcurrentPostgres = CONCURRENT_RUNS * TURNS;
       }
     }
+    if (postgresFsync !== undefined) {
+      // Many runs at once against a server that flushes each commit: where appends that
+      // serialise on something (PostgreSQL's notify lock, held through the flush) show.
+      const onDisk = new stores.PostgresStore({ connectionString: postgresFsync, schema: "bench_fsync" });
+      opened.push(onDisk);
+      const onDiskRuns = player(quiver, onDisk);
+      contenders.concurrentPostgresFsync = () => onDiskRuns.concurrent(CONCURRENT_RUNS);
+      callsPer.concurrentPostgresFsync = CONCURRENT_RUNS * TURNS;
+      if (before !== undefined) {
+        const oldOnDisk = new (await loadStores(before)).PostgresStore({
+          connectionString: postgresFsync,
+          schema: "bench_fsync_before",
+        });
+        opened.push(oldOnDisk);
+        const oldOnDiskRuns = player(await loadFrom(before), oldOnDisk);
+        contenders.beforeConcurrentPostgresFsync = () => oldOnDiskRuns.concurrent(CONCURRENT_RUNS);
+        callsPer.beforeConcurrentPostgresFsync = CONCURRENT_RUNS * TURNS;
+      }
+    }
     const ms = await compare(contenders, { samples, warmups: 2 });
     const result: DurableResult = Object.fromEntries(
       Object.entries(ms).map(([name, sampleMs]) => [name, (sampleMs * 1000) / callsPer[name]!]),
@@ -316,9 +338,11 @@ export async function durable({
 export async function rows(): Promise<Row[]> {
   const before = process.env.BENCH_DURABLE_BEFORE;
   let cluster: { connectionString: string; stop(): Promise<void> } | undefined;
+  let onDisk: { connectionString: string; stop(): Promise<void> } | undefined;
   try {
     const { startPostgresCluster } = await import("../../test/store/postgres-cluster.js");
     cluster = await startPostgresCluster({ durable: true });
+    onDisk = await startPostgresCluster({ durable: true, fsync: true });
   } catch (error) {
     console.error(`bench: durable: no PostgreSQL (${(error as Error).message.split("\n")[0]}); SQLite only`);
   }
@@ -328,10 +352,12 @@ export async function rows(): Promise<Row[]> {
       samples: 9,
       ...(before !== undefined && { before }),
       ...(cluster && { postgres: cluster.connectionString }),
+      ...(onDisk && { postgresFsync: onDisk.connectionString }),
     });
     return toRows(r);
   } finally {
     await cluster?.stop();
+    await onDisk?.stop();
   }
 }
 
@@ -397,6 +423,11 @@ function toRows(r: DurableResult): Row[] {
       ["concurrentNormal", "beforeConcurrentNormal", `"normal", ${CONCURRENT_RUNS} runs at once`],
       ["postgres", "beforePostgres", "PostgresStore, one run at a time"],
       ["concurrentPostgres", "beforeConcurrentPostgres", `PostgresStore, ${CONCURRENT_RUNS} runs at once`],
+      [
+        "concurrentPostgresFsync",
+        "beforeConcurrentPostgresFsync",
+        `PostgresStore, ${CONCURRENT_RUNS} runs at once, server with fsync on`,
+      ],
     ] as const) {
       if (r[now] === undefined || r[old] === undefined) continue;
       out.push({
@@ -440,6 +471,18 @@ function toRows(r: DurableResult): Row[] {
         ratio: `${ratio(r.concurrentPostgres! / r.postgres)} of one run at a time`,
       },
     );
+  }
+  if (r.concurrentPostgresFsync !== undefined) {
+    out.push({
+      workload: `W1s durable: ${CONCURRENT_RUNS} runs at once, PostgresStore, server with fsync on`,
+      measure:
+        "µs per call (pool of 10 connections; PostgreSQL's default flushing; baseline: the same with fsync off)",
+      quiver: perCall("concurrentPostgresFsync"),
+      ...(r.concurrentPostgres !== undefined && {
+        baseline: perCall("concurrentPostgres"),
+        ratio: ratio(r.concurrentPostgresFsync / r.concurrentPostgres),
+      }),
+    });
   }
   return out;
 }

@@ -21,6 +21,7 @@ import {
 } from "./log-rules.js";
 import { loadOptionalPackage } from "./optional-package.js";
 import { payloadOwner, payloadOwners, sessionPayloads } from "./payloads.js";
+import { PostgresNotices } from "./postgres-notices.js";
 import {
   appendFunctionName,
   createTables,
@@ -91,10 +92,12 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 export class PostgresStore implements RunStore {
   readonly schema: string;
   /**
-   * The channel every committed `append` notifies (`pg_notify`) with `{ runId, lastSeq, status }`
-   * as JSON (`status` as `getRun` would give it after the append), so a process can tail runs
-   * driven elsewhere: `LISTEN` on it, then `read(runId, afterSeq)`. Notices are hints, never
-   * the record: a listener that connects late reads first.
+   * The channel notified (`pg_notify`) of every `append` once it has committed, with
+   * `{ runId, lastSeq, status }` as JSON (`status` as `getRun` would give it after the append),
+   * so a process can tail runs driven elsewhere: `LISTEN` on it, then `read(runId, afterSeq)`.
+   * Notices come in commit order, each after its rows can be read, a moment after the append
+   * returns (see `PostgresNotices`). They are hints, never the record: a listener that connects
+   * late reads first, and one that must not wait on a lost notice polls too.
    *
    * @example
    * await client.query(`LISTEN "${store.eventsChannel}"`);
@@ -108,6 +111,17 @@ export class PostgresStore implements RunStore {
   /** The schema's append function, when the tables' setup found or made it (`createTables`). */
   #appendFunction: string | undefined;
   #closed = false;
+  readonly #notices = new PostgresNotices((payloads) =>
+    this.#withClient("notifying listeners", undefined, (client) =>
+      // Committed without waiting for its WAL flush: a notice is a hint, and the lock it takes
+      // is held only until the commit is in memory, not on disk.
+      client.query(
+        `SELECT pg_notify($1, notice)
+         FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit, unnest($2::text[]) AS n(notice)`,
+        [this.eventsChannel, payloads],
+      ),
+    ),
+  );
 
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? "public";
@@ -147,11 +161,12 @@ export class PostgresStore implements RunStore {
 
   /**
    * One statement when it can: after this store's first append to a run, it knows the run's
-   * summary, and one statement checks the lease and the end of the log, inserts the rows,
-   * updates the summary and notifies listeners, or changes nothing if any check fails (two
-   * round trips: BEGIN with the statement, then COMMIT; the general path takes seven). When it
-   * changed nothing (and for a first append, or one with large payloads) the general path runs:
-   * a transaction that locks the lease row, reads the run and says exactly what is wrong.
+   * summary, and one statement checks the lease and the end of the log, inserts the rows and
+   * updates the summary, or changes nothing if any check fails (two round trips: BEGIN with the
+   * statement, then COMMIT; the general path takes six). When it changed nothing (and for a
+   * first append, or one with large payloads) the general path runs: a transaction that locks
+   * the lease row, reads the run and says exactly what is wrong. Listeners are notified once it
+   * has committed.
    */
   async append(lease: Lease, events: readonly RunEvent[]): Promise<void> {
     const { runId } = lease;
@@ -205,14 +220,19 @@ export class PostgresStore implements RunStore {
          ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE}`,
         runRowValues(next),
       );
-      // Delivered at commit, so a listener that reads after the notice sees these rows. The
-      // payload is small (run id, new last seq, status): listeners read the events themselves.
-      await client.query("SELECT pg_notify($1, $2)", [
-        this.eventsChannel,
-        JSON.stringify({ runId, lastSeq: next.lastSeq, status: next.status }),
-      ]);
     });
-    if (summary !== undefined) this.#known.set(runId, { owner: lease.owner, summary });
+    if (summary !== undefined) this.#appended(lease, summary);
+  }
+
+  /**
+   * An append committed: remember the run as it now stands, and tell listeners. The notice is
+   * small (run id, new last seq, status): listeners read the events themselves.
+   */
+  #appended(lease: Lease, summary: StoredRunSummary): void {
+    this.#known.set(lease.runId, { owner: lease.owner, summary });
+    this.#notices.add(
+      JSON.stringify({ runId: lease.runId, lastSeq: summary.lastSeq, status: summary.status }),
+    );
   }
 
   /** Each run's summary after this store's last append to it, and the lease owner it wrote under. */
@@ -250,8 +270,6 @@ export class PostgresStore implements RunStore {
         rows.map((r) => r.seq),
         rows.map((r) => r.version),
         rows.map((r) => r.body),
-        this.eventsChannel,
-        JSON.stringify({ runId, lastSeq: summary.lastSeq, status: summary.status }),
       ]);
     } catch {
       return undefined;
@@ -273,7 +291,7 @@ export class PostgresStore implements RunStore {
       true,
     ).then(
       (appended) => {
-        if (appended) this.#known.set(runId, { owner: lease.owner, summary });
+        if (appended) this.#appended(lease, summary);
         return appended;
       },
       (error: unknown) => {
@@ -480,6 +498,8 @@ export class PostgresStore implements RunStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // The notices of appends that returned go out first (each bounded by timeoutMs).
+    await withinDeadline(this.#notices.flush(), Date.now() + this.#timeoutMs).catch(() => {});
     if (!this.#ownsPool) return;
     const ending = this.#pool.end();
     await withinDeadline(ending, Date.now() + this.#timeoutMs).catch((error) => {
@@ -680,14 +700,12 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
   "integer[]", // seqs
   "integer[]", // versions
   "text[]", // bodies
-  "text", // the notice's channel
-  "text", // the notice
 ];
 
 /**
  * The one-statement append with its values written in as literals: it checks the lease and
  * the end of the log (or, for a `first` append, that the run does not exist yet), writes the
- * run's summary, inserts the rows and notifies listeners, or changes nothing. Throws when a
+ * run's summary and inserts the rows, or changes nothing. Throws when a
  * value has no literal (the caller then takes the general path). With the schema's append
  * `fn` (see `createTables`), a call of it, whose plans the server keeps.
  */
@@ -717,7 +735,7 @@ function quickAppendStatement(
        SELECT ${v[0]}, seq, version, body FROM unnest(${v[11]}, ${v[12]}, ${v[13]}) AS r(seq, version, body)
        WHERE EXISTS (SELECT 1 FROM run)
      )
-     SELECT (SELECT count(*) FROM run) AS appended, (SELECT pg_notify(${v[14]}, ${v[15]}) FROM run) AS notified`;
+     SELECT (SELECT count(*) FROM run) AS appended`;
 }
 
 /** The lease a row of `acquireLease` took, with whether the run was stored then. */

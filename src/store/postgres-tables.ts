@@ -90,7 +90,9 @@ export function appendFunctionName(schema: string): string {
   return `${quoteIdentifier(schema)}.${APPEND_FUNCTION}`;
 }
 
-const APPEND_FUNCTION = "quiver_append_v1";
+// v1 notified listeners inside the append; v2 leaves that to the store, after the commit
+// (see postgres-notices.ts). A database can hold both while older processes share it.
+const APPEND_FUNCTION = "quiver_append_v2";
 
 /**
  * The one-statement append as a function, created when missing. Sent as one SQL statement, the
@@ -118,7 +120,7 @@ async function addAppendFunction(
       CREATE FUNCTION ${appendFunctionName(schema)}(
         p_run text, p_owner text, p_prev bigint, p_first boolean, p_session text, p_parent text,
         p_agent text, p_started bigint, p_updated bigint, p_last bigint, p_status text, p_failure text,
-        p_seqs integer[], p_versions integer[], p_bodies text[], p_channel text, p_notice text
+        p_seqs integer[], p_versions integer[], p_bodies text[]
       ) RETURNS integer LANGUAGE plpgsql AS $quiver$
       BEGIN
         PERFORM 1 FROM ${t.leases}
@@ -137,7 +139,6 @@ async function addAppendFunction(
         IF NOT FOUND THEN RETURN 0; END IF;
         INSERT INTO ${t.events} (run_id, seq, version, body)
           SELECT p_run, s, v, b FROM unnest(p_seqs, p_versions, p_bodies) AS r(s, v, b);
-        PERFORM pg_notify(p_channel, p_notice);
         RETURN 1;
       END
       $quiver$`);

@@ -29,9 +29,13 @@ export type PostgresCluster = {
 /**
  * `durable`: commits are on disk (the WAL) when acknowledged, as on a real server, so a
  * `crash()` loses nothing that was committed. Without it commits are acknowledged before the
- * WAL is written (faster tests that never crash the server).
+ * WAL is written (faster tests that never crash the server). `fsync`: the server also flushes
+ * to the disk (PostgreSQL's defaults), as a production server does; off unless asked, since
+ * the tests only crash the server, never the machine.
  */
-export async function startPostgresCluster(options: { durable?: boolean } = {}): Promise<PostgresCluster> {
+export async function startPostgresCluster(
+  options: { durable?: boolean; fsync?: boolean } = {},
+): Promise<PostgresCluster> {
   const bin = findBinDir();
   const dir = mkdtempSync(join(tmpdir(), "quiver-pg-"));
   const data = join(dir, "data");
@@ -49,7 +53,7 @@ export async function startPostgresCluster(options: { durable?: boolean } = {}):
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       // fsync=off is safe for a crash of the server (the OS keeps what it wrote), not of the machine.
-      const settings = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c full_page_writes=off${options.durable ? "" : " -c synchronous_commit=off"}`;
+      const settings = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir}${options.fsync ? "" : " -c fsync=off -c full_page_writes=off"}${options.durable ? "" : " -c synchronous_commit=off"}`;
       try {
         const startServer = () =>
           pg("pg_ctl", [

@@ -44,6 +44,8 @@ describe("PostgresStore", () => {
       await store.append(lease, [event("r", 2)]);
       // A large payload takes the general path: its notice says the same.
       await store.append(lease, [{ ...completed("r", 3), output: "x".repeat(100_000) } as RunEvent]);
+      // Notices go out after their commits, batched: closing sends the ones still queued.
+      await store.close();
       for (let i = 0; i < 100 && notices.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
       expect(notices).toEqual([
         { runId: "r", lastSeq: 1, status: "running" },
@@ -52,6 +54,68 @@ describe("PostgresStore", () => {
       ]);
     } finally {
       await listener.end();
+      await store.close();
+    }
+  });
+
+  it("appends while another transaction's notify holds Postgres's notify lock, and notifies once it is free", async () => {
+    // PostgreSQL holds one cluster-wide lock from a notifying transaction's commit until it is
+    // flushed and confirmed: here a transaction whose commit waits for a synchronous replica
+    // nobody runs. An append that notified in its own transaction queued behind it until its
+    // timeout; the store's connections do not wait for replicas (synchronous_commit off).
+    const store = new PostgresStore({
+      connectionString: cluster.connectionString,
+      schema: "notify_lock",
+      timeoutMs: 3_000,
+    });
+    const admin = new pg.Client({ connectionString: cluster.connectionString });
+    const blocker = new pg.Client({ connectionString: cluster.connectionString });
+    const listener = new pg.Client({ connectionString: cluster.connectionString });
+    await Promise.all([admin.connect(), blocker.connect(), listener.connect()]);
+    const notices: Array<{ lastSeq: number }> = [];
+    listener.on("notification", (n) => notices.push(JSON.parse(n.payload!)));
+    const requireReplica = async (on: boolean) => {
+      await admin.query(
+        on
+          ? "ALTER SYSTEM SET synchronous_standby_names = 'gone_replica'"
+          : "ALTER SYSTEM RESET synchronous_standby_names",
+      );
+      await admin.query("SELECT pg_reload_conf()");
+    };
+    let stuck: Promise<unknown> | undefined;
+    try {
+      await listener.query(`LISTEN "${store.eventsChannel}"`);
+      const lease = await store.acquireLease("r", "me", 60_000);
+      await store.append(lease, [started("r")]);
+      await blocker.query("CREATE TABLE IF NOT EXISTS notify_lock_blocker (x integer)");
+      await requireReplica(true);
+      await blocker.query("SET synchronous_commit = on");
+      await blocker.query("BEGIN");
+      await blocker.query("INSERT INTO notify_lock_blocker VALUES (1)");
+      await blocker.query("NOTIFY somewhere_else");
+      stuck = blocker.query("COMMIT");
+      for (let i = 0; i < 200; i++) {
+        const { rows } = await admin.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'");
+        if (rows.length) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+
+      const began = Date.now();
+      await store.append(lease, [event("r", 2)]);
+      // A large payload takes the general path.
+      await store.append(lease, [{ ...completed("r", 3), output: "x".repeat(100_000) } as RunEvent]);
+      expect(Date.now() - began).toBeLessThan(2_000);
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+
+      await requireReplica(false);
+      await stuck;
+      for (let i = 0; i < 300 && notices.at(-1)?.lastSeq !== 3; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(notices.map((n) => n.lastSeq)).toEqual([1, 2, 3]);
+    } finally {
+      await requireReplica(false).catch(() => {});
+      await stuck?.catch(() => {});
+      await Promise.all([admin.end(), blocker.end(), listener.end()]);
       await store.close();
     }
   });
@@ -114,10 +178,10 @@ describe("PostgresStore", () => {
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
         [schema],
       );
-      expect(functions.rows.map((r) => r.proname)).toEqual(["quiver_append_v1"]);
+      expect(functions.rows.map((r) => r.proname)).toEqual(["quiver_append_v2"]);
 
       // Dropped underneath a running store (a careless migration): nothing is lost or doubled.
-      await db.query(`DROP FUNCTION "${schema}".quiver_append_v1`);
+      await db.query(`DROP FUNCTION "${schema}".quiver_append_v2`);
       await store.append(lease, [event("r", 3)]);
       await store.append(lease, [event("r", 4), completed("r", 5)]);
       expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -132,7 +196,7 @@ describe("PostgresStore", () => {
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
         [schema],
       );
-      expect(again.rows.map((r) => r.proname)).toEqual(["quiver_append_v1"]);
+      expect(again.rows.map((r) => r.proname)).toEqual(["quiver_append_v2"]);
       await later.close();
     } finally {
       await db.end();
