@@ -17,6 +17,7 @@ import {
   loadRun,
   resumeLoop,
   resumesAfterFailure,
+  sessionEnds,
   sessionHistory,
   sessionOwner,
   storedResult,
@@ -416,13 +417,15 @@ async function closeAbandoned(
   runId: string,
   owner: string,
 ): Promise<readonly RunSummary[] | undefined> {
-  const runs = await store.listRuns({ sessionId });
+  // Its ends only (the first run names the session's owner): a chat of thousands of runs must
+  // not list them all for each message.
+  const runs = await store.listRuns(sessionEnds(sessionId));
   const latest = runs.findLast((r) => !r.parentRunId && r.runId !== runId);
   // Nothing closed: the listing is still the session's, and its history is read from it.
   if (!latest || !(latest.status === "running" || latest.failureKind === STORE_UNAVAILABLE)) return runs;
   const why = "its process stopped, and a new message in its session went on without it";
   try {
-    for (const child of runs) {
+    for (const child of await store.listRuns({ sessionId })) {
       if (child.parentRunId === latest.runId && child.status === "running")
         await closeStoredRun(store, child.runId, why, owner);
     }

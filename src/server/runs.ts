@@ -189,7 +189,9 @@ export class RunRegistry {
     for (const log of this.#logs.values())
       if (log.sessionId === sessionId && log.userId === userId) latest = log;
     if (latest || !this.store) return latest;
-    const runs = (await this.store.listRuns({ sessionId })).filter((r) => r.parentRunId === undefined);
+    const runs = (await this.store.listRuns({ sessionId, topLevel: true, last: 1 })).filter(
+      (r) => r.parentRunId === undefined,
+    );
     const last = runs.at(-1);
     return last ? this.get(last.runId, userId) : undefined;
   }

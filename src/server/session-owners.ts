@@ -105,7 +105,8 @@ export class SessionOwners {
       const known = this.#known.userOfSession(sessionId);
       return known && { owner: known.userId };
     }
-    const runs = await this.#store.listRuns({ sessionId });
+    // The first top-level run names the owner (a store that lists more is read the same way).
+    const runs = await this.#store.listRuns({ sessionId, topLevel: true, first: 1 });
     const first = runs.find((run) => run.parentRunId === undefined);
     if (first === undefined) return undefined;
     const known = this.#known.userOfRun(first.runId);

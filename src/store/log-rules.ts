@@ -127,6 +127,30 @@ export function filterStatuses(filter: RunFilter): ReadonlySet<RunStatus> | unde
 const RUN_STATUSES: readonly RunStatus[] = ["running", "parked", "completed", "failed"];
 
 /**
+ * How many runs from each end a `RunFilter` asks for (undefined: all of them), checked. A side
+ * not asked for is 0: `{ last: 2 }` is the last two.
+ */
+export function filterEnds(filter: RunFilter): { first: number; last: number } | undefined {
+  const { first, last } = filter;
+  if (first === undefined && last === undefined) return undefined;
+  for (const [name, value] of [
+    ["first", first],
+    ["last", last],
+  ] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
+      throw new StoreError(`listRuns: ${name} must be a whole number ≥ 0 (got ${JSON.stringify(value)})`);
+    }
+  }
+  return { first: first ?? 0, last: last ?? 0 };
+}
+
+/** The first `first` and last `last` of `runs` (in order, each once). */
+export function endsOf<T>(runs: readonly T[], ends: { first: number; last: number }): T[] {
+  if (ends.first + ends.last >= runs.length) return [...runs];
+  return [...runs.slice(0, ends.first), ...runs.slice(runs.length - ends.last)];
+}
+
+/**
  * Checks that `lease` is still the run's current, unexpired lease, as writing and renewing
  * need. An expired lease is refused even when nobody took it over: the holder was stalled past
  * its ttl, so it must acquire again (and re-read the log) rather than assume nothing happened.

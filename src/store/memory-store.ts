@@ -9,6 +9,8 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  endsOf,
+  filterEnds,
   filterStatuses,
   leaseFields,
   referencedPayloads,
@@ -128,14 +130,16 @@ export class MemoryStore implements RunStore {
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     this.#checkOpen();
     const statuses = filterStatuses(filter);
+    const ends = filterEnds(filter);
     const now = Date.now();
     // A stable sort over the map's insertion order: runs started in the same millisecond are
     // listed in the order they were stored (a session continues from its last run).
-    return [...this.#runs.values()]
+    const runs = [...this.#runs.values()]
       .filter((run) => filter.sessionId === undefined || run.sessionId === filter.sessionId)
       .filter((run) => statuses === undefined || statuses.has(run.status))
-      .sort((a, b) => a.startedAt - b.startedAt)
-      .map((run) => this.#withLease(run, now));
+      .filter((run) => !filter.topLevel || run.parentRunId === undefined)
+      .sort((a, b) => a.startedAt - b.startedAt);
+    return (ends ? endsOf(runs, ends) : runs).map((run) => this.#withLease(run, now));
   }
 
   #withLease(summary: RunSummary, now: number): RunSummary {

@@ -12,6 +12,7 @@ import {
   closedStore,
   decodeEvents,
   encodeEvents,
+  filterEnds,
   filterStatuses,
   referencedPayloads,
   type StoredRunSummary,
@@ -432,15 +433,33 @@ export class PostgresStore implements RunStore {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const statuses = filterStatuses(filter);
+    const ends = filterEnds(filter);
     // A null parameter means "any". Runs started in the same millisecond are listed in the
     // order they were stored, as SQLite and MemoryStore list them.
+    const matching = `($1::text IS NULL OR r.session_id = $1) AND ($2::text[] IS NULL OR r.status = ANY($2))
+       AND (NOT $3::boolean OR r.parent_run_id IS NULL)`;
+    const match = [
+      filter.sessionId ?? null,
+      statuses === undefined ? null : [...statuses],
+      filter.topLevel === true,
+    ];
+    const listed = `${runsWithLeases(this.#t.runs, this.#t.leases, NOW_MS)}
+       WHERE ${
+         ends === undefined
+           ? matching
+           : // Only the ends: found through the session's index, whatever its length.
+             `r.run_id IN (
+               (SELECT r.run_id FROM ${this.#t.runs} r WHERE ${matching} ORDER BY r.started_at, r.stored_order LIMIT $4)
+               UNION ALL
+               (SELECT r.run_id FROM ${this.#t.runs} r WHERE ${matching}
+                 ORDER BY r.started_at DESC, r.stored_order DESC LIMIT $5))`
+       }
+       ORDER BY r.started_at, r.stored_order`;
     const rows = await this.#query(
       "listing runs",
       undefined,
-      `${runsWithLeases(this.#t.runs, this.#t.leases, NOW_MS)}
-       WHERE ($1::text IS NULL OR r.session_id = $1) AND ($2::text[] IS NULL OR r.status = ANY($2))
-       ORDER BY r.started_at, r.stored_order`,
-      [filter.sessionId ?? null, statuses === undefined ? null : [...statuses]],
+      listed,
+      ends === undefined ? match : [...match, ends.first, ends.last],
     );
     return (rows as RunRow[]).map(toRunSummary);
   }

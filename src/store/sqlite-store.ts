@@ -14,6 +14,7 @@ import {
   decodeEvents,
   encodeEvents,
   failureKindOf,
+  filterEnds,
   filterStatuses,
   referencedPayloads,
   storeFailure,
@@ -125,6 +126,11 @@ const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.
       WHERE e.event_key > (r.run_key << 32) + r.last_seq AND e.event_key < ((r.run_key + 1) << 32)
         AND json_valid(e.body)), 0)) AS updated_at
   FROM quiver_runs r)`;
+
+/** The runs a `RunFilter` matches (its ends aside), as a condition on `r` (see `listRuns`). */
+const MATCHING_RUNS = `(@session IS NULL OR r.session_id = @session)
+  AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
+  AND (@top = 0 OR r.parent_run_id IS NULL)`;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
@@ -627,11 +633,14 @@ export class SqliteStore implements RunStore {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const statuses = filterStatuses(filter);
+    const ends = filterEnds(filter);
     return this.#snapshot("listing runs", undefined, () => {
-      const rows = this.#sql.listRuns.all({
+      const match = {
         session: filter.sessionId ?? null,
         statuses: statuses === undefined ? null : JSON.stringify([...statuses]),
-      });
+        top: filter.topLevel ? 1 : 0,
+      };
+      const rows = ends ? this.#sql.listRunEnds.all({ ...match, ...ends }) : this.#sql.listRuns.all(match);
       return (rows as RunRow[]).map(toRunSummary);
     });
   }
@@ -950,9 +959,16 @@ function prepare(db: BetterSqlite3.Database) {
     ),
     // A null parameter means "any": one statement serves every filter.
     listRuns: db.prepare(
-      `${runsWithLeases(RUNS_NOW, "quiver_leases")}
-       WHERE (@session IS NULL OR r.session_id = @session)
-         AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
+      `${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE ${MATCHING_RUNS} ORDER BY r.started_at, r.run_key`,
+    ),
+    // Only the ends (`first`, `last`): found through the session's index, whatever its length.
+    listRunEnds: db.prepare(
+      `${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE r.run_id IN (
+         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${MATCHING_RUNS}
+           ORDER BY r.started_at, r.run_key LIMIT @first)
+         UNION ALL
+         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${MATCHING_RUNS}
+           ORDER BY r.started_at DESC, r.run_key DESC LIMIT @last))
        ORDER BY r.started_at, r.run_key`,
     ),
     listSessions: db.prepare(

@@ -66,8 +66,27 @@ export type RunSummary = {
 
 export type RunStatus = "running" | "parked" | "completed" | "failed";
 
-/** Which runs `listRuns` returns: those of one session, of one status (or any of several), or all. */
-export type RunFilter = { sessionId?: string; status?: RunStatus | readonly RunStatus[] };
+/**
+ * Which runs `listRuns` returns: those of one session, of one status (or any of several), or all.
+ *
+ * @example
+ * // A session's first and latest conversation runs, however long it is: what starting its
+ * // next message needs, without listing the runs in between.
+ * await store.listRuns({ sessionId, topLevel: true, first: 1, last: 1 });
+ */
+export type RunFilter = {
+  sessionId?: string;
+  status?: RunStatus | readonly RunStatus[];
+  /** Only runs without a `parentRunId` (not an agent called as a tool, nor a handoff's run). */
+  topLevel?: boolean;
+  /**
+   * Only the first `first` and the last `last` of the runs that match, still oldest first (a
+   * run among both is listed once). With neither, all of them. A store written before these
+   * two fields lists all of them: a caller that needs only the ends takes them from what it gets.
+   */
+  first?: number;
+  last?: number;
+};
 
 export type SessionSummary = { sessionId: string; runs: number; startedAt: number; updatedAt: number };
 

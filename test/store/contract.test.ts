@@ -488,6 +488,57 @@ describe.each([memoryHarness, sqliteHarness(), postgresHarness()])(
         expect((await store.listRuns({ sessionId: "s" }))[0]).toMatchObject({ parentRunId: "root" });
       });
 
+      it("lists a session's top-level runs, or only their first and last ones, in the order of the whole list", async () => {
+        // What a session's next message needs (its owner's first run, its latest run), however
+        // many runs lie between; runs started in the same millisecond keep their stored order.
+        const store = await open();
+        const runs: Array<[string, number, string?]> = [
+          ["r1", 100],
+          ["r1-child", 150, "r1"],
+          ["r2", 200],
+          ["r3", 300],
+          ["r4", 300],
+          ["r4-child", 400, "r4"],
+          ["r5", 300],
+        ];
+        for (const [runId, at, parentRunId] of runs) {
+          const lease = await store.acquireLease(runId, "w", LONG);
+          await store.append(lease, [
+            { ...started(runId, { sessionId: "long", at }), ...(parentRunId && { parentRunId }) },
+          ]);
+        }
+        const ids = async (filter: Parameters<RunStore["listRuns"]>[0]) =>
+          (await store.listRuns(filter)).map((r) => r.runId);
+        expect(await ids({ sessionId: "long" })).toEqual([
+          "r1",
+          "r1-child",
+          "r2",
+          "r3",
+          "r4",
+          "r5",
+          "r4-child",
+        ]);
+        expect(await ids({ sessionId: "long", topLevel: true })).toEqual(["r1", "r2", "r3", "r4", "r5"]);
+        expect(await ids({ sessionId: "long", topLevel: true, first: 1, last: 2 })).toEqual([
+          "r1",
+          "r4",
+          "r5",
+        ]);
+        expect(await ids({ sessionId: "long", topLevel: true, last: 1 })).toEqual(["r5"]);
+        expect(await ids({ sessionId: "long", first: 2 })).toEqual(["r1", "r1-child"]);
+        expect(await ids({ sessionId: "long", topLevel: true, first: 4, last: 4 })).toEqual([
+          "r1",
+          "r2",
+          "r3",
+          "r4",
+          "r5",
+        ]);
+        expect(await ids({ sessionId: "long", first: 0, last: 0 })).toEqual([]);
+        expect(await ids({ sessionId: "long", status: "completed", last: 3 })).toEqual([]);
+        await expect(store.listRuns({ last: -1 })).rejects.toThrow(/last must be a whole number/);
+        await expect(store.listRuns({ first: 1.5 })).rejects.toThrow(StoreError);
+      });
+
       it("lists runs oldest first, optionally of one session, and lists sessions", async () => {
         const store = await open();
         const runs = [

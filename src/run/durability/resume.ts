@@ -2,7 +2,7 @@ import type { RunEvent } from "../../contract/events.js";
 import { UserError } from "../../errors.js";
 import type { Message } from "../../model/types.js";
 import { STORE_UNAVAILABLE } from "../../store/log-rules.js";
-import type { RunStore, RunSummary } from "../../store/types.js";
+import type { RunFilter, RunStore, RunSummary } from "../../store/types.js";
 import type { Agent } from "../config/agent.js";
 import { Handoff } from "../config/agent.js";
 import { rememberView, restoreView } from "../conversation/compaction.js";
@@ -224,7 +224,7 @@ export async function sessionOwner(
   listed?: readonly RunSummary[],
 ): Promise<{ started: boolean; userId?: string; runs: RunSummary[] }> {
   // Child runs (agents as tools) share the session id; the conversation is the top-level runs'.
-  const runs = (listed ?? (await store.listRuns({ sessionId }))).filter((s) => !s.parentRunId);
+  const runs = (listed ?? (await store.listRuns(sessionEnds(sessionId)))).filter((s) => !s.parentRunId);
   const first = runs[0];
   if (!first) return { started: false, runs };
   const userId = await ownerOf(store, sessionId, first);
@@ -264,20 +264,37 @@ export async function sessionHistory(
   sessionId: string,
   listed?: readonly RunSummary[],
 ): Promise<{ messages: Message[]; started: boolean; userId?: string; state?: unknown }> {
-  const { started, userId: owner, runs } = await sessionOwner(store, sessionId, listed);
+  const { started, userId: owner, runs: ends } = await sessionOwner(store, sessionId, listed);
   const base = { started, ...(owner !== undefined && { userId: owner }) };
-  for (let i = runs.length - 1; i >= 0; i--) {
-    const events = await store.read(runs[i]!.runId);
-    // A run of another user (stored before every run naming a session was checked) is not part
-    // of its owner's conversation.
-    if (userOf(events) !== owner) continue;
-    const state = replay(events);
-    const messages = conversationOf(state);
-    if (!messages?.length) continue;
-    rememberView(messages, state.compaction);
-    return { messages, ...base, ...(state.state !== undefined && { state: state.state }) };
+  const read = new Set<string>();
+  // Almost always the latest run holds the conversation; only when it adds nothing (its input
+  // refused by a guardrail, another user's run) are the runs between the ends listed.
+  for (const runs of [ends, () => store.listRuns({ sessionId, topLevel: true })]) {
+    const listing = typeof runs === "function" ? await runs() : runs;
+    for (let i = listing.length - 1; i >= 0; i--) {
+      const { runId, parentRunId } = listing[i]!;
+      if (parentRunId || read.has(runId)) continue;
+      read.add(runId);
+      const events = await store.read(runId);
+      // A run of another user (stored before every run naming a session was checked) is not
+      // part of its owner's conversation.
+      if (userOf(events) !== owner) continue;
+      const state = replay(events);
+      const messages = conversationOf(state);
+      if (!messages?.length) continue;
+      rememberView(messages, state.compaction);
+      return { messages, ...base, ...(state.state !== undefined && { state: state.state }) };
+    }
   }
   return { messages: [], ...base };
+}
+
+/**
+ * The listing a session's next run starts from: its first top-level run (which names its
+ * owner) and its last two (the latest, besides a run that is this one).
+ */
+export function sessionEnds(sessionId: string): RunFilter {
+  return { sessionId, topLevel: true, first: 1, last: 2 };
 }
 
 /** The `userId` a stored run was started with. */
