@@ -127,10 +127,30 @@ const RUNS_NOW = `(SELECT r.run_key, r.run_id, r.session_id, r.parent_run_id, r.
         AND json_valid(e.body)), 0)) AS updated_at
   FROM quiver_runs r)`;
 
-/** The runs a `RunFilter` matches (its ends aside), as a condition on `r` (see `listRuns`). */
-const MATCHING_RUNS = `(@session IS NULL OR r.session_id = @session)
+/**
+ * The runs a `RunFilter` matches (its ends aside), as a condition on `r` (see `listRuns`): of
+ * one session, or of any. Two statements, not `@session IS NULL OR …`: SQLite does not use the
+ * session's index for that, and would scan and sort every run of the file.
+ */
+function matchingRuns(ofSession: boolean): string {
+  return `${ofSession ? "r.session_id = @session" : "1"}
   AND (@statuses IS NULL OR r.status IN (SELECT value FROM json_each(@statuses)))
   AND (@top = 0 OR r.parent_run_id IS NULL)`;
+}
+
+/** The runs a `RunFilter` matches, oldest first; with `ends`, only the first `@first` and last `@last`. */
+function listedRuns(ofSession: boolean, ends: boolean): string {
+  const matching = matchingRuns(ofSession);
+  const which = ends
+    ? `r.run_id IN (
+         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${matching}
+           ORDER BY r.started_at, r.run_key LIMIT @first)
+         UNION ALL
+         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${matching}
+           ORDER BY r.started_at DESC, r.run_key DESC LIMIT @last))`
+    : matching;
+  return `${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE ${which} ORDER BY r.started_at, r.run_key`;
+}
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS quiver_runs (
@@ -636,12 +656,21 @@ export class SqliteStore implements RunStore {
     const ends = filterEnds(filter);
     return this.#snapshot("listing runs", undefined, () => {
       const match = {
-        session: filter.sessionId ?? null,
+        ...(filter.sessionId !== undefined && { session: filter.sessionId }),
         statuses: statuses === undefined ? null : JSON.stringify([...statuses]),
         top: filter.topLevel ? 1 : 0,
+        ...ends,
       };
-      const rows = ends ? this.#sql.listRunEnds.all({ ...match, ...ends }) : this.#sql.listRuns.all(match);
-      return (rows as RunRow[]).map(toRunSummary);
+      const sql = this.#sql;
+      const statement =
+        filter.sessionId === undefined
+          ? ends
+            ? sql.listRunEnds
+            : sql.listRuns
+          : ends
+            ? sql.listSessionRunEnds
+            : sql.listSessionRuns;
+      return (statement.all(match) as RunRow[]).map(toRunSummary);
     });
   }
 
@@ -957,20 +986,12 @@ function prepare(db: BetterSqlite3.Database) {
       `INSERT INTO quiver_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET ${RUN_UPDATE} RETURNING run_key`,
     ),
-    // A null parameter means "any": one statement serves every filter.
-    listRuns: db.prepare(
-      `${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE ${MATCHING_RUNS} ORDER BY r.started_at, r.run_key`,
-    ),
-    // Only the ends (`first`, `last`): found through the session's index, whatever its length.
-    listRunEnds: db.prepare(
-      `${runsWithLeases(RUNS_NOW, "quiver_leases")} WHERE r.run_id IN (
-         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${MATCHING_RUNS}
-           ORDER BY r.started_at, r.run_key LIMIT @first)
-         UNION ALL
-         SELECT run_id FROM (SELECT r.run_id FROM quiver_runs r WHERE ${MATCHING_RUNS}
-           ORDER BY r.started_at DESC, r.run_key DESC LIMIT @last))
-       ORDER BY r.started_at, r.run_key`,
-    ),
+    // A null parameter means "any". A session's ends (`first`, `last`) are found through its
+    // index, whatever its length.
+    listRuns: db.prepare(listedRuns(false, false)),
+    listRunEnds: db.prepare(listedRuns(false, true)),
+    listSessionRuns: db.prepare(listedRuns(true, false)),
+    listSessionRunEnds: db.prepare(listedRuns(true, true)),
     listSessions: db.prepare(
       `SELECT session_id, count(*) AS runs, min(started_at) AS started_at, max(updated_at) AS updated_at
        FROM ${RUNS_NOW} WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY started_at, session_id`,
