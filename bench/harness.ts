@@ -43,6 +43,13 @@ export async function loadQuiver(): Promise<typeof import("quiver-agents")> {
   return import(pathToFileURL(distEntry).href);
 }
 
+/** `quiver-agents/store`, from the same build as `loadQuiver()`. */
+export async function loadStores(): Promise<typeof import("quiver-agents/store")> {
+  if (process.env.BENCH_SOURCE === "src") return import("quiver-agents/store");
+  await loadQuiver(); // says so when dist/ is missing
+  return import(pathToFileURL(resolve(root, "dist/store/index.js")).href);
+}
+
 export function median(samples: number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
   const mid = sorted.length >> 1;

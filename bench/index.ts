@@ -20,6 +20,7 @@ import * as dbos from "./workloads/dbos.js";
 import * as durable from "./workloads/durable.js";
 import * as frameworks from "./workloads/frameworks.js";
 import * as isolation from "./workloads/isolation.js";
+import * as longSession from "./workloads/long-session.js";
 import * as loop from "./workloads/loop.js";
 import * as providerStream from "./workloads/provider-stream.js";
 import * as scale from "./workloads/scale.js";
@@ -37,6 +38,7 @@ const WORKLOADS = {
   startup,
   isolation,
   compaction,
+  longSession,
   durable,
   dbos,
 };

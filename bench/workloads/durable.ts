@@ -26,7 +26,16 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { compare, fmt, inChild, loadQuiver, type Row, ratio, root } from "../harness.js";
+import {
+  compare,
+  fmt,
+  inChild,
+  loadStores as loadBuiltStores,
+  loadQuiver,
+  type Row,
+  ratio,
+  root,
+} from "../harness.js";
 import { quiverAdd, script } from "./baseline.js";
 
 const TURNS = 20;
@@ -157,8 +166,8 @@ type Quiver = typeof import("quiver-agents");
 type Stores = typeof import("quiver-agents/store");
 
 async function loadStores(checkout?: string): Promise<Stores> {
-  if (checkout === undefined && process.env.BENCH_SOURCE === "src") return import("quiver-agents/store");
-  return import(pathToFileURL(resolve(checkout ?? root, "dist/store/index.js")).href);
+  if (checkout === undefined) return loadBuiltStores();
+  return import(pathToFileURL(resolve(checkout, "dist/store/index.js")).href);
 }
 
 async function loadFrom(checkout: string): Promise<Quiver> {
