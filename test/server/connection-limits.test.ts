@@ -94,7 +94,9 @@ describe("slow clients", () => {
       [{ toolCalls: [{ name: "slow", args: { step: "one" } }] }, { text: "all done" }],
       [slow.tool],
     );
-    const serving = await listening({ headersTimeoutMs: 100, requestTimeoutMs: 200 }, agent);
+    // 500 ms: the run's own POST must still be answered within it on a loaded machine (at 200 ms
+    // it sometimes was not, beside another test file).
+    const serving = await listening({ headersTimeoutMs: 250, requestTimeoutMs: 500 }, agent);
     const started = await fetch(`${serving.url}/api/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -103,8 +105,8 @@ describe("slow clients", () => {
     const { runId } = (await started.json()) as { runId: string };
     const stream = await fetch(`${serving.url}/api/runs/${runId}/events`);
     // Five times the request timeout with the stream idle, then the run goes on and ends.
-    setTimeout(() => slow.release(), 1_000);
-    const frames = await readSse(stream, (f) => f.some((x) => x.data?.includes('"run_completed"')), 5_000);
+    setTimeout(() => slow.release(), 2_500);
+    const frames = await readSse(stream, (f) => f.some((x) => x.data?.includes('"run_completed"')), 10_000);
     const all = events(frames);
     expect(all.map((e) => e.type)).toContain("tool_call_completed");
     expect(all.at(-1)).toMatchObject({ type: "run_completed" });
