@@ -440,8 +440,13 @@ export class EventWriter implements EventSink {
     const lease = this.#leases.get(runId);
     // A store that applies calls in order gets the release at once, behind the last events:
     // one that commits in groups stores both in one commit.
+    // Not while earlier events are being retried: the lease must outlive them.
     let released =
-      lease && this.store && this.#inCallOrder && this.#failure === undefined
+      lease &&
+      this.store &&
+      this.#inCallOrder &&
+      this.#failure === undefined &&
+      this.#outageSince === undefined
         ? this.#giveBack(lease)
         : undefined;
     if (released) this.#forget(runId);
@@ -497,6 +502,9 @@ export class EventWriter implements EventSink {
         let outcome: "released" | "retry" | "refused" = first;
         for (let pause = FIRST_PAUSE_MS; outcome === "retry" && Date.now() + pause < until; ) {
           await new Promise((wake) => setTimeout(wake, pause).unref?.());
+          // Events still being retried go first: given back before them, the lease would refuse
+          // them, and the log would end short of what the run did.
+          await this.#retries;
           outcome = await attempt();
           pause = nextPause(pause);
         }
