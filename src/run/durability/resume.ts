@@ -269,24 +269,38 @@ export async function sessionHistory(
   const read = new Set<string>();
   // Almost always the latest run holds the conversation; only when it adds nothing (its input
   // refused by a guardrail, another user's run) are the runs between the ends listed.
-  for (const runs of [ends, () => store.listRuns({ sessionId, topLevel: true })]) {
-    const listing = typeof runs === "function" ? await runs() : runs;
-    for (let i = listing.length - 1; i >= 0; i--) {
-      const { runId, parentRunId } = listing[i]!;
-      if (parentRunId || read.has(runId)) continue;
-      read.add(runId);
-      const events = await store.read(runId);
-      // A run of another user (stored before every run naming a session was checked) is not
-      // part of its owner's conversation.
-      if (userOf(events) !== owner) continue;
-      const state = replay(events);
-      const messages = conversationOf(state);
-      if (!messages?.length) continue;
-      rememberView(messages, state.compaction);
-      return { messages, ...base, ...(state.state !== undefined && { state: state.state }) };
-    }
+  const found =
+    (await latestConversation(store, ends, owner, read)) ??
+    (await latestConversation(store, await store.listRuns({ sessionId, topLevel: true }), owner, read));
+  if (!found) return { messages: [], ...base };
+  return { ...found, ...base };
+}
+
+/**
+ * The conversation of the latest of `runs` that adds to its owner's, newest first, skipping the
+ * runs in `read` (and adding those it reads).
+ */
+async function latestConversation(
+  store: RunStore,
+  runs: readonly RunSummary[],
+  owner: string | undefined,
+  read: Set<string>,
+): Promise<{ messages: Message[]; state?: unknown } | undefined> {
+  for (let i = runs.length - 1; i >= 0; i--) {
+    const { runId, parentRunId } = runs[i]!;
+    if (parentRunId || read.has(runId)) continue;
+    read.add(runId);
+    const events = await store.read(runId);
+    // A run of another user (stored before every run naming a session was checked) is not part
+    // of its owner's conversation.
+    if (userOf(events) !== owner) continue;
+    const state = replay(events);
+    const messages = conversationOf(state);
+    if (!messages?.length) continue;
+    rememberView(messages, state.compaction);
+    return { messages, ...(state.state !== undefined && { state: state.state }) };
   }
-  return { messages: [], ...base };
+  return undefined;
 }
 
 /**
