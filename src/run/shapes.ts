@@ -11,6 +11,7 @@ import { turnReaderShape } from "./engine/model-turn.js";
 import { Toolset } from "./engine/toolset.js";
 import { ActiveRun } from "./state/active-run.js";
 import { EventQueue } from "./state/event-queue.js";
+import { transcriptShapes } from "./state/transcript-objects.js";
 
 /**
  * One idle object of each shape a run makes per run or per call, kept for the life of the
@@ -53,6 +54,7 @@ export function keepRunShapes(): void {
     tracked,
     ...turnShapes(run, toolset, sample),
     ...attemptShapes(run, sample, call),
+    ...transcriptShapes(),
     turnRequest([], [], {}, run.control.stopper, undefined),
     turnRequest([], [], {}, run.control.stopper, ""),
     turnReaderShape(run, {

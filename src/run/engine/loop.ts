@@ -27,6 +27,7 @@ import { sharedRecallTool } from "../conversation/recall.js";
 import type { ActiveRun } from "../state/active-run.js";
 import { costOf } from "../state/pricing.js";
 import type { RunResult } from "../state/result.js";
+import { assistantMessageOf } from "../state/transcript-objects.js";
 import { runEnded } from "./call-scope.js";
 import { executeTurn, type PriorTurn, type RequestedCall, type TurnExecution } from "./executor.js";
 import { inputSubject, runGuardrails } from "./guardrail-checks.js";
@@ -662,10 +663,8 @@ function assistantMessage(
   const content: string | ContentBlock[] = reasoning.length
     ? [...reasoning, ...(text ? [{ type: "text" as const, text }] : [])]
     : text;
-  // One literal per usual shape (see shapes.ts): the same fields, in the same order, as before.
-  const message: AssistantMessage = requested.length
-    ? { role: "assistant", content, toolCalls: requested.map((r) => r.call) }
-    : { role: "assistant", content };
+  // Built field by field, not as a literal: see transcript-objects.ts.
+  const message = assistantMessageOf(content, requested.length ? requested.map((r) => r.call) : undefined);
   if (providerData) message.providerData = providerData;
   return message;
 }

@@ -5,6 +5,7 @@ import type { Model, ModelRequest, ModelStreamEvent, ToolCall } from "../../mode
 import type { ActiveRun } from "../state/active-run.js";
 import type { ModelTurn, RawCall } from "../state/model-answer.js";
 import type { ChatTracer } from "../state/run-tracer.js";
+import { toolCallOf } from "../state/transcript-objects.js";
 
 /** A call while it streams; every field present, so every call has one shape. */
 type PartialCall = {
@@ -359,7 +360,7 @@ export function toToolCall(
   raw: RawCall,
 ): { call: ToolCall; parseError?: string; repairs?: string[] } {
   const id = raw.claimedId ?? run.callIds.claim(raw.providerId);
-  const call: ToolCall = { id, name: raw.name, args: undefined };
+  const call = toolCallOf(id, raw.name);
   if (raw.providerId !== undefined && raw.providerId !== id) call.providerCallId = raw.providerId;
   try {
     call.args = JSON.parse(isBlank(raw.args) ? "{}" : raw.args);

@@ -9,6 +9,7 @@ import type { Tool } from "../../tool/tool.js";
 import type { ResultRenderer } from "../../tool/types.js";
 import { recallNote } from "../conversation/recall.js";
 import type { ToolCallRecord } from "../state/result.js";
+import { callRecordOf, toolMessageOf } from "../state/transcript-objects.js";
 
 export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 200_000;
 export const DEFAULT_MAX_IMAGE_BYTES = 5_000_000;
@@ -29,10 +30,9 @@ export function errorText(message: string, hint?: string): string {
 
 export function errorResult(call: ToolCall, kind: ToolErrorKind, message: string, hint?: string): CallResult {
   const output = errorText(message, hint);
-  return {
-    record: { call, ok: false, output, error: { kind, message } },
-    message: { role: "tool", toolCallId: call.id, name: call.name, content: output, isError: true },
-  };
+  const record = callRecordOf(call, false, output);
+  record.error = { kind, message };
+  return { record, message: toolMessageOf(call, output, true) };
 }
 
 export type RenderSettings = {
@@ -80,18 +80,11 @@ export function successResult(
   if (details !== undefined) details = toPlainJson(details);
   const capped = capContent(rendered, settings);
   const output = contentText(capped.content);
-  // One literal per shape, not a field added later (see run/shapes.ts).
-  const record: ToolCallRecord =
-    capped.originalChars !== undefined
-      ? { call, ok: true, output, truncated: { originalChars: capped.originalChars } }
-      : { call, ok: true, output, value };
-  const message: ToolMessage = {
-    role: "tool",
-    toolCallId: call.id,
-    name: call.name,
-    content: capped.content,
-    isError: false,
-  };
+  // Built field by field, one order per shape (see transcript-objects.ts).
+  const record = callRecordOf(call, true, output);
+  if (capped.originalChars !== undefined) record.truncated = { originalChars: capped.originalChars };
+  else record.value = value;
+  const message = toolMessageOf(call, capped.content, false);
   if (details !== undefined) message.details = details;
   const result: CallResult = { record, message };
   if (details !== undefined) result.details = details;
