@@ -8,14 +8,13 @@ import type { ToolCallRecord } from "./result.js";
  * V8 tracks where each object literal in the code allocates ("allocation sites"). When the
  * objects of one literal mostly survive young-generation GCs, it pretenures the site: from then
  * on, for the life of the process, that literal allocates straight into the old generation.
- * A run keeps these objects for as long as it runs, so a few runs that outlive a GC or two (a
- * busy process, a long run) pretenure their literals, and every later run, short ones included,
- * made its messages and calls in the old generation: each one garbage for a full GC to find,
- * and their stores paying old-generation write barriers. Measured: W1 `stream()` (500 turns)
- * next to pi-agent-core in one process (whose own transcripts V8 pretenures) went between
- * 0.30× and 0.38× of pi-agent-core, depending on whether V8 had pretenured these sites; made
- * this way, 0.30–0.31× every time. An empty `{}` has no allocation site, so nothing is ever
- * pretenured, and costs the same (~8 ns for four fields). The fields go in one fixed order per
+ * A run keeps these objects until it ends, so a few runs that outlive a GC or two (a busy
+ * process, a long run, another library's garbage) pretenure their literals, and every later run,
+ * short ones included, made its messages and calls in the old generation: garbage that only a
+ * full GC collects. Measured in bench/'s process beside pi-agent-core: W1 `stream()` went
+ * between 0.31× and 0.39× of pi-agent-core, depending on what V8 had pretenured; built this
+ * way, 0.26–0.28×. An empty `{}` has no allocation site, so nothing is ever pretenured, and it
+ * costs the same (~8 ns for four fields). The fields go in one fixed order per
  * shape, so each shape is one hidden class (kept alive by `keepRunShapes`).
  */
 
