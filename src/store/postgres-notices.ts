@@ -11,6 +11,10 @@
  * appends every few hundred microseconds does not pay a second transaction per append, and a
  * listener hears of it at most that much later.
  *
+ * A run's last notice (its log ended: completed, failed or parked) goes out at once, with what
+ * is queued, or right after the send in flight: that is the one a web tier waiting for the
+ * run's result, or a page showing it, is waiting on. Runs end far less often than they append.
+ *
  * Notices stay hints, sent in commit order, each after its rows can be read. One lost (the
  * process dies between a commit and its notice, or the database refuses it) costs a listener
  * one fallback poll: listeners read the log, never the notice.
@@ -20,6 +24,8 @@ export class PostgresNotices {
   #sending: Promise<void> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastSent = Number.NEGATIVE_INFINITY;
+  /** A notice that must not wait out the interval is queued behind the send in flight. */
+  #urgent = false;
 
   /**
    * `send(payloads)` sends them all in one statement; its failure is ignored (hints).
@@ -30,9 +36,18 @@ export class PostgresNotices {
     private readonly intervalMs = NOTICE_INTERVAL_MS,
   ) {}
 
-  /** Queues one notice: sent at once when nothing was sent in the last `intervalMs`, else with the next batch. */
-  add(payload: string): void {
+  /**
+   * Queues one notice: sent at once when nothing was sent in the last `intervalMs`, else with the
+   * next batch. An `urgent` one (a run's log ended) does not wait out the interval: it goes now,
+   * with everything queued before it, or as soon as the send in flight is done.
+   */
+  add(payload: string, urgent = false): void {
     this.#queue.push(payload);
+    if (urgent) {
+      if (this.#sending !== undefined) this.#urgent = true;
+      else this.#sendNow();
+      return;
+    }
     if (this.#sending === undefined && this.#timer === undefined) this.#next();
   }
 
@@ -43,10 +58,14 @@ export class PostgresNotices {
         await this.#sending;
         continue;
       }
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-      this.#sending = this.#send();
+      this.#sendNow();
     }
+  }
+
+  #sendNow(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#sending = this.#send();
   }
 
   #next(): void {
@@ -69,7 +88,11 @@ export class PostgresNotices {
       await this.send(batch);
     } catch {}
     this.#sending = undefined;
-    if (this.#queue.length > 0 && this.#timer === undefined) this.#next();
+    if (this.#queue.length === 0) return;
+    if (this.#urgent) {
+      this.#urgent = false;
+      this.#sendNow();
+    } else if (this.#timer === undefined) this.#next();
   }
 }
 

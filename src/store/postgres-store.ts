@@ -227,12 +227,14 @@ export class PostgresStore implements RunStore {
 
   /**
    * An append committed: remember the run as it now stands, and tell listeners. The notice is
-   * small (run id, new last seq, status): listeners read the events themselves.
+   * small (run id, new last seq, status): listeners read the events themselves. The append that
+   * ends a run's log is announced at once (see `PostgresNotices`).
    */
   #appended(lease: Lease, summary: StoredRunSummary): void {
     this.#known.set(lease.runId, { owner: lease.owner, summary });
     this.#notices.add(
       JSON.stringify({ runId: lease.runId, lastSeq: summary.lastSeq, status: summary.status }),
+      summary.status !== "running",
     );
   }
 
