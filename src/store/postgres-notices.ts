@@ -70,14 +70,8 @@ export class PostgresNotices {
 
   #next(): void {
     const wait = this.#lastSent + this.intervalMs - performance.now();
-    if (wait <= 0) {
-      this.#sending = this.#send();
-      return;
-    }
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#sending = this.#send();
-    }, wait);
+    if (wait <= 0) this.#sendNow();
+    else this.#timer = setTimeout(() => this.#sendNow(), wait);
   }
 
   async #send(): Promise<void> {
