@@ -1,6 +1,7 @@
 import type * as Pg from "pg";
 import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
+import { DatabaseClock } from "./database-clock.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   checkAfterSeq,
@@ -112,6 +113,8 @@ export class PostgresStore implements RunStore {
   /** The schema's append function, when the tables' setup found or made it (`createTables`). */
   #appendFunction: string | undefined;
   #closed = false;
+  /** The database's clock as last read, for the deadlines of appends that commit on their own. */
+  readonly #clock = new DatabaseClock();
   readonly #notices = new PostgresNotices((payloads) =>
     this.#withClient("notifying listeners", undefined, (client) =>
       // Committed without waiting for its WAL flush: a notice is a hint, and the lock it takes
@@ -163,8 +166,9 @@ export class PostgresStore implements RunStore {
   /**
    * One statement when it can: after this store's first append to a run, it knows the run's
    * summary, and one statement checks the lease and the end of the log, inserts the rows and
-   * updates the summary, or changes nothing if any check fails (two round trips: BEGIN with the
-   * statement, then COMMIT; the general path takes six). When it changed nothing (and for a
+   * updates the summary, or changes nothing if any check fails: one round trip when the database
+   * can hold it to a deadline (it commits on its own; see DatabaseClock), else two (BEGIN with
+   * the statement, then COMMIT). The general path takes six. When it changed nothing (and for a
    * first append, or one with large payloads) the general path runs: a transaction that locks
    * the lease row, reads the run and says exactly what is wrong. Listeners are notified once it
    * has committed.
@@ -263,9 +267,12 @@ export class PostgresStore implements RunStore {
     const { rows } = encoded;
     const summary = summarize(runId, previous, events);
     const [, ...summaryValues] = runRowValues(summary);
+    const fn = this.#appendFunction;
+    // With a deadline the database enforces, the function commits on its own: one round trip.
+    const deadline = fn === undefined ? undefined : this.#clock.deadline(this.#timeoutMs);
     let statement: string;
     try {
-      statement = quickAppendStatement(this.#t, this.#appendFunction, previous === undefined, [
+      statement = quickAppendStatement(this.#t, fn, previous === undefined, [
         runId,
         lease.owner,
         previous?.lastSeq ?? 0,
@@ -273,29 +280,39 @@ export class PostgresStore implements RunStore {
         rows.map((r) => r.seq),
         rows.map((r) => r.version),
         rows.map((r) => r.body),
+        deadline ?? null,
       ]);
     } catch {
       return undefined;
     }
-    // Inside BEGIN … COMMIT, not on its own: a lone statement sent to a server that froze
-    // would still commit when it thaws, after this store gave up on it and reported the
-    // append failed. COMMIT is only sent once the statement has answered in time. BEGIN goes
-    // in the statement's own message (the simple query protocol, its values as literals): two
-    // round trips, not three (a third of a durable call's time on a local server).
-    return this.#transaction(
-      "appending events",
-      runId,
-      async (client) => {
-        const [, answer] = (await client.query(`BEGIN; ${statement}`)) as unknown as Array<{
-          rows: Array<{ appended: string }>;
-        }>;
-        return Number(answer?.rows[0]?.appended) === 1;
-      },
-      true,
-    ).then(
+    const sentAt = performance.now();
+    // Without a deadline, inside BEGIN … COMMIT, not on its own: a lone statement sent to a
+    // server that froze would still commit when it thaws, after this store gave up on it and
+    // reported the append failed. COMMIT is then only sent once the statement has answered in
+    // time. BEGIN goes in the statement's own message (the simple query protocol, its values as
+    // literals): two round trips, not three.
+    const answer =
+      deadline !== undefined
+        ? this.#query("appending events", runId, statement).then((rows) => rows[0]?.appended)
+        : this.#transaction(
+            "appending events",
+            runId,
+            async (client) => {
+              const [, answered] = (await client.query(`BEGIN; ${statement}`)) as unknown as Array<{
+                rows: Array<{ appended: string }>;
+              }>;
+              return answered?.rows[0]?.appended;
+            },
+            true,
+          );
+    return answer.then(
       (appended) => {
-        if (appended) this.#appended(lease, summary);
-        return appended;
+        const at = Number(appended);
+        if (!(at > 0)) return false;
+        // The function answers with the database's clock; the statement without it, with 1.
+        if (fn !== undefined) this.#clock.observe(at, sentAt);
+        this.#appended(lease, summary);
+        return true;
       },
       (error: unknown) => {
         // The function is gone (dropped since this store set up): nothing was appended; the
@@ -357,6 +374,7 @@ export class PostgresStore implements RunStore {
     // One statement decides: the insert or takeover happens only if the lease is free, expired
     // or already ours, and concurrent statements on the same run_id queue behind each other.
     for (let attempt = 0; attempt < 3; attempt++) {
+      const sentAt = performance.now();
       const [taken] = await this.#query(
         "acquiring the lease",
         runId,
@@ -366,7 +384,11 @@ export class PostgresStore implements RunStore {
          RETURNING expires_at, ${this.#storedColumn}`,
         [runId, owner, Math.ceil(ttlMs)],
       );
-      if (taken !== undefined) return takenLease(runId, owner, taken);
+      if (taken !== undefined) {
+        // The lease's expiry is a reading of the database's clock, plus the ttl.
+        this.#clock.observe(Number(taken.expires_at) - Math.ceil(ttlMs), sentAt);
+        return takenLease(runId, owner, taken);
+      }
       const [holder] = await this.#query(
         "acquiring the lease",
         runId,
@@ -612,6 +634,8 @@ export class PostgresStore implements RunStore {
       release();
       return result;
     } catch (error) {
+      // The next connection may reach another server (a failover): its clock is read afresh.
+      this.#clock.forget();
       if (error !== TIMED_OUT && transaction) {
         // The server answered with an error: roll back and keep the connection if that works.
         const rolledBack = await withinDeadline(
@@ -721,6 +745,7 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
   "integer[]", // seqs
   "integer[]", // versions
   "text[]", // bodies
+  "bigint", // the deadline on the database's clock (the function's last parameter)
 ];
 
 /**
@@ -728,7 +753,8 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
  * the end of the log (or, for a `first` append, that the run does not exist yet), writes the
  * run's summary and inserts the rows, or changes nothing. Throws when a
  * value has no literal (the caller then takes the general path). With the schema's append
- * `fn` (see `createTables`), a call of it, whose plans the server keeps.
+ * `fn` (see `createTables`), a call of it, whose plans the server keeps, with the deadline
+ * (the last value, or null) it holds itself to; the statement without it takes no deadline.
  */
 function quickAppendStatement(
   t: PostgresTables,

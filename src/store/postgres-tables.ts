@@ -91,15 +91,26 @@ export function appendFunctionName(schema: string): string {
 }
 
 // v1 notified listeners inside the append; v2 leaves that to the store, after the commit
-// (see postgres-notices.ts). A database can hold both while older processes share it.
-const APPEND_FUNCTION = "quiver_append_v2";
+// (see postgres-notices.ts); v3 takes a deadline and returns the database's clock (see
+// database-clock.ts). A database can hold all of them while older processes share it.
+const APPEND_FUNCTION = "quiver_append_v3";
+
+/** The SQLSTATE an append past its deadline fails with: query_canceled, as a statement timeout. */
+export const APPEND_TOO_LATE = "57014";
 
 /**
  * The one-statement append as a function, created when missing. Sent as one SQL statement, the
  * append was planned again by the server on every call: two thirds of its server time (300 µs
  * of a durable call's). A PL/pgSQL function keeps its statements' plans for the connection, and
- * still answers in one round trip with BEGIN (a prepared statement would need a round trip of
- * its own for BEGIN, and SQL-level PREPARE does not survive a transaction-mode pooler).
+ * still answers in one round trip (a prepared statement would need a round trip of its own for
+ * BEGIN, and SQL-level PREPARE does not survive a transaction-mode pooler).
+ *
+ * It returns 0 when it changed nothing, else the database's clock (epoch ms) once the rows are
+ * in. With `p_deadline` (database epoch ms), checked after everything else, it fails with
+ * APPEND_TOO_LATE rather than return later than that: the store then sends it without BEGIN, to
+ * commit on its own in one round trip, knowing that a server which thaws after the store gave up
+ * cannot commit it. Without a deadline it runs inside BEGIN … COMMIT.
+ *
  * Returns false when it cannot be created (a role without CREATE on the schema, after another
  * role made the tables): the store then sends the statement as before.
  */
@@ -120,8 +131,10 @@ async function addAppendFunction(
       CREATE FUNCTION ${appendFunctionName(schema)}(
         p_run text, p_owner text, p_prev bigint, p_first boolean, p_session text, p_parent text,
         p_agent text, p_started bigint, p_updated bigint, p_last bigint, p_status text, p_failure text,
-        p_seqs integer[], p_versions integer[], p_bodies text[]
-      ) RETURNS integer LANGUAGE plpgsql AS $quiver$
+        p_seqs integer[], p_versions integer[], p_bodies text[], p_deadline bigint
+      ) RETURNS bigint LANGUAGE plpgsql AS $quiver$
+      DECLARE
+        done_at bigint;
       BEGIN
         PERFORM 1 FROM ${t.leases}
           WHERE run_id = p_run AND owner = p_owner AND expires_at > ${NOW_MS} FOR UPDATE;
@@ -139,7 +152,12 @@ async function addAppendFunction(
         IF NOT FOUND THEN RETURN 0; END IF;
         INSERT INTO ${t.events} (run_id, seq, version, body)
           SELECT p_run, s, v, b FROM unnest(p_seqs, p_versions, p_bodies) AS r(s, v, b);
-        RETURN 1;
+        done_at := ${NOW_MS};
+        IF p_deadline IS NOT NULL AND done_at > p_deadline THEN
+          RAISE EXCEPTION 'the append reached the database after the store gave up on it'
+            USING ERRCODE = '${APPEND_TOO_LATE}';
+        END IF;
+        RETURN done_at;
       END
       $quiver$`);
     await client.query("RELEASE SAVEPOINT quiver_append_function");

@@ -178,10 +178,10 @@ describe("PostgresStore", () => {
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
         [schema],
       );
-      expect(functions.rows.map((r) => r.proname)).toEqual(["quiver_append_v2"]);
+      expect(functions.rows.map((r) => r.proname)).toEqual(["quiver_append_v3"]);
 
       // Dropped underneath a running store (a careless migration): nothing is lost or doubled.
-      await db.query(`DROP FUNCTION "${schema}".quiver_append_v2`);
+      await db.query(`DROP FUNCTION "${schema}".quiver_append_v3`);
       await store.append(lease, [event("r", 3)]);
       await store.append(lease, [event("r", 4), completed("r", 5)]);
       expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -196,7 +196,7 @@ describe("PostgresStore", () => {
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
         [schema],
       );
-      expect(again.rows.map((r) => r.proname)).toEqual(["quiver_append_v2"]);
+      expect(again.rows.map((r) => r.proname)).toEqual(["quiver_append_v3"]);
       await later.close();
     } finally {
       await db.end();

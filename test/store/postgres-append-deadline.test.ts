@@ -1,0 +1,86 @@
+/**
+ * PostgresStore's append commits on its own, in one round trip, holding itself to a deadline on
+ * the database's clock: a database that thaws after the store gave up on an append must not
+ * store it, since the store has already reported it lost.
+ */
+import pg from "pg";
+import { PostgresStore, StoreError } from "quiver-agents/store";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { event, started } from "./harnesses.js";
+import { type PostgresCluster, startPostgresCluster } from "./postgres-cluster.js";
+
+let cluster: PostgresCluster;
+beforeAll(async () => {
+  cluster = await startPostgresCluster();
+}, 60_000);
+afterAll(() => cluster?.stop());
+
+/** A pool that records the statements its connections are sent (each is one round trip). */
+function recordingPool() {
+  const pool = new pg.Pool({ connectionString: cluster.connectionString });
+  const sent: string[] = [];
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (text: unknown, ...rest: unknown[]) => {
+      sent.push(typeof text === "string" ? text : String((text as { text?: string }).text));
+      return query(text, ...rest);
+    };
+  });
+  return { pool, sent };
+}
+
+describe("PostgresStore's append", () => {
+  it("is one statement, with no BEGIN or COMMIT, once the store has read the database's clock", async () => {
+    const { pool, sent } = recordingPool();
+    const store = new PostgresStore({ pool, schema: "one_trip" });
+    try {
+      const lease = await store.acquireLease("r", "me", 60_000);
+      sent.length = 0;
+      await store.append(lease, [started("r")]);
+      await store.append(lease, [event("r", 2)]);
+      await store.append(lease, [event("r", 3), event("r", 4)]);
+      const appends = sent.filter((text) => !text.includes("pg_notify"));
+      expect(appends).toHaveLength(3);
+      for (const text of appends) expect(text).toMatch(/^SELECT "one_trip"\.quiver_append_v3\(/);
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it("sent to a frozen database is never stored once the store has given up on it", async () => {
+    const { pool, sent } = recordingPool();
+    const store = new PostgresStore({ pool, schema: "too_late", timeoutMs: 400 });
+    try {
+      const lease = await store.acquireLease("r", "me", 60_000);
+      await store.append(lease, [started("r")]);
+      // The first append's notice is sent on a connection of its own: once it is back in the
+      // pool, the next append finds a connection open and sends its statement to the frozen server.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      cluster.pause();
+      sent.length = 0;
+      try {
+        const since = Date.now();
+        const error = await store.append(lease, [event("r", 2)]).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreError);
+        expect((error as StoreError).retryable).toBe(true);
+        expect(Date.now() - since).toBeLessThan(2_000);
+        expect(sent[0]).toMatch(/^SELECT "too_late"\.quiver_append_v3\(/);
+      } finally {
+        cluster.unpause();
+      }
+      // The thawed server now reads the append that was sent to it, past its deadline.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1]);
+      expect((await store.getRun("r"))?.lastSeq).toBe(1);
+      // The store goes on: the retried append is stored once.
+      await store.append(lease, [event("r", 2)]);
+      await store.append(lease, [event("r", 3)]);
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  }, 20_000);
+});
