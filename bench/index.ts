@@ -193,7 +193,9 @@ How to read it:
   process, otherwise lands in the middle of the count or not).
 - The Postgres rows run a throwaway local cluster (fsync off): the floor is a bare
   node-postgres BEGIN, INSERT, COMMIT (three round trips), interleaved with the runs;
-  "statements per call" counts what the store sent over one run.
+  "statements per call" counts what the store sent over one run. "Over a link" runs both
+  through a proxy in the child that holds each packet 1 ms each way, as a database in another
+  zone would: there each round trip costs its latency, and the machine's speed hardly shows.
 - D1 drives 200 five-call runs through \`quiver-agents/dbos\` workers (plain node on dist/),
   enqueued from a \`DBOSClient\`, beside plain \`PostgresStore\` runs measured before and after each
   phase; the queue is polled every 10 ms (at DBOS's default 1 s a worker takes at most 8 runs

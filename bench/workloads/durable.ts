@@ -23,6 +23,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -41,6 +42,10 @@ import { quiverAdd, script } from "./baseline.js";
 const TURNS = 20;
 const CONCURRENT_RUNS = 100;
 const TARGET_US = 150;
+/** Runs per sample over the slow link (each call there costs milliseconds). */
+const LINK_RUNS = 2;
+/** The link's delay each way, in ms: a database in another zone of the same region. */
+const LINK_DELAY_MS = 1;
 
 type DurableArgs = {
   runsPerSample: number;
@@ -160,6 +165,35 @@ function countingPool(pg: Pg, connectionString: string) {
     };
   });
   return { pool, counter };
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of the server at `connectionString` that holds every chunk
+ * `delayMs` in each direction (timers of one delay fire in order, so the bytes stay in order):
+ * a database across a network, where each round trip costs its latency.
+ */
+async function slowLink(connectionString: string, delayMs: number) {
+  const target = new URL(connectionString);
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const relay = (from: typeof client, to: typeof client) => {
+      from.on("data", (chunk) => {
+        setTimeout(() => to.write(chunk), delayMs);
+      });
+      from.on("close", () => setTimeout(() => to.destroy(), delayMs));
+      from.on("error", () => {});
+    };
+    relay(client, upstream);
+    relay(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  const proxied = new URL(connectionString);
+  proxied.port = String(port);
+  return {
+    connectionString: `postgresql://${proxied.username}@127.0.0.1:${port}${proxied.pathname}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 type Quiver = typeof import("quiver-agents");
@@ -331,7 +365,27 @@ export async function durable({
         callsPer.beforeConcurrentPostgresFsync = CONCURRENT_RUNS * TURNS;
       }
     }
-    const ms = await compare(contenders, { samples, warmups: 2 });
+    const linked: Record<string, () => Promise<unknown>> = {};
+    if (postgres !== undefined) {
+      // The same runs over a slow link, where what a round trip saved is worth on a network;
+      // compared on their own, so that their idle waits do not come before a local contender.
+      const link = await slowLink(postgres, LINK_DELAY_MS);
+      const overLink = new stores.PostgresStore({
+        connectionString: link.connectionString,
+        schema: "bench_durable_link",
+      });
+      const floorOverLink = await bareTransactions(nodePostgres(), link.connectionString);
+      opened.push(overLink, floorOverLink, link);
+      const onLink = player(quiver, overLink);
+      linked.postgresLink = () => onLink.sequential(LINK_RUNS);
+      linked.postgresLinkFloor = () => floorOverLink.commits(LINK_RUNS * TURNS);
+      callsPer.postgresLink = LINK_RUNS * TURNS;
+      callsPer.postgresLinkFloor = LINK_RUNS * TURNS;
+    }
+    const ms = {
+      ...(await compare(contenders, { samples, warmups: 2 })),
+      ...(await compare(linked, { samples, warmups: 2 })),
+    };
     const result: DurableResult = Object.fromEntries(
       Object.entries(ms).map(([name, sampleMs]) => [name, (sampleMs * 1000) / callsPer[name]!]),
     );
@@ -471,6 +525,13 @@ function toRows(r: DurableResult): Row[] {
         quiver: perCall("postgres"),
         baseline: fmt(memory),
         ratio: ratio(r.postgres / memory),
+      },
+      {
+        workload: `W1s durable: PostgresStore, ${TURNS} turns × 1 call, over a link`,
+        measure: `µs per call through a proxy holding each packet ${LINK_DELAY_MS} ms each way (baseline: the floor through it, interleaved)`,
+        quiver: perCall("postgresLink"),
+        baseline: perCall("postgresLinkFloor"),
+        ratio: ratio(r.postgresLink! / r.postgresLinkFloor!),
       },
       {
         workload: `W1s durable: ${CONCURRENT_RUNS} runs at once, PostgresStore`,
