@@ -55,9 +55,13 @@ describe("PostgresStore's append", () => {
     try {
       const lease = await store.acquireLease("r", "me", 60_000);
       await store.append(lease, [started("r")]);
-      // The first append's notice is sent on a connection of its own: once it is back in the
-      // pool, the next append finds a connection open and sends its statement to the frozen server.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The first append's notice is sent on a connection of its own: once every connection is
+      // back in the pool, the next append finds one open and sends its statement to the frozen
+      // server (a new connection would wait for the frozen server's handshake instead).
+      const busy = () => pool.waitingCount > 0 || pool.idleCount < pool.totalCount;
+      for (let i = 0; i < 500 && busy(); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       cluster.pause();
       sent.length = 0;
       try {
