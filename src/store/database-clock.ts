@@ -9,7 +9,8 @@
  * the moment the store gives up. The local clock is `performance.now()` (monotonic: a wall-clock
  * step here changes nothing). What can still move is the offset itself (the two clocks drift
  * apart, or the database is a new server after a failover), hence a margin that grows with the
- * reading's age, a limit on that age, and `forget()` on any failure of a connection.
+ * reading's age, a limit on that age, and `forget()` whenever a statement fails or the store's
+ * pool drops or opens a connection.
  */
 
 /** Drift the margin allows for, per ms since the reading: 1,000 ppm, ten times what NTP permits. */

@@ -161,7 +161,13 @@ export class PostgresStore implements RunStore {
         "PostgresStore needs { connectionString } (a postgres:// URL) or { pool } (a pg.Pool)",
       );
     }
+    // A connection that dropped, or a new one, may mean another server (a failover): the
+    // database's clock is read afresh before an append commits on its own again.
+    this.#pool.on?.("error", this.#forgetClock);
+    this.#pool.on?.("connect", this.#forgetClock);
   }
+
+  readonly #forgetClock = () => this.#clock.forget();
 
   /**
    * One statement when it can: after this store's first append to a run, it knows the run's
@@ -543,6 +549,8 @@ export class PostgresStore implements RunStore {
     this.#closed = true;
     // The notices of appends that returned go out first (each bounded by timeoutMs).
     await withinDeadline(this.#notices.flush(), Date.now() + this.#timeoutMs).catch(() => {});
+    this.#pool.off?.("error", this.#forgetClock);
+    this.#pool.off?.("connect", this.#forgetClock);
     if (!this.#ownsPool) return;
     const ending = this.#pool.end();
     await withinDeadline(ending, Date.now() + this.#timeoutMs).catch((error) => {

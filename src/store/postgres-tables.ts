@@ -28,6 +28,12 @@ export interface PostgresPool {
   query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
   connect(): Promise<PostgresClient>;
   end(): Promise<void>;
+  /**
+   * `pg.Pool`'s events: the store listens to `connect` and `error` while it is open, since a
+   * connection made or lost may reach another server (see `DatabaseClock`).
+   */
+  on?(event: "connect" | "error", listener: (...args: any[]) => void): unknown;
+  off?(event: "connect" | "error", listener: (...args: any[]) => void): unknown;
 }
 
 export type PostgresTables = { runs: string; events: string; leases: string; artifacts: string };

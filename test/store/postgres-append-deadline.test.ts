@@ -29,6 +29,13 @@ function recordingPool() {
   return { pool, sent };
 }
 
+/** Resolves once `pool` has no connection in use or asked for (pg-pool hands one out on the next tick). */
+async function settled(pool: pg.Pool): Promise<void> {
+  for (let i = 0; i < 500 && (pool.waitingCount > 0 || pool.idleCount < pool.totalCount); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 describe("PostgresStore's append", () => {
   it("is one statement, with no BEGIN or COMMIT, once the store has read the database's clock", async () => {
     const { pool, sent } = recordingPool();
@@ -58,10 +65,7 @@ describe("PostgresStore's append", () => {
       // The first append's notice is sent on a connection of its own: once every connection is
       // back in the pool, the next append finds one open and sends its statement to the frozen
       // server (a new connection would wait for the frozen server's handshake instead).
-      const busy = () => pool.waitingCount > 0 || pool.idleCount < pool.totalCount;
-      for (let i = 0; i < 500 && busy(); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await settled(pool);
       cluster.pause();
       sent.length = 0;
       try {
@@ -87,4 +91,37 @@ describe("PostgresStore's append", () => {
       await pool.end();
     }
   }, 20_000);
+
+  it("reads the database's clock afresh on a new connection before it commits on its own again", async () => {
+    const { pool, sent } = recordingPool();
+    const store = new PostgresStore({ pool, schema: "new_connection" });
+    const admin = new pg.Client({ connectionString: cluster.connectionString });
+    await admin.connect();
+    try {
+      const lease = await store.acquireLease("r", "me", 60_000);
+      await store.append(lease, [started("r")]);
+      await settled(pool);
+      // The server drops every connection of the store's pool, as a failover would: the next
+      // connection may reach a server whose clock differs.
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'`,
+      );
+      for (let i = 0; i < 500 && pool.totalCount > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(pool.totalCount).toBe(0);
+      sent.length = 0;
+      await store.append(lease, [event("r", 2)]);
+      await store.append(lease, [event("r", 3)]);
+      expect(sent.filter((text) => !text.includes("pg_notify"))).toEqual([
+        expect.stringMatching(/^BEGIN; SELECT "new_connection"\.quiver_append_v3\(/),
+        "COMMIT",
+        expect.stringMatching(/^SELECT "new_connection"\.quiver_append_v3\(/),
+      ]);
+      expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+    } finally {
+      await admin.end();
+      await store.close();
+      await pool.end();
+    }
+  });
 });
