@@ -9,8 +9,8 @@
  * the moment the store gives up. The local clock is `performance.now()` (monotonic: a wall-clock
  * step here changes nothing). What can still move is the offset itself (the two clocks drift
  * apart, or the database is a new server after a failover), hence a margin that grows with the
- * reading's age, a limit on that age, and `forget()` whenever a statement fails or the store's
- * pool drops or opens a connection.
+ * reading's age, a limit on that age, and `forget()` whenever a statement fails or the pool loses
+ * an idle connection (a failover ends every connection to the old server).
  */
 
 /** Drift the margin allows for, per ms since the reading: 1,000 ppm, ten times what NTP permits. */
@@ -64,4 +64,27 @@ export class DatabaseClock {
     if (margin + this.#slack > withinMs / 2) return undefined;
     return Math.floor(this.#offset + now + withinMs - margin);
   }
+}
+
+/** One clock per pool: every store on a pool reads the same server. */
+const clocks = new WeakMap<object, DatabaseClock>();
+
+/**
+ * The clock of the database behind `pool`, shared by every store that uses it, forgotten
+ * whenever the pool reports an idle connection lost (its `error` event; a statement's own
+ * failure is the store's to report). One listener per pool, however many stores come and go on
+ * it: a store made per request and never closed leaks nothing.
+ *
+ * @example
+ * const clock = databaseClockOf(pool); // the same object for every store on `pool`
+ */
+export function databaseClockOf(pool: { on?(event: "error", listener: () => void): unknown }): DatabaseClock {
+  let clock = clocks.get(pool);
+  if (clock === undefined) {
+    const made = new DatabaseClock();
+    pool.on?.("error", () => made.forget());
+    clocks.set(pool, made);
+    clock = made;
+  }
+  return clock;
 }

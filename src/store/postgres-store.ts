@@ -1,7 +1,7 @@
 import type * as Pg from "pg";
 import type { RunEvent } from "../contract/events.js";
 import { UserError } from "../errors.js";
-import { DatabaseClock } from "./database-clock.js";
+import { type DatabaseClock, databaseClockOf } from "./database-clock.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
   checkAfterSeq,
@@ -114,7 +114,7 @@ export class PostgresStore implements RunStore {
   #appendFunction: string | undefined;
   #closed = false;
   /** The database's clock as last read, for the deadlines of appends that commit on their own. */
-  readonly #clock = new DatabaseClock();
+  readonly #clock: DatabaseClock;
   readonly #notices = new PostgresNotices((payloads) =>
     this.#withClient("notifying listeners", undefined, (client) =>
       // Committed without waiting for its WAL flush: a notice is a hint, and the lock it takes
@@ -161,13 +161,8 @@ export class PostgresStore implements RunStore {
         "PostgresStore needs { connectionString } (a postgres:// URL) or { pool } (a pg.Pool)",
       );
     }
-    // A connection that dropped, or a new one, may mean another server (a failover): the
-    // database's clock is read afresh before an append commits on its own again.
-    this.#pool.on?.("error", this.#forgetClock);
-    this.#pool.on?.("connect", this.#forgetClock);
+    this.#clock = databaseClockOf(this.#pool);
   }
-
-  readonly #forgetClock = () => this.#clock.forget();
 
   /**
    * One statement when it can: after this store's first append to a run, it knows the run's
@@ -274,9 +269,7 @@ export class PostgresStore implements RunStore {
     const summary = summarize(runId, previous, events);
     const [, ...summaryValues] = runRowValues(summary);
     const fn = this.#appendFunction;
-    // With a deadline the database enforces, the function commits on its own: one round trip.
-    const deadline = fn === undefined ? undefined : this.#clock.deadline(this.#timeoutMs);
-    let statement: string;
+    let statement: (deadline: number | undefined) => string;
     try {
       statement = quickAppendStatement(this.#t, fn, previous === undefined, [
         runId,
@@ -286,31 +279,36 @@ export class PostgresStore implements RunStore {
         rows.map((r) => r.seq),
         rows.map((r) => r.version),
         rows.map((r) => r.body),
-        deadline ?? null,
       ]);
     } catch {
       return undefined;
     }
-    const sentAt = performance.now();
-    // Without a deadline, inside BEGIN … COMMIT, not on its own: a lone statement sent to a
-    // server that froze would still commit when it thaws, after this store gave up on it and
-    // reported the append failed. COMMIT is then only sent once the statement has answered in
-    // time. BEGIN goes in the statement's own message (the simple query protocol, its values as
-    // literals): two round trips, not three.
-    const answer =
-      deadline !== undefined
-        ? this.#query("appending events", runId, statement).then((rows) => rows[0]?.appended)
-        : this.#transaction(
-            "appending events",
-            runId,
-            async (client) => {
-              const [, answered] = (await client.query(`BEGIN; ${statement}`)) as unknown as Array<{
-                rows: Array<{ appended: string }>;
-              }>;
-              return answered?.rows[0]?.appended;
-            },
-            true,
-          );
+    let sentAt = 0;
+    const answer = this.#tables("appending events", runId).then(() =>
+      this.#withClient(
+        "appending events",
+        runId,
+        async (client, msLeft) => {
+          // Decided once the connection is in hand: a connection lost meanwhile (a failover) has
+          // made the clock forget (`databaseClockOf`), and this one may reach another server.
+          const deadline = fn === undefined ? undefined : this.#clock.deadline(msLeft());
+          sentAt = performance.now();
+          // With a deadline the database enforces, the function commits on its own: one round
+          // trip. Without, inside BEGIN … COMMIT, not on its own: a lone statement sent to a
+          // server that froze would still commit when it thaws, after this store gave up on it
+          // and reported the append failed. COMMIT is then only sent once the statement has
+          // answered in time. BEGIN goes in the statement's own message (the simple query
+          // protocol, its values as literals): two round trips, not three.
+          if (deadline !== undefined) return (await client.query(statement(deadline))).rows[0]?.appended;
+          const [, answered] = (await client.query(`BEGIN; ${statement(undefined)}`)) as unknown as Array<{
+            rows: Array<{ appended: string }>;
+          }>;
+          await client.query("COMMIT");
+          return answered?.rows[0]?.appended;
+        },
+        true,
+      ),
+    );
     return answer.then(
       (appended) => {
         const at = Number(appended);
@@ -549,8 +547,6 @@ export class PostgresStore implements RunStore {
     this.#closed = true;
     // The notices of appends that returned go out first (each bounded by timeoutMs).
     await withinDeadline(this.#notices.flush(), Date.now() + this.#timeoutMs).catch(() => {});
-    this.#pool.off?.("error", this.#forgetClock);
-    this.#pool.off?.("connect", this.#forgetClock);
     if (!this.#ownsPool) return;
     const ending = this.#pool.end();
     await withinDeadline(ending, Date.now() + this.#timeoutMs).catch((error) => {
@@ -613,10 +609,11 @@ export class PostgresStore implements RunStore {
   async #withClient<T>(
     action: string,
     runId: string | undefined,
-    work: (client: PostgresClient) => Promise<T>,
+    work: (client: PostgresClient, msLeft: () => number) => Promise<T>,
     transaction = false,
   ): Promise<T> {
     const deadline = Date.now() + this.#timeoutMs;
+    const started = performance.now();
     const connecting = this.#pool.connect();
     let client: PostgresClient;
     try {
@@ -638,7 +635,8 @@ export class PostgresStore implements RunStore {
       client.release(destroy);
     };
     try {
-      const result = await withinDeadline(work(client), deadline);
+      const msLeft = () => this.#timeoutMs - (performance.now() - started);
+      const result = await withinDeadline(work(client, msLeft), deadline);
       release();
       return result;
     } catch (error) {
@@ -753,7 +751,6 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
   "integer[]", // seqs
   "integer[]", // versions
   "text[]", // bodies
-  "bigint", // the deadline on the database's clock (the function's last parameter)
 ];
 
 /**
@@ -761,18 +758,19 @@ const QUICK_APPEND_TYPES: LiteralType[] = [
  * the end of the log (or, for a `first` append, that the run does not exist yet), writes the
  * run's summary and inserts the rows, or changes nothing. Throws when a
  * value has no literal (the caller then takes the general path). With the schema's append
- * `fn` (see `createTables`), a call of it, whose plans the server keeps, with the deadline
- * (the last value, or null) it holds itself to; the statement without it takes no deadline.
+ * `fn` (see `createTables`), a call of it, whose plans the server keeps. Returned as a function
+ * of the deadline the call holds itself to (none: null); the statement without it takes none.
  */
 function quickAppendStatement(
   t: PostgresTables,
   fn: string | undefined,
   first: boolean,
   values: unknown[],
-): string {
+): (deadline: number | undefined) => string {
   const v = values.map((value, i) => sqlLiteral(value, QUICK_APPEND_TYPES[i]!));
   if (fn !== undefined) {
-    return `SELECT ${fn}(${v[0]}, ${v[1]}, ${v[2]}, ${first}, ${v.slice(3).join(", ")}) AS appended`;
+    const call = `SELECT ${fn}(${v[0]}, ${v[1]}, ${v[2]}, ${first}, ${v.slice(3).join(", ")}`;
+    return (deadline) => `${call}, ${sqlLiteral(deadline, "bigint")}) AS appended`;
   }
   const run = first
     ? `INSERT INTO ${t.runs} (${RUN_COLUMNS})
@@ -781,7 +779,7 @@ function quickAppendStatement(
     : `UPDATE ${t.runs} SET session_id = ${v[3]}, parent_run_id = ${v[4]}, agent = ${v[5]}, started_at = ${v[6]},
          updated_at = ${v[7]}, last_seq = ${v[8]}, status = ${v[9]}, failure_kind = ${v[10]}
        WHERE run_id = ${v[0]} AND last_seq = ${v[2]} AND EXISTS (SELECT 1 FROM lease) RETURNING 1`;
-  return `WITH lease AS (
+  const statement = `WITH lease AS (
        SELECT 1 FROM ${t.leases} WHERE run_id = ${v[0]} AND owner = ${v[1]} AND expires_at > ${NOW_MS} FOR UPDATE
      ), run AS (
        ${run}
@@ -791,6 +789,7 @@ function quickAppendStatement(
        WHERE EXISTS (SELECT 1 FROM run)
      )
      SELECT (SELECT count(*) FROM run) AS appended`;
+  return () => statement;
 }
 
 /** The lease a row of `acquireLease` took, with whether the run was stored then. */

@@ -29,11 +29,11 @@ export interface PostgresPool {
   connect(): Promise<PostgresClient>;
   end(): Promise<void>;
   /**
-   * `pg.Pool`'s events: the store listens to `connect` and `error` while it is open, since a
-   * connection made or lost may reach another server (see `DatabaseClock`).
+   * `pg.Pool`'s event of an idle connection lost, as every connection is in a failover: the
+   * stores on the pool then read the database's clock afresh (see `DatabaseClock`). Listening
+   * also keeps such a loss from ending the process, as an `error` nobody hears would.
    */
-  on?(event: "connect" | "error", listener: (...args: any[]) => void): unknown;
-  off?(event: "connect" | "error", listener: (...args: any[]) => void): unknown;
+  on?(event: "error", listener: () => void): unknown;
 }
 
 export type PostgresTables = { runs: string; events: string; leases: string; artifacts: string };

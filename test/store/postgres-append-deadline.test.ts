@@ -18,6 +18,8 @@ afterAll(() => cluster?.stop());
 /** A pool that records the statements its connections are sent (each is one round trip). */
 function recordingPool() {
   const pool = new pg.Pool({ connectionString: cluster.connectionString });
+  // As pg asks of every pool: an idle connection the server drops is reported here.
+  pool.on("error", () => {});
   const sent: string[] = [];
   pool.on("connect", (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -92,7 +94,7 @@ describe("PostgresStore's append", () => {
     }
   }, 20_000);
 
-  it("reads the database's clock afresh on a new connection before it commits on its own again", async () => {
+  it("reads the database's clock afresh after its connections were lost, before it commits on its own again", async () => {
     const { pool, sent } = recordingPool();
     const store = new PostgresStore({ pool, schema: "new_connection" });
     const admin = new pg.Client({ connectionString: cluster.connectionString });
@@ -118,6 +120,10 @@ describe("PostgresStore's append", () => {
         expect.stringMatching(/^SELECT "new_connection"\.quiver_append_v3\(/),
       ]);
       expect((await store.read("r")).map((e) => e.seq)).toEqual([1, 2, 3]);
+      // Stores made on the pool and never closed (one per request, say) share one listener.
+      const listeners = pool.listenerCount("error");
+      for (let i = 0; i < 20; i++) new PostgresStore({ pool, schema: "new_connection" });
+      expect(pool.listenerCount("error")).toBe(listeners);
     } finally {
       await admin.end();
       await store.close();
