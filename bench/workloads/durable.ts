@@ -188,10 +188,8 @@ async function slowLink(connectionString: string, delayMs: number) {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
-  const proxied = new URL(connectionString);
-  proxied.port = String(port);
   return {
-    connectionString: `postgresql://${proxied.username}@127.0.0.1:${port}${proxied.pathname}`,
+    connectionString: `postgresql://${target.username}@127.0.0.1:${port}${target.pathname}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

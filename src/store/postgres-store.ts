@@ -283,7 +283,6 @@ export class PostgresStore implements RunStore {
     } catch {
       return undefined;
     }
-    let sentAt = 0;
     const answer = this.#tables("appending events", runId).then(() =>
       this.#withClient(
         "appending events",
@@ -292,31 +291,35 @@ export class PostgresStore implements RunStore {
           // Decided once the connection is in hand: a connection lost meanwhile (a failover) has
           // made the clock forget (`databaseClockOf`), and this one may reach another server.
           const deadline = fn === undefined ? undefined : this.#clock.deadline(msLeft());
-          sentAt = performance.now();
+          const sentAt = performance.now();
           // With a deadline the database enforces, the function commits on its own: one round
           // trip. Without, inside BEGIN … COMMIT, not on its own: a lone statement sent to a
           // server that froze would still commit when it thaws, after this store gave up on it
           // and reported the append failed. COMMIT is then only sent once the statement has
           // answered in time. BEGIN goes in the statement's own message (the simple query
           // protocol, its values as literals): two round trips, not three.
-          if (deadline !== undefined) return (await client.query(statement(deadline))).rows[0]?.appended;
-          const [, answered] = (await client.query(`BEGIN; ${statement(undefined)}`)) as unknown as Array<{
-            rows: Array<{ appended: string }>;
-          }>;
-          await client.query("COMMIT");
-          return answered?.rows[0]?.appended;
+          let appended: number;
+          if (deadline !== undefined) {
+            appended = Number((await client.query(statement(deadline))).rows[0]?.appended);
+          } else {
+            const [, answered] = (await client.query(`BEGIN; ${statement(undefined)}`)) as unknown as Array<{
+              rows: Array<{ appended: string }>;
+            }>;
+            appended = Number(answered?.rows[0]?.appended);
+          }
+          // The function answers with the database's clock (the statement without it, with 1),
+          // read before COMMIT: still a reading taken before its answer came.
+          if (fn !== undefined && appended > 0) this.#clock.observe(appended, sentAt);
+          if (deadline === undefined) await client.query("COMMIT");
+          return appended > 0;
         },
         true,
       ),
     );
     return answer.then(
       (appended) => {
-        const at = Number(appended);
-        if (!(at > 0)) return false;
-        // The function answers with the database's clock; the statement without it, with 1.
-        if (fn !== undefined) this.#clock.observe(at, sentAt);
-        this.#appended(lease, summary);
-        return true;
+        if (appended) this.#appended(lease, summary);
+        return appended;
       },
       (error: unknown) => {
         // The function is gone (dropped since this store set up): nothing was appended; the
@@ -546,10 +549,10 @@ export class PostgresStore implements RunStore {
     if (this.#closed) return;
     this.#closed = true;
     // The notices of appends that returned go out first (each bounded by timeoutMs).
-    await withinDeadline(this.#notices.flush(), Date.now() + this.#timeoutMs).catch(() => {});
+    await withinDeadline(this.#notices.flush(), performance.now() + this.#timeoutMs).catch(() => {});
     if (!this.#ownsPool) return;
     const ending = this.#pool.end();
-    await withinDeadline(ending, Date.now() + this.#timeoutMs).catch((error) => {
+    await withinDeadline(ending, performance.now() + this.#timeoutMs).catch((error) => {
       if (error !== TIMED_OUT) throw storeFailure("closing the store", undefined, error);
     });
   }
@@ -612,8 +615,7 @@ export class PostgresStore implements RunStore {
     work: (client: PostgresClient, msLeft: () => number) => Promise<T>,
     transaction = false,
   ): Promise<T> {
-    const deadline = Date.now() + this.#timeoutMs;
-    const started = performance.now();
+    const deadline = performance.now() + this.#timeoutMs;
     const connecting = this.#pool.connect();
     let client: PostgresClient;
     try {
@@ -635,7 +637,7 @@ export class PostgresStore implements RunStore {
       client.release(destroy);
     };
     try {
-      const msLeft = () => this.#timeoutMs - (performance.now() - started);
+      const msLeft = () => deadline - performance.now();
       const result = await withinDeadline(work(client, msLeft), deadline);
       release();
       return result;
@@ -646,7 +648,7 @@ export class PostgresStore implements RunStore {
         // The server answered with an error: roll back and keep the connection if that works.
         const rolledBack = await withinDeadline(
           client.query("ROLLBACK"),
-          Math.max(deadline, Date.now() + 1_000),
+          Math.max(deadline, performance.now() + 1_000),
         ).then(
           () => true,
           () => false,
@@ -669,9 +671,10 @@ export class PostgresStore implements RunStore {
    */
   #endBackend(pid: number | null | undefined): void {
     if (typeof pid !== "number") return;
-    void withinDeadline(this.#pool.query("SELECT pg_terminate_backend($1)", [pid]), Date.now() + 1_000).catch(
-      () => {},
-    );
+    void withinDeadline(
+      this.#pool.query("SELECT pg_terminate_backend($1)", [pid]),
+      performance.now() + 1_000,
+    ).catch(() => {});
   }
 
   #failure(action: string, runId: string | undefined, error: unknown): StoreError {
@@ -718,10 +721,13 @@ function ignoreError(): void {}
 /** What `withinDeadline` rejects with when time runs out first. */
 const TIMED_OUT = Symbol("timed out");
 
-/** `promise`, or a rejection with TIMED_OUT at `deadline` (epoch ms), whichever comes first. */
+/**
+ * `promise`, or a rejection with TIMED_OUT at `deadline` (in `performance.now()` ms, so that a
+ * step of the wall clock moves no deadline), whichever comes first.
+ */
 function withinDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(TIMED_OUT), Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(() => reject(TIMED_OUT), Math.max(0, deadline - performance.now()));
     promise.then(
       (value) => {
         clearTimeout(timer);

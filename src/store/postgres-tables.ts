@@ -102,7 +102,7 @@ export function appendFunctionName(schema: string): string {
 const APPEND_FUNCTION = "quiver_append_v3";
 
 /** The SQLSTATE an append past its deadline fails with: query_canceled, as a statement timeout. */
-export const APPEND_TOO_LATE = "57014";
+const APPEND_TOO_LATE = "57014";
 
 /**
  * The one-statement append as a function, created when missing. Sent as one SQL statement, the
