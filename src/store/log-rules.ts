@@ -5,6 +5,7 @@
  */
 import type { RunEvent } from "../contract/events.js";
 import { serializeEvent } from "../contract/serialize-event.js";
+import { BATCH_ROW_VERSION, unbatch } from "./batch-rows.js";
 import { checkEventShape } from "./event-shapes.js";
 import { ownerIsGone } from "./lease-owner.js";
 import {
@@ -298,12 +299,47 @@ export function decodeEvents(
   const events: RunEvent[] = [];
   let expected = afterSeq + 1;
   for (const row of rows) {
-    if (row.seq !== expected) throw missingEvent(runId, expected);
+    if (row.version === BATCH_ROW_VERSION) {
+      expected = decodeBatch(runId, row, expected, events);
+      continue;
+    }
+    // A row of a version this Quiver does not know may hold other seqs than its own: say that.
+    if (row.seq !== expected) throw unknownVersion(runId, row) ?? missingEvent(runId, expected);
     events.push(decodeEvent(runId, row));
     expected++;
   }
   if (expected <= lastSeq) throw missingEvent(runId, expected);
   return events;
+}
+
+/**
+ * Pushes the events of a batch row from seq `expected` on (the first row a read returns may
+ * also hold events before it) and returns the seq expected next. Its events are plain ones,
+ * checked one by one as a plain row's event is.
+ */
+function decodeBatch(runId: string, row: StoredEvent, expected: number, events: RunEvent[]): number {
+  const { first, values } = unbatch(runId, row, expected);
+  if (first > expected) throw missingEvent(runId, expected);
+  // Events before `expected` are only expected in the first row read (those the read skips),
+  // beside events after them.
+  if (first < expected && (events.length > 0 || row.seq < expected)) {
+    throw new StoreError(`run ${runId}: event seq ${first} is stored twice; the run's log is damaged`, {
+      runId,
+    });
+  }
+  for (let seq = expected; seq <= row.seq; seq++) {
+    const value = values[seq - first];
+    const problem =
+      eventShapeProblem(value, runId, seq) ??
+      ((value as { $payloads?: unknown }).$payloads !== undefined
+        ? "a row of several events cannot refer to payloads"
+        : undefined);
+    if (problem !== undefined) {
+      throw new StoreError(`run ${runId}: event seq ${seq} is damaged: ${problem}`, { runId });
+    }
+    events.push(value as RunEvent);
+  }
+  return row.seq + 1;
 }
 
 function missingEvent(runId: string, seq: number): StoreError {
@@ -315,18 +351,24 @@ function missingEvent(runId: string, seq: number): StoreError {
   );
 }
 
-function decodeEvent(runId: string, row: StoredEvent): RunEvent {
+/** The error for a row of a version this Quiver cannot read, if it is one. */
+function unknownVersion(runId: string, row: StoredEvent): StoreError | undefined {
   if (
-    !Number.isInteger(row.version) ||
-    row.version < PLAIN_ROW_VERSION ||
-    row.version > EVENT_SCHEMA_VERSION
-  ) {
-    throw new StoreError(
-      `run ${runId}: event seq ${row.seq} is stored in event schema version ${row.version}, but this Quiver reads ` +
-        `versions ${PLAIN_ROW_VERSION} to ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,
-      { runId },
-    );
-  }
+    Number.isInteger(row.version) &&
+    row.version >= PLAIN_ROW_VERSION &&
+    row.version <= EVENT_SCHEMA_VERSION
+  )
+    return undefined;
+  return new StoreError(
+    `run ${runId}: event seq ${row.seq} is stored in event schema version ${row.version}, but this Quiver reads ` +
+      `versions ${PLAIN_ROW_VERSION} to ${EVENT_SCHEMA_VERSION}; read it with the Quiver version that wrote it`,
+    { runId },
+  );
+}
+
+function decodeEvent(runId: string, row: StoredEvent): RunEvent {
+  const unknown = unknownVersion(runId, row);
+  if (unknown !== undefined) throw unknown;
   let value: unknown;
   try {
     value = JSON.parse(row.body);
@@ -424,6 +466,8 @@ export function failureKindOf(body: string): string | undefined {
   } catch {
     return undefined;
   }
+  // A row of several events (batch-rows.ts) ends with the last.
+  if (Array.isArray(event)) event = event.at(-1);
   return event?.type === "run_failed" && typeof event.kind === "string" ? event.kind : undefined;
 }
 

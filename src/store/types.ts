@@ -5,10 +5,11 @@ import { isTransientFailure } from "./transient.js";
  * The newest version of the stored event format. Version 1 rows hold whole events; version 2
  * rows may refer to large payloads (arguments, outputs, details) stored once beside the log;
  * version 3 rows may also refer to blocks of messages (a session's run starts with the whole
- * conversation, and shares its blocks with the runs before it). This Quiver reads all three;
- * a row of any other version is refused, never skipped.
+ * conversation, and shares its blocks with the runs before it); version 4 rows hold several
+ * whole events, appended together (PostgresStore writes them). This Quiver reads all four; a
+ * row of any other version is refused, never skipped.
  */
-export const EVENT_SCHEMA_VERSION = 3;
+export const EVENT_SCHEMA_VERSION = 4;
 
 /** The right to write one run's log, held by one process at a time until it expires. */
 export type Lease = {

@@ -10,6 +10,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import type { RunEvent } from "quiver-agents";
 import { MemoryStore, PostgresStore, type RunStore, SqliteStore } from "quiver-agents/store";
+import { BATCH_ROW_VERSION } from "../../src/store/batch-rows.js";
 import { type PostgresCluster, startPostgresCluster } from "./postgres-cluster.js";
 
 /** What to do to one stored row: replace its body or version, or delete it. */
@@ -105,6 +106,7 @@ export function postgresHarness(): StoreHarness {
     damage: async (store, runId, seq, damage) => {
       const table = `"${(store as PostgresStore).schema}".quiver_events`;
       if (admin === undefined) throw new Error("the Postgres cluster is not running");
+      await splitBatchRow(admin, table, runId, seq);
       if (damage.remove)
         await admin.query(`DELETE FROM ${table} WHERE run_id = $1 AND seq = $2`, [runId, seq]);
       if (damage.body !== undefined) {
@@ -171,4 +173,26 @@ export function failed(runId: string, seq: number, at = 1_000 + seq): RunEvent {
     message: "bad",
     kind: "user_error",
   };
+}
+
+/**
+ * The row holding `seq` becomes one row per event when it holds several (PostgresStore puts an
+ * append's plain events in one row: batch-rows.ts), so that a test damages that event alone.
+ */
+async function splitBatchRow(admin: pg.Pool, table: string, runId: string, seq: number): Promise<void> {
+  const [batch] = (
+    await admin.query(
+      `SELECT seq, body FROM ${table} WHERE run_id = $1 AND seq >= $2 AND version = $3 ORDER BY seq LIMIT 1`,
+      [runId, seq, BATCH_ROW_VERSION],
+    )
+  ).rows as Array<{ seq: number; body: string }>;
+  if (batch === undefined) return;
+  const events = JSON.parse(batch.body) as unknown[];
+  const first = batch.seq - events.length + 1;
+  if (first > seq) return;
+  await admin.query(`DELETE FROM ${table} WHERE run_id = $1 AND seq = $2`, [runId, batch.seq]);
+  await admin.query(
+    `INSERT INTO ${table} (run_id, seq, version, body) SELECT $1, s, 1, b FROM unnest($2::int[], $3::text[]) AS e(s, b)`,
+    [runId, events.map((_, i) => first + i), events.map((e) => JSON.stringify(e))],
+  );
 }

@@ -165,6 +165,62 @@ describe("PostgresStore", () => {
     });
   });
 
+  it("never lets two stores append overlapping batches of events", async () => {
+    await twoProcesses("race_batches", async (a, b) => {
+      // An append of several plain events is one row under its last seq (batch-rows.ts), so two
+      // batches starting at the same seq have different keys: the seq check alone keeps them apart.
+      const lease = await a.acquireLease("r", "shared", 60_000);
+      await a.append(lease, [started("r")]);
+      let next = 2;
+      for (let round = 0; round < 15; round++) {
+        const batch = (size: number) => Array.from({ length: size }, (_, i) => event("r", next + i));
+        const outcomes = await Promise.allSettled([a.append(lease, batch(2)), b.append(lease, batch(3))]);
+        const won = outcomes.findIndex((o) => o.status === "fulfilled");
+        expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+        next += won === 0 ? 2 : 3;
+      }
+      expect((await a.read("r")).map((e) => e.seq)).toEqual(
+        Array.from({ length: next - 1 }, (_, i) => i + 1),
+      );
+      expect((await b.getRun("r"))?.lastSeq).toBe(next - 1);
+    });
+  });
+
+  it("keeps an append's plain events in one row, and reads a log of such rows and rows of one event from any seq", async () => {
+    const schema = "batch_rows";
+    const store = new PostgresStore({ connectionString: cluster.connectionString, schema });
+    const db = new pg.Client({ connectionString: cluster.connectionString });
+    await db.connect();
+    try {
+      const lease = await store.acquireLease("r", "me", 60_000);
+      const events: RunEvent[] = [started("r"), event("r", 2), event("r", 3)];
+      await store.append(lease, events);
+      events.push(event("r", 4));
+      await store.append(lease, [event("r", 4)]);
+      // A long output is a payload: its append keeps a row per event (versions 1 and 2).
+      const general = [event("r", 5), { ...completed("r", 6), output: "y".repeat(5_000) } as RunEvent];
+      await store.append(lease, general);
+      events.push(...general);
+      const rows = await db.query(`SELECT seq, version FROM "${schema}".quiver_events ORDER BY seq`);
+      expect(rows.rows).toEqual([
+        { seq: 3, version: 4 },
+        { seq: 4, version: 1 },
+        { seq: 5, version: 1 },
+        { seq: 6, version: 2 },
+      ]);
+      for (let after = 0; after <= 6; after++) {
+        expect(await store.read("r", after)).toEqual(events.slice(after));
+      }
+      // Another process reads the same.
+      const other = new PostgresStore({ connectionString: cluster.connectionString, schema });
+      expect(await other.read("r", 1)).toEqual(events.slice(1));
+      await other.close();
+    } finally {
+      await db.end();
+      await store.close();
+    }
+  });
+
   it("appends through its schema's append function, and goes on appending when the function is dropped", async () => {
     const schema = "append_fn";
     const store = new PostgresStore({ connectionString: cluster.connectionString, schema });
