@@ -515,7 +515,7 @@ export class DurableRuns {
    * After the workflow is cancelled nothing drives the run again, so a run no live process
    * holds (parked, or its worker died) would stay unfinished in the log. It is resumed once,
    * already cancelled, for the normal ending. A run a worker still holds is ended by that
-   * worker: its step's cancel signal fires.
+   * worker: its cancel signal fires (its step's, or `watchCancel`'s).
    */
   async #endCancelled(runId: string): Promise<void> {
     const summary = await this.store.getRun(runId);

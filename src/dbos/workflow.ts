@@ -12,6 +12,8 @@
  * reorder under replay) and runs steps at least once, so a half-finished non-idempotent call
  * would run twice. Quiver's log already knows which calls completed and which started without
  * finishing, and its resume never re-runs either.
+ *
+ * The first `drive` of a run nothing has stored yet is not a step either (see `firstDrive`).
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { sleep } from "../abort.js";
@@ -27,6 +29,7 @@ import type { RunHandle } from "../run/handle.js";
 import { Runner, startOrResume } from "../run/runner.js";
 import { LeaseConflict, type RunStore, StoreError } from "../store/types.js";
 import { provideAnswers, questionCallIds } from "./ask-human.js";
+import { watchCancel } from "./cancel-watch.js";
 
 /** The name the workflow is registered under; a web tier enqueues it by this name. */
 export const WORKFLOW_NAME = "quiver.run";
@@ -92,10 +95,11 @@ export function registerRunWorkflow(
     if (runId === undefined) throw new UserError("quiver.run must run as a DBOS workflow");
     // Rebuilt the same way when DBOS replays the workflow: received messages are checkpointed.
     const answers = new Map<string, string>();
-    for (;;) {
-      const driven = await DBOS.runStep(() => driveWithRetries(context, runId, request, answers), {
+    const driveStep = () =>
+      DBOS.runStep(() => driveWithRetries(context, runId, request, answers, DBOS.stepStatus?.cancelSignal), {
         name: "drive",
       });
+    for (let driven = await firstDrive(context, runId, request); ; driven = await driveStep()) {
       if (driven.stopReason !== "awaiting_approval") {
         const { asked: _a, questions: _q, ...result } = driven;
         return result;
@@ -143,23 +147,58 @@ export function registerRunWorkflow(
 }
 
 /**
+ * The workflow's first `drive`. A run nothing has stored yet is driven outside a DBOS step: a
+ * step costs two transactions of DBOS's own around it (about eight statements), a third of what a
+ * five-call run sends, and the log already holds what the run did. Its outcome becomes the
+ * `drive` step's checkpoint only when the workflow goes on after it (the run parked) or was
+ * cancelled, so that DBOS then ends the workflow as cancelled, as it does a step's. A run that
+ * is stored already takes the step: a workflow replayed after a crash gets its checkpointed
+ * outcome, or drives the run on from its log. A run stored by this drive parked before any
+ * checkpoint after it, so a replay never re-drives a run that went past what was checkpointed.
+ * Outside a step DBOS gives no cancel signal: the workflow's status is looked up every
+ * `decisionPollMs` while the run goes on (`watchCancel`).
+ */
+async function firstDrive(
+  context: WorkflowContext,
+  runId: string,
+  request: DurableRunRequest,
+): Promise<Driven> {
+  const noAnswers = new Map<string, string>();
+  if ((await context.store.getRun(runId)) !== undefined) {
+    return DBOS.runStep(
+      () => driveWithRetries(context, runId, request, noAnswers, DBOS.stepStatus?.cancelSignal),
+      { name: "drive" },
+    );
+  }
+  const cancel = watchCancel(runId, context.decisionPollMs);
+  let driven: Driven;
+  try {
+    driven = await driveWithRetries(context, runId, request, noAnswers, cancel.signal);
+  } finally {
+    cancel.stop();
+  }
+  if (driven.stopReason !== "awaiting_approval" && !cancel.signal.aborted) return driven;
+  return DBOS.runStep(async () => driven, { name: "drive" });
+}
+
+/**
  * `drive`, tried again while the run's lease is still held by a worker that died (it expires
  * within leaseMs) or the store failed for a moment; anything else fails the run at once. The
  * retries are ours, not DBOS's: its step retries read the workflow's status before every
- * attempt, one more round trip on every run that never needs one. A cancel during the wait
- * ends the step (DBOS then reports the workflow cancelled).
+ * attempt, one more round trip on every run that never needs one. A cancel (`signal`) during
+ * the wait ends it.
  */
 async function driveWithRetries(
   context: WorkflowContext,
   runId: string,
   request: DurableRunRequest,
   answers: ReadonlyMap<string, string>,
+  signal: AbortSignal | undefined,
 ): Promise<Driven> {
-  const signal = DBOS.stepStatus?.cancelSignal;
   let waitMs = Math.max(1, Math.ceil(context.leaseMs / 4_000)) * 1_000;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await drive(context, runId, request, answers);
+      return await drive(context, runId, request, answers, signal);
     } catch (error) {
       const retryable = error instanceof LeaseConflict || (error instanceof StoreError && error.retryable);
       if (!retryable || attempt >= DRIVE_ATTEMPTS) throw error;
@@ -174,17 +213,17 @@ const DRIVE_ATTEMPTS = 6;
 
 /**
  * Starts the run (nothing stored yet) or resumes it from its log, and drives it until it stops.
- * The step's cancel signal is the run's signal: `DBOS.cancelWorkflow` ends it as a normal
- * cancelled run.
+ * The cancel signal (the step's, or `watchCancel`'s) is the run's signal: `DBOS.cancelWorkflow`
+ * ends it as a normal cancelled run.
  */
 async function drive(
   context: WorkflowContext,
   runId: string,
   request: DurableRunRequest,
   answers: ReadonlyMap<string, string>,
+  signal: AbortSignal | undefined,
 ): Promise<Driven> {
   const agent = agentNamed(context.agents, request.agent);
-  const signal = DBOS.stepStatus?.cancelSignal;
   const options = {
     ...context.runOptions,
     store: context.store,

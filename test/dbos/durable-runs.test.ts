@@ -256,6 +256,20 @@ describe("quiver-agents/dbos with two worker processes", () => {
     expect(result.stopReason).toBe("completed");
     expect(result.output).toBe("finished: refunded 700");
     expect(lines().filter((l) => l.startsWith(`refund ${runId} `))).toHaveLength(1);
+    // The drive that parked is checkpointed, so that a replay goes on from where it parked.
+    const steps = (await client.listWorkflowSteps(runId))?.map((step) => step.name);
+    expect(steps?.[0]).toBe("drive");
+    expect(steps).toContain("decide");
+  }, 30_000);
+
+  it("drives a run that never parks outside a DBOS step: DBOS checkpoints nothing but the workflow", async () => {
+    // A step costs DBOS two transactions around it; the run's own log already holds what it did.
+    const runId = await runs.start("biller", "bill one customer");
+    const result = await runs.result(runId, { timeoutMs: 20_000 });
+    expect(result).toMatchObject({ stopReason: "completed" });
+    expect(lines().filter((l) => l.startsWith(`done ${runId} `))).toHaveLength(1);
+    expect(await client.listWorkflowSteps(runId)).toEqual([]);
+    expect((await client.getWorkflow(runId))?.status).toBe("SUCCESS");
   }, 30_000);
 
   it("a question asked on a worker is answered from a third process and the run goes on with the answer", async () => {
