@@ -153,10 +153,11 @@ export function registerRunWorkflow(
  * `drive` step's checkpoint only when the workflow goes on after it (the run parked) or was
  * cancelled, so that DBOS then ends the workflow as cancelled, as it does a step's. A run that
  * is stored already takes the step: a workflow replayed after a crash gets its checkpointed
- * outcome, or drives the run on from its log. A run stored by this drive parked before any
- * checkpoint after it, so a replay never re-drives a run that went past what was checkpointed.
- * Outside a step DBOS gives no cancel signal: the workflow's status is looked up every
- * `decisionPollMs` while the run goes on (`watchCancel`).
+ * outcome, or drives the run on from its log. Nothing is checkpointed after this drive unless
+ * its own outcome was checkpointed first, so a replay that re-drives the run (none was) has no
+ * later checkpoints to read against a log gone further. Outside a step DBOS gives no cancel
+ * signal: the workflow's status is looked up every `decisionPollMs` while the run goes on
+ * (`watchCancel`).
  */
 async function firstDrive(
   context: WorkflowContext,
@@ -164,7 +165,12 @@ async function firstDrive(
   request: DurableRunRequest,
 ): Promise<Driven> {
   const noAnswers = new Map<string, string>();
-  if ((await context.store.getRun(runId)) !== undefined) {
+  // A store that cannot answer now gets the step, whose drive waits for it (driveWithRetries).
+  const stored = await context.store.getRun(runId).then(
+    (run) => run !== undefined,
+    () => true,
+  );
+  if (stored) {
     return DBOS.runStep(
       () => driveWithRetries(context, runId, request, noAnswers, DBOS.stepStatus?.cancelSignal),
       { name: "drive" },
