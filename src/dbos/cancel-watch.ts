@@ -59,7 +59,10 @@ function schedule(): void {
 
 function look(): void {
   const ids = [...watched.keys()];
-  if (ids.length === 0) return schedule();
+  if (ids.length === 0) {
+    schedule();
+    return;
+  }
   DBOS.listWorkflows({ workflowIDs: ids, status: "CANCELLED", loadInput: false, loadOutput: false }).then(
     (cancelled) => {
       for (const { workflowID } of cancelled) {
