@@ -59,6 +59,7 @@ function schedule(): void {
 
 function look(): void {
   const ids = [...watched.keys()];
+  // Never asked with no ids: an empty filter would list every workflow.
   if (ids.length === 0) {
     schedule();
     return;

@@ -95,11 +95,11 @@ export function registerRunWorkflow(
     if (runId === undefined) throw new UserError("quiver.run must run as a DBOS workflow");
     // Rebuilt the same way when DBOS replays the workflow: received messages are checkpointed.
     const answers = new Map<string, string>();
-    const driveStep = () =>
-      DBOS.runStep(() => driveWithRetries(context, runId, request, answers, DBOS.stepStatus?.cancelSignal), {
-        name: "drive",
-      });
-    for (let driven = await firstDrive(context, runId, request); ; driven = await driveStep()) {
+    for (
+      let driven = await firstDrive(context, runId, request, answers);
+      ;
+      driven = await driveStep(context, runId, request, answers)
+    ) {
       if (driven.stopReason !== "awaiting_approval") {
         const { asked: _a, questions: _q, ...result } = driven;
         return result;
@@ -163,28 +163,36 @@ async function firstDrive(
   context: WorkflowContext,
   runId: string,
   request: DurableRunRequest,
+  answers: ReadonlyMap<string, string>,
 ): Promise<Driven> {
-  const noAnswers = new Map<string, string>();
   // A store that cannot answer now gets the step, whose drive waits for it (driveWithRetries).
   const stored = await context.store.getRun(runId).then(
     (run) => run !== undefined,
     () => true,
   );
-  if (stored) {
-    return DBOS.runStep(
-      () => driveWithRetries(context, runId, request, noAnswers, DBOS.stepStatus?.cancelSignal),
-      { name: "drive" },
-    );
-  }
+  if (stored) return driveStep(context, runId, request, answers);
   const cancel = watchCancel(runId, context.decisionPollMs);
   let driven: Driven;
   try {
-    driven = await driveWithRetries(context, runId, request, noAnswers, cancel.signal);
+    driven = await driveWithRetries(context, runId, request, answers, cancel.signal);
   } finally {
     cancel.stop();
   }
   if (driven.stopReason !== "awaiting_approval" && !cancel.signal.aborted) return driven;
   return DBOS.runStep(async () => driven, { name: "drive" });
+}
+
+/** `drive` as the DBOS step of that name, with the step's cancel signal. */
+function driveStep(
+  context: WorkflowContext,
+  runId: string,
+  request: DurableRunRequest,
+  answers: ReadonlyMap<string, string>,
+): Promise<Driven> {
+  return DBOS.runStep(
+    () => driveWithRetries(context, runId, request, answers, DBOS.stepStatus?.cancelSignal),
+    { name: "drive" },
+  );
 }
 
 /**
